@@ -1,0 +1,50 @@
+// Key lookups for the front thread: an LRU of positive and negative answers with a short TTL in front
+// of the store worker. Concurrent misses for the same key share one store call. Revoking a key through
+// this process drops it at once; other processes see it when the TTL runs out.
+import { LRUCache } from 'lru-cache'
+import type { KeyInfo } from '../store/protocol.js'
+
+const MISSING = Symbol('missing')
+type Entry = KeyInfo | typeof MISSING
+
+export type KeyLookup = (hash: string) => Promise<KeyInfo | null>
+
+export class KeyCache {
+  readonly #lru: LRUCache<string, Entry>
+  readonly #inflight = new Map<string, Promise<KeyInfo | null>>()
+  readonly #lookup: KeyLookup
+  readonly #enabled: boolean
+
+  constructor (lookup: KeyLookup, options: { ttlMs: number; max: number }) {
+    this.#lookup = lookup
+    this.#enabled = options.ttlMs > 0
+    this.#lru = new LRUCache<string, Entry>({ max: options.max, ttl: Math.max(options.ttlMs, 1), ttlAutopurge: false })
+  }
+
+  /** The cached answer, or undefined when the store must be asked (see `fetch`). */
+  peek (hash: string): KeyInfo | null | undefined {
+    if (!this.#enabled) return undefined
+    const e = this.#lru.get(hash)
+    if (e === undefined) return undefined
+    return e === MISSING ? null : e
+  }
+
+  fetch (hash: string): Promise<KeyInfo | null> {
+    let p = this.#inflight.get(hash)
+    if (p !== undefined) return p
+    p = this.#lookup(hash).then((info) => {
+      if (this.#inflight.get(hash) === p && this.#enabled) this.#lru.set(hash, info ?? MISSING)
+      return info
+    }).finally(() => {
+      if (this.#inflight.get(hash) === p) this.#inflight.delete(hash)
+    })
+    this.#inflight.set(hash, p)
+    return p
+  }
+
+  invalidate (hash: string): void {
+    this.#lru.delete(hash)
+    // A lookup already in flight may carry the old state: let it answer its callers but not be cached.
+    this.#inflight.delete(hash)
+  }
+}

@@ -1,0 +1,187 @@
+// The `tracegate` command. The only file that calls process.exit.
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { AdminError } from './admin/ops.js'
+import { runAdmin } from './admin/remote.js'
+import { createLogger } from './log.js'
+import { startMockProvider } from './mock-provider/index.js'
+import { Tracegate } from './tracegate.js'
+
+const USAGE = `usage: tracegate <command> [options]
+
+  serve [--mock-providers]              run the proxy (TRACEGATE_* environment variables configure it)
+  migrate                               apply the ClickHouse migrations
+  account create --name N --plan free|pro|enterprise [--server-side-keys]
+  user create --account ID --email E    (password on standard input)
+  key create --account ID --scope proxy|read [--name N] [--expires-in 30d]
+  key revoke --id KEY_ID
+  key list --account ID
+  mock-provider [--port N] [--host H] [--ttft-ms N] [--chunks N] [--gap-ms N]
+
+  --json    print one JSON object (admin commands)
+`
+
+class UsageError extends Error {}
+
+function fail (message: string, code = 1): never {
+  process.stderr.write(`tracegate: ${message}\n`)
+  process.exit(code)
+}
+
+function intOption (value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`)
+  return Number(value)
+}
+
+async function readPassword (): Promise<string> {
+  const stdin = process.stdin
+  if (stdin.isTTY) {
+    process.stderr.write('Password: ')
+    stdin.setRawMode(true)
+    return new Promise((resolve) => {
+      let text = ''
+      const onData = (b: Buffer): void => {
+        for (const ch of b.toString('utf8')) {
+          if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+            stdin.setRawMode(false); stdin.pause(); stdin.off('data', onData)
+            process.stderr.write('\n')
+            resolve(text)
+            return
+          }
+          if (ch === '\u0003') { stdin.setRawMode(false); process.exit(130) }
+          text = ch === '\u007f' ? text.slice(0, -1) : text + ch
+        }
+      }
+      stdin.on('data', onData)
+    })
+  }
+  const chunks: Buffer[] = []
+  for await (const chunk of stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+}
+
+async function serve (config: Config, mockProviders: boolean): Promise<void> {
+  const log = createLogger(config.logLevel)
+  const tg = await Tracegate.start(config, { mockProviders, log })
+  const first = tg.firstStart
+  if (first !== null) {
+    process.stdout.write(
+      '\nFirst start: created a pro account, an admin user and a proxy key. They are shown this once.\n' +
+      `  account:   ${first.accountId}\n` +
+      `  sign in:   ${first.email} / ${first.password}\n` +
+      `  proxy key: ${first.proxyKey}\n\n`)
+  }
+  process.stdout.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
+  if (tg.mock !== null) process.stdout.write(`mock providers on ${tg.mock.url}\n`)
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    log.info({ signal }, 'shutting down')
+    tg.close().then(() => process.exit(0), (err: unknown) => {
+      log.error({ err }, 'shutdown failed')
+      process.exit(1)
+    })
+  }
+  process.on('SIGTERM', () => { stop('SIGTERM') })
+  process.on('SIGINT', () => { stop('SIGINT') })
+}
+
+function print (json: boolean, value: unknown, human: string): void {
+  process.stdout.write(json ? JSON.stringify(value) + '\n' : human + '\n')
+}
+
+async function main (argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      'mock-providers': { type: 'boolean', default: false },
+      'server-side-keys': { type: 'boolean', default: false },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      account: { type: 'string' },
+      email: { type: 'string' },
+      scope: { type: 'string' },
+      'expires-in': { type: 'string' },
+      id: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'ttft-ms': { type: 'string' },
+      chunks: { type: 'string' },
+      'gap-ms': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  const command = positionals.join(' ')
+  if (values.help || command === '') {
+    process.stdout.write(USAGE)
+    return
+  }
+  if (command === 'mock-provider') {
+    const mock = await startMockProvider({
+      host: values.host ?? '127.0.0.1',
+      port: intOption(values.port, 'port') ?? 0,
+      ttftMs: intOption(values['ttft-ms'], 'ttft-ms'),
+      chunks: intOption(values.chunks, 'chunks'),
+      gapMs: intOption(values['gap-ms'], 'gap-ms'),
+      recordLimit: 0,
+    })
+    process.stdout.write(`mock provider listening on ${mock.url}\n`)
+    const stop = (): void => { void mock.close().then(() => process.exit(0)) }
+    process.on('SIGTERM', stop)
+    process.on('SIGINT', stop)
+    return
+  }
+  const config = loadConfig()
+  const json = values.json
+  switch (command) {
+    case 'serve':
+      await serve(config, values['mock-providers'])
+      return
+    case 'migrate': {
+      const applied = await runAdmin(config, 'migrate', {}) as string[]
+      print(json, { applied }, applied.length === 0 ? 'schema is up to date' : `applied ${applied.join(', ')}`)
+      return
+    }
+    case 'account create': {
+      const a = await runAdmin(config, 'account.create', { name: values.name, plan: values.plan, serverSideKeys: values['server-side-keys'] }) as { id: string; plan: string }
+      print(json, a, `created account ${a.id} (plan ${a.plan})`)
+      return
+    }
+    case 'user create': {
+      const password = await readPassword()
+      const u = await runAdmin(config, 'user.create', { account: values.account, email: values.email, password }) as { id: string; email: string }
+      print(json, u, `created user ${u.id} <${u.email}>`)
+      return
+    }
+    case 'key create': {
+      const k = await runAdmin(config, 'key.create', { account: values.account, scope: values.scope, name: values.name, expiresIn: values['expires-in'] }) as { id: string; key: string; scope: string }
+      print(json, k, `created ${k.scope} key ${k.id}\n${k.key}\n(this is the only time the key is shown)`)
+      return
+    }
+    case 'key revoke': {
+      const k = await runAdmin(config, 'key.revoke', { id: values.id }) as { id: string; revoked_at: string }
+      print(json, k, `revoked key ${k.id} at ${k.revoked_at}`)
+      return
+    }
+    case 'key list': {
+      const keys = await runAdmin(config, 'key.list', { account: values.account }) as Array<Record<string, string | null>>
+      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}`)
+      print(json, { keys }, lines.length === 0 ? 'no keys' : lines.join('\n'))
+      return
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${USAGE}`)
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) fail(err.message, 2)
+  if (err instanceof UsageError) fail(err.message, 2)
+  if (err instanceof AdminError) fail(err.message, 1)
+  if (err instanceof Error && 'code' in err && (err as { code: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') fail(err.message, 2)
+  fail(err instanceof Error ? err.message : String(err), 1)
+})

@@ -1,0 +1,148 @@
+// Configuration is read from the environment once, validated, and frozen. Every default lives here.
+// A bad value stops the start with a message naming the variable (and never echoing a secret).
+import { resolve } from 'node:path'
+
+export type ProviderName = 'alpha' | 'beta' | 'gamma'
+export const PROVIDERS: readonly ProviderName[] = ['alpha', 'beta', 'gamma']
+
+export interface ProviderConfig {
+  readonly baseUrl: string
+  /** Server-side provider key, used only when the account allows it. Never logged or returned. */
+  readonly apiKey: string | null
+}
+
+export interface ClickHouseServerConfig {
+  readonly url: string
+  readonly username: string
+  readonly password: string
+  readonly database: string
+}
+
+export interface Config {
+  readonly host: string
+  readonly proxyPort: number
+  readonly dashboardPort: number
+  readonly dataDir: string
+  readonly maxBodyBytes: number
+  readonly providers: Readonly<Record<ProviderName, ProviderConfig>>
+  readonly upstream: {
+    readonly connectTimeoutMs: number
+    readonly headersTimeoutMs: number
+    readonly bodyTimeoutMs: number
+    readonly connections: number
+  }
+  readonly keyCache: { readonly ttlMs: number; readonly max: number }
+  readonly shutdownGraceMs: number
+  readonly logLevel: string
+  /** null: embedded chDB in `dataDir`. */
+  readonly clickhouse: ClickHouseServerConfig | null
+}
+
+export const DEFAULT_BASE_URLS: Readonly<Record<ProviderName, string>> = {
+  alpha: 'https://api.openai.com',
+  beta: 'https://api.anthropic.com',
+  gamma: 'https://generativelanguage.googleapis.com',
+}
+
+export class ConfigError extends Error {
+  readonly variable: string
+  constructor (variable: string, problem: string) {
+    super(`${variable} ${problem}`)
+    this.name = 'ConfigError'
+    this.variable = variable
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+function str (env: Env, name: string, fallback: string): string {
+  const v = env[name]
+  return v === undefined || v === '' ? fallback : v
+}
+
+function int (env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`)
+  const n = Number(raw.trim())
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function origin (env: Env, name: string, fallback: string): string {
+  const raw = str(env, name, fallback)
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(name, 'must be an absolute http(s) URL such as https://api.openai.com')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must use http or https')
+  if (url.username !== '' || url.password !== '') throw new ConfigError(name, 'must not carry credentials')
+  // The dialect appends its own path; a base with a path prefix (a gateway mounted under /openai, say) keeps it.
+  return url.origin + url.pathname.replace(/\/+$/, '')
+}
+
+function secret (env: Env, name: string): string | null {
+  const v = env[name]
+  if (v === undefined || v === '') return null
+  if (/[\r\n]/.test(v)) throw new ConfigError(name, 'must not contain line breaks')
+  return v.trim()
+}
+
+export function loadConfig (env: Env = process.env): Config {
+  const providers = {} as Record<ProviderName, ProviderConfig>
+  for (const p of PROVIDERS) {
+    const up = p.toUpperCase()
+    providers[p] = Object.freeze({
+      baseUrl: origin(env, `TRACEGATE_${up}_BASE_URL`, DEFAULT_BASE_URLS[p]),
+      apiKey: secret(env, `TRACEGATE_${up}_API_KEY`),
+    })
+  }
+  const chUrl = env.CLICKHOUSE_URL
+  let clickhouse: ClickHouseServerConfig | null = null
+  if (chUrl !== undefined && chUrl !== '') {
+    try {
+      // eslint-disable-next-line no-new
+      new URL(chUrl)
+    } catch {
+      throw new ConfigError('CLICKHOUSE_URL', 'must be a URL such as http://localhost:8123')
+    }
+    clickhouse = Object.freeze({
+      url: chUrl,
+      username: str(env, 'CLICKHOUSE_USER', 'default'),
+      password: env.CLICKHOUSE_PASSWORD ?? '',
+      database: str(env, 'CLICKHOUSE_DATABASE', 'default'),
+    })
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(clickhouse.database)) throw new ConfigError('CLICKHOUSE_DATABASE', 'must be a plain identifier')
+  }
+  const logLevel = str(env, 'TRACEGATE_LOG_LEVEL', 'info')
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('TRACEGATE_LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent')
+  }
+  const host = str(env, 'TRACEGATE_HOST', '127.0.0.1')
+  if (!/^[A-Za-z0-9.:-]+$/.test(host)) throw new ConfigError('TRACEGATE_HOST', 'must be a host name or IP address')
+  return Object.freeze({
+    host,
+    proxyPort: int(env, 'TRACEGATE_PROXY_PORT', 8080, 0, 65535),
+    dashboardPort: int(env, 'TRACEGATE_DASHBOARD_PORT', 8081, 0, 65535),
+    dataDir: resolve(str(env, 'TRACEGATE_DATA_DIR', './data')),
+    maxBodyBytes: int(env, 'TRACEGATE_MAX_BODY_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    providers: Object.freeze(providers),
+    upstream: Object.freeze({
+      connectTimeoutMs: int(env, 'TRACEGATE_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000, 1, 600_000),
+      // A non-streaming completion can think for minutes before its first byte.
+      headersTimeoutMs: int(env, 'TRACEGATE_UPSTREAM_HEADERS_TIMEOUT_MS', 600_000, 1, 3_600_000),
+      // Longest silence allowed between two body chunks.
+      bodyTimeoutMs: int(env, 'TRACEGATE_UPSTREAM_BODY_TIMEOUT_MS', 300_000, 1, 3_600_000),
+      connections: int(env, 'TRACEGATE_UPSTREAM_CONNECTIONS', 256, 1, 65_535),
+    }),
+    keyCache: Object.freeze({
+      ttlMs: int(env, 'TRACEGATE_KEY_CACHE_TTL_MS', 5_000, 0, 3_600_000),
+      max: int(env, 'TRACEGATE_KEY_CACHE_MAX', 10_000, 1, 10_000_000),
+    }),
+    shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    logLevel,
+    clickhouse,
+  })
+}

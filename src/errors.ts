@@ -1,0 +1,62 @@
+// The one table of errors tracegate answers with. Every error the proxy, the admin API or the dashboard
+// sends is one of these codes; `toErrorBody` in server/respond.ts is the one place that turns it into
+// a response. Tests assert on `code`, never on `message`.
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'provider_error'
+  | 'api_error'
+
+export interface ErrorSpec {
+  readonly status: number
+  readonly type: ErrorType
+  readonly message: string
+}
+
+export const ERRORS = {
+  body_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is larger than the limit.' },
+  invalid_json: { status: 400, type: 'invalid_request_error', message: 'The request body must be a JSON object in valid UTF-8.' },
+  duplicate_field: { status: 400, type: 'invalid_request_error', message: 'A service field appears more than once in the body.' },
+  missing_api_key: { status: 400, type: 'invalid_request_error', message: 'The body has no api_key field.' },
+  invalid_field: { status: 422, type: 'invalid_request_error', message: 'A field has the wrong type or is not allowed here.' },
+  invalid_api_key: { status: 401, type: 'authentication_error', message: 'The tracegate key is not valid.' },
+  expired_api_key: { status: 401, type: 'authentication_error', message: 'The tracegate key has expired.' },
+  revoked_api_key: { status: 401, type: 'authentication_error', message: 'The tracegate key has been revoked.' },
+  wrong_key_scope: { status: 401, type: 'authentication_error', message: 'The tracegate key does not have the scope this endpoint needs.' },
+  plan_required: { status: 403, type: 'permission_error', message: 'The proxy needs the pro or enterprise plan.' },
+  missing_parameter: { status: 400, type: 'invalid_request_error', message: 'A parameter the provider requires is missing.' },
+  missing_provider_key: { status: 400, type: 'invalid_request_error', message: 'No provider key was given and no server-side key is allowed or configured.' },
+  provider_unreachable: { status: 500, type: 'provider_error', message: 'The provider could not be reached.' },
+  provider_timeout: { status: 500, type: 'provider_error', message: 'The provider did not answer in time.' },
+  internal_error: { status: 500, type: 'api_error', message: 'An internal error occurred.' },
+  service_unavailable: { status: 503, type: 'api_error', message: 'The server is shutting down or not ready.' },
+  not_found: { status: 404, type: 'not_found_error', message: 'No such endpoint.' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'This endpoint does not accept that method.' },
+  unauthorized: { status: 401, type: 'authentication_error', message: 'Authentication is required.' },
+} as const satisfies Record<string, ErrorSpec>
+
+export type ErrorCode = keyof typeof ERRORS
+
+export class TracegateError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly type: ErrorType
+  readonly param: string | null
+
+  constructor (code: ErrorCode, options: { message?: string; param?: string | null; cause?: unknown } = {}) {
+    const spec: ErrorSpec = ERRORS[code]
+    super(options.message ?? spec.message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'TracegateError'
+    this.code = code
+    this.status = spec.status
+    this.type = spec.type
+    this.param = options.param ?? null
+  }
+}
+
+export function isTracegateError (err: unknown): err is TracegateError {
+  return err instanceof TracegateError
+}

@@ -1,0 +1,114 @@
+// One proxied call: the client's response, what the checks learnt, the upstream controller and the
+// timings. Every field is set in the constructor so all exchanges share one shape.
+import { performance } from 'node:perf_hooks'
+import type { Dispatcher } from 'undici'
+import { TracegateError } from '../errors.js'
+import type { Dialect } from '../providers/index.js'
+import { asTracegateError, sendError } from '../server/respond.js'
+import type { HttpResponse } from '../server/uws.js'
+import { upstreamErrorCode } from '../upstream/client.js'
+
+export type Outcome = 'ok' | 'blocked' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
+
+export type FinishListener = (x: Exchange) => void
+
+export class Exchange {
+  readonly res: HttpResponse
+  readonly dialect: Dialect
+  readonly requestId: string
+  readonly startedAt: number
+  /** Client request headers passed on to the provider (lower-case names). */
+  readonly forwardHeaders: Array<[string, string]>
+  body: Buffer | null = null
+  accountId: string | null = null
+  keyId: string | null = null
+  model: string | null = null
+  streaming = false
+  confidential = false
+  aborted = false
+  headersSent = false
+  finished = false
+  status = 0
+  outcome: Outcome | null = null
+  errorCode: string | null = null
+  upstreamStartAt = 0
+  upstreamHeadersAt = 0
+  firstChunkAt = 0
+  endedAt = 0
+  bytesOut = 0
+  controller: Dispatcher.DispatchController | null = null
+  readonly #onFinish: FinishListener
+
+  constructor (res: HttpResponse, dialect: Dialect, requestId: string, onFinish: FinishListener) {
+    this.res = res
+    this.dialect = dialect
+    this.requestId = requestId
+    this.startedAt = performance.now()
+    this.forwardHeaders = []
+    this.#onFinish = onFinish
+  }
+
+  /** uWS onAborted: the client went away. Never touch `res` after this. */
+  clientAborted (): void {
+    this.aborted = true
+    if (this.controller !== null && !this.controller.aborted) {
+      this.controller.abort(new Error('client aborted'))
+    } else if (this.upstreamStartAt === 0) {
+      this.finish('client_aborted')
+    }
+  }
+
+  attachUpstream (controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.aborted) controller.abort(new Error('client aborted'))
+  }
+
+  upstreamResponded (status: number): void {
+    this.status = status
+    this.upstreamHeadersAt = performance.now()
+  }
+
+  responseChunk (chunk: Buffer): void {
+    if (this.firstChunkAt === 0) this.firstChunkAt = performance.now()
+    this.bytesOut += chunk.length
+  }
+
+  /** Answers with an error when nothing has been sent yet; the outcome follows from the code. */
+  fail (err: unknown, outcome: Outcome = 'rejected'): void {
+    if (this.finished) return
+    const e = asTracegateError(err)
+    this.errorCode = e.code
+    if (!this.aborted) {
+      if (this.headersSent) this.res.close()
+      else {
+        this.status = e.status
+        sendError(this.res, e, this.requestId)
+      }
+    }
+    this.finish(e.code === 'internal_error' ? 'proxy_error' : outcome)
+  }
+
+  upstreamFailed (err: Error): void {
+    if (this.finished) return
+    if (this.aborted) {
+      this.finish('client_aborted')
+      return
+    }
+    if (this.headersSent) {
+      // A stream the provider broke is not turned into a clean end: the client sees the cut.
+      this.errorCode = 'provider_stream_error'
+      this.res.close()
+      this.finish('provider_stream_error')
+      return
+    }
+    this.fail(new TracegateError(upstreamErrorCode(err), { cause: err }), 'provider_error')
+  }
+
+  finish (outcome: Outcome): void {
+    if (this.finished) return
+    this.finished = true
+    this.outcome = outcome
+    this.endedAt = performance.now()
+    this.#onFinish(this)
+  }
+}

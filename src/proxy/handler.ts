@@ -1,0 +1,138 @@
+// The proxy pipeline for one dialect's route, in the check order of DESIGN §2.
+import { v7 as uuidv7 } from 'uuid'
+import type { Agent } from 'undici'
+import type { KeyCache } from '../auth/cache.js'
+import { hashKey, KEY_PATTERN } from '../auth/keys.js'
+import type { Config } from '../config.js'
+import { TracegateError } from '../errors.js'
+import type { Dialect } from '../providers/index.js'
+import { readBody } from '../server/body.js'
+import { sendError } from '../server/respond.js'
+import type { HttpRequest, HttpResponse } from '../server/uws.js'
+import type { KeyInfo } from '../store/protocol.js'
+import { Passthrough } from '../upstream/passthrough.js'
+import { Exchange, type FinishListener } from './exchange.js'
+import { cutMembers } from './scan.js'
+import { checkSchema, readServiceFields, type ServiceFields } from './validate.js'
+
+export interface ProxyDeps {
+  readonly config: Config
+  readonly keys: KeyCache
+  readonly upstream: Agent
+  /** Called once per exchange when it begins, and once when it ends whatever the outcome. */
+  readonly onStart: () => void
+  readonly onFinish: FinishListener
+  /** True once shutdown began: new requests get 503. */
+  isClosing (): boolean
+}
+
+function authError (info: KeyInfo | null, now: number): TracegateError | null {
+  if (info === null) return new TracegateError('invalid_api_key')
+  if (info.revoked) return new TracegateError('revoked_api_key')
+  if (info.expiresAt !== null && info.expiresAt <= now) return new TracegateError('expired_api_key')
+  if (info.scope !== 'proxy') return new TracegateError('wrong_key_scope')
+  if (info.plan !== 'pro' && info.plan !== 'enterprise') return new TracegateError('plan_required')
+  return null
+}
+
+export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
+  const { config } = deps
+  const limit = config.maxBodyBytes
+  const serverKey = config.providers[dialect.name].apiKey
+  const baseUrl = new URL(config.providers[dialect.name].baseUrl)
+  const origin = baseUrl.origin
+  const basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
+
+  function forward (x: Exchange, sf: ServiceFields, info: KeyInfo | null): void {
+    if (x.aborted) return
+    const denied = authError(info, Date.now())
+    if (denied !== null || info === null) {
+      if (info !== null) { x.accountId = info.accountId; x.keyId = info.keyId }
+      x.fail(denied)
+      return
+    }
+    x.accountId = info.accountId
+    x.keyId = info.keyId
+    const body = x.body!
+    const checked = checkSchema(body, sf.members, dialect)
+    x.model = checked.model
+    x.streaming = checked.stream
+    x.confidential = checked.isConfidential
+    const providerKey = checked.providerKey ?? (info.serverSideKeys ? serverKey : null)
+    if (providerKey === null) throw new TracegateError('missing_provider_key', { param: dialect.keyField })
+    const forwarded = cutMembers(body, sf.members, sf.cut)
+    x.body = forwarded
+    const target = dialect.target(checked)
+    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    for (const [name, value] of x.forwardHeaders) headers[name] = value
+    for (const name in dialect.defaultHeaders) headers[name] ??= dialect.defaultHeaders[name]!
+    Object.assign(headers, dialect.authHeaders(providerKey))
+    x.upstreamStartAt = performance.now()
+    deps.upstream.dispatch({
+      origin,
+      path: basePath + target.path,
+      method: 'POST',
+      headers,
+      body: forwarded,
+    }, new Passthrough(x))
+  }
+
+  function handleBody (x: Exchange): void {
+    let sf: ServiceFields
+    try {
+      sf = readServiceFields(x.body!, dialect)
+    } catch (err) {
+      x.fail(err)
+      return
+    }
+    if (!KEY_PATTERN.test(sf.apiKey)) {
+      x.fail(new TracegateError('invalid_api_key'))
+      return
+    }
+    const hash = hashKey(sf.apiKey)
+    const cached = deps.keys.peek(hash)
+    if (cached !== undefined) {
+      try { forward(x, sf, cached) } catch (err) { x.fail(err) }
+      return
+    }
+    deps.keys.fetch(hash).then(
+      (info) => { forward(x, sf, info) },
+      (err: unknown) => { throw err },
+    ).catch((err: unknown) => { x.fail(err) })
+  }
+
+  return (res, req) => {
+    const x = new Exchange(res, dialect, uuidv7(), deps.onFinish)
+    deps.onStart()
+    res.onAborted(() => { x.clientAborted() })
+    if (deps.isClosing()) {
+      x.fail(new TracegateError('service_unavailable'))
+      return
+    }
+    const lengthHeader = req.getHeader('content-length')
+    req.forEach((name, value) => {
+      if (dialect.forwardHeaders.has(name)) x.forwardHeaders.push([name, value])
+    })
+    const contentLength = lengthHeader === '' ? -1 : Number(lengthHeader)
+    if (contentLength > limit) {
+      // Decided before reading: the connection closes, so the unread body never has to be drained.
+      x.status = 413
+      x.errorCode = 'body_too_large'
+      sendError(res, 'body_too_large', x.requestId, true)
+      x.finish('rejected')
+      return
+    }
+    readBody(res, contentLength, limit, (r) => {
+      if (x.aborted) return
+      if (!r.ok) {
+        x.status = 413
+        x.errorCode = 'body_too_large'
+        sendError(res, 'body_too_large', x.requestId, true)
+        x.finish('rejected')
+        return
+      }
+      x.body = r.body
+      handleBody(x)
+    })
+  }
+}

@@ -1,0 +1,115 @@
+// The body checks of the proxy contract (DESIGN §2), split at the points where authentication and
+// the plan check come between them: `readServiceFields` is steps 2–3, `checkSchema` is step 6.
+import { TracegateError } from '../errors.js'
+import type { Dialect, RequestFacts } from '../providers/index.js'
+import { PROVIDER_KEY_FIELDS } from '../providers/index.js'
+import { isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
+
+const COMMON_SERVICE_FIELDS: readonly string[] = ['api_key', 'is_confidential', ...PROVIDER_KEY_FIELDS]
+
+export interface ServiceFields {
+  readonly members: readonly Member[]
+  readonly apiKey: string
+  /** Indexes of the members cut out before forwarding. */
+  readonly cut: ReadonlySet<number>
+}
+
+export interface CheckedRequest extends RequestFacts {
+  readonly isConfidential: boolean
+  /** The caller's own provider key, when given. */
+  readonly providerKey: string | null
+}
+
+function serviceFieldsOf (dialect: Dialect): ReadonlySet<string> {
+  return new Set([...COMMON_SERVICE_FIELDS, ...dialect.ownFields])
+}
+
+const SERVICE_FIELDS = new WeakMap<Dialect, ReadonlySet<string>>()
+
+function serviceFields (dialect: Dialect): ReadonlySet<string> {
+  let s = SERVICE_FIELDS.get(dialect)
+  if (s === undefined) { s = serviceFieldsOf(dialect); SERVICE_FIELDS.set(dialect, s) }
+  return s
+}
+
+/** Steps 2 and 3: JSON validity, duplicate service fields, the tracegate key. */
+export function readServiceFields (body: Buffer, dialect: Dialect): ServiceFields {
+  if (body.length === 0 || !isValidJson(body)) throw new TracegateError('invalid_json')
+  const members = scanTopLevel(body)
+  if (members === null) throw new TracegateError('invalid_json', { message: 'The request body must be a JSON object.' })
+  const names = serviceFields(dialect)
+  const cut = new Set<number>()
+  const seen = new Set<string>()
+  let apiKey: Member | null = null
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i]!
+    if (!names.has(m.name)) continue
+    if (seen.has(m.name)) {
+      throw new TracegateError('duplicate_field', { param: m.name, message: `The service field ${m.name} appears more than once.` })
+    }
+    seen.add(m.name)
+    cut.add(i)
+    if (m.name === 'api_key') apiKey = m
+  }
+  if (apiKey === null) throw new TracegateError('missing_api_key', { param: 'api_key' })
+  if (apiKey.kind !== Kind.String) {
+    throw new TracegateError('invalid_field', { param: 'api_key', message: 'api_key must be a string.' })
+  }
+  return { members, apiKey: stringValue(body, apiKey), cut }
+}
+
+const KIND_NAMES: Record<Kind, string> = {
+  [Kind.String]: 'string', [Kind.Number]: 'number', [Kind.Object]: 'object', [Kind.Array]: 'array',
+  [Kind.True]: 'boolean', [Kind.False]: 'boolean', [Kind.Null]: 'null',
+}
+
+function invalid (param: string, message: string): TracegateError {
+  return new TracegateError('invalid_field', { param, message })
+}
+
+/** Step 6: service field types, the provider's parameters the dialect requires. */
+export function checkSchema (body: Buffer, members: readonly Member[], dialect: Dialect): CheckedRequest {
+  let isConfidential = false
+  let providerKey: string | null = null
+  let model: string | null = null
+  let stream = false
+  const present = new Set<string>()
+  for (const m of members) {
+    const kind = m.kind
+    if (m.name === 'is_confidential') {
+      if (kind !== Kind.True && kind !== Kind.False) throw invalid('is_confidential', 'is_confidential must be a boolean.')
+      isConfidential = kind === Kind.True
+      continue
+    }
+    if (PROVIDER_KEY_FIELDS.includes(m.name)) {
+      if (m.name !== dialect.keyField) {
+        throw invalid(m.name, `${m.name} is not accepted on the ${dialect.name} endpoint; use ${dialect.keyField}.`)
+      }
+      if (kind !== Kind.String) throw invalid(m.name, `${m.name} must be a string.`)
+      providerKey = stringValue(body, m)
+      if (providerKey === '' || /[\r\n]/.test(providerKey)) throw invalid(m.name, `${m.name} must be a non-empty single-line string.`)
+      continue
+    }
+    if (m.name === 'stream') {
+      if (kind !== Kind.True && kind !== Kind.False) throw invalid('stream', 'stream must be a boolean.')
+      stream = kind === Kind.True
+      continue
+    }
+    const rule = dialect.params.find((p) => p.name === m.name)
+    if (rule === undefined) continue
+    if (KIND_NAMES[kind] !== rule.type) throw invalid(rule.name, `${rule.name} must be ${rule.type === 'array' ? 'an' : 'a'} ${rule.type}.`)
+    present.add(rule.name)
+    if (rule.name === 'model') {
+      model = stringValue(body, m)
+      if (model === '' || (dialect.validModel !== undefined && !dialect.validModel(model))) {
+        throw invalid('model', 'model is not a valid model name.')
+      }
+    }
+  }
+  for (const rule of dialect.params) {
+    if (rule.required && !present.has(rule.name)) {
+      throw new TracegateError('missing_parameter', { param: rule.name, message: `The ${dialect.name} endpoint needs ${rule.name}.` })
+    }
+  }
+  return { isConfidential, providerKey, model, stream }
+}

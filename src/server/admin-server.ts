@@ -1,0 +1,100 @@
+// The local admin socket: a loopback-only listener through which the CLI reaches the running server
+// (chDB allows one process per data directory, so a second process cannot open the store). Its port
+// and a random token are written to <data>/admin.json, readable by the owner only.
+import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { AdminError, type AdminOps } from '../admin/ops.js'
+import { StoreError } from '../store/client.js'
+import { listen } from './proxy-app.js'
+import { uws, type TemplatedApp } from './uws.js'
+
+export interface AdminEndpoint {
+  readonly pid: number
+  readonly port: number
+  readonly token: string
+}
+
+export function adminFile (dataDir: string): string {
+  return join(dataDir, 'admin.json')
+}
+
+type Handler = (ops: AdminOps, args: Record<string, unknown>) => Promise<unknown>
+
+const HANDLERS: Record<string, Handler> = {
+  'account.create': (ops, a) => ops.createAccount(a),
+  'user.create': (ops, a) => ops.createUser(a),
+  'key.create': (ops, a) => ops.createKey(a),
+  'key.revoke': (ops, a) => ops.revokeKey(a),
+  'key.list': (ops, a) => ops.listKeys(a),
+  migrate: (ops) => ops.migrate(),
+}
+
+export function errorPayload (err: unknown): { code: string; message: string } {
+  if (err instanceof AdminError) return { code: err.code, message: err.message }
+  if (err instanceof StoreError && err.code !== null) return { code: err.code, message: err.message }
+  return { code: 'internal_error', message: err instanceof Error ? err.message : String(err) }
+}
+
+export class AdminServer {
+  readonly #app: TemplatedApp
+  readonly #token = randomBytes(32).toString('base64url')
+  #socket: unknown = null
+  #file: string | null = null
+
+  constructor (ops: AdminOps) {
+    this.#app = uws.App()
+    const expected = Buffer.from(`Bearer ${this.#token}`)
+    this.#app.post('/admin/:op', (res, req) => {
+      const op = req.getParameter(0) ?? ''
+      const auth = Buffer.from(req.getHeader('authorization'))
+      let aborted = false
+      res.onAborted(() => { aborted = true })
+      const chunks: Buffer[] = []
+      res.onData((chunk, isLast) => {
+        chunks.push(Buffer.from(chunk.slice(0)))
+        if (!isLast) return
+        const answer = (status: string, body: unknown): void => {
+          if (!aborted) res.cork(() => { res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify(body)) })
+        }
+        if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
+          answer('401 Unauthorized', { error: { code: 'unauthorized', message: 'bad admin token' } })
+          return
+        }
+        const handler = HANDLERS[op]
+        if (handler === undefined) {
+          answer('404 Not Found', { error: { code: 'not_found', message: `no admin operation ${op}` } })
+          return
+        }
+        let args: Record<string, unknown>
+        try {
+          args = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>
+        } catch {
+          answer('400 Bad Request', { error: { code: 'invalid_json', message: 'the admin body must be JSON' } })
+          return
+        }
+        handler(ops, args).then(
+          (value) => { answer('200 OK', { value }) },
+          (err: unknown) => { answer('400 Bad Request', { error: errorPayload(err) }) },
+        )
+      })
+    })
+    this.#app.any('/*', (res) => { res.writeStatus('404 Not Found').end() })
+  }
+
+  async start (dataDir: string): Promise<AdminEndpoint> {
+    const { socket, port } = await listen(this.#app, '127.0.0.1', 0)
+    this.#socket = socket
+    const endpoint: AdminEndpoint = { pid: process.pid, port, token: this.#token }
+    this.#file = adminFile(dataDir)
+    writeFileSync(this.#file, JSON.stringify(endpoint), { mode: 0o600 })
+    return endpoint
+  }
+
+  close (): void {
+    if (this.#socket !== null) uws.us_listen_socket_close(this.#socket as never)
+    this.#socket = null
+    if (this.#file !== null) rmSync(this.#file, { force: true })
+    this.#file = null
+  }
+}

@@ -1,0 +1,63 @@
+// The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest.
+import { v7 as uuidv7 } from 'uuid'
+import { DIALECTS } from '../providers/index.js'
+import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
+import { sendError, sendJson } from './respond.js'
+import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
+
+export interface ProxyAppDeps extends ProxyDeps {
+  /** Resolves true when the store answers. */
+  ready (): Promise<boolean>
+}
+
+function methodNotAllowed (allow: string) {
+  return (res: HttpResponse): void => {
+    const id = uuidv7()
+    res.cork(() => {
+      res.writeStatus('405 Method Not Allowed').writeHeader('allow', allow)
+      res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', id)
+      res.end(JSON.stringify({ error: { type: 'invalid_request_error', code: 'method_not_allowed', message: `Use ${allow}.`, param: null, request_id: id } }))
+    })
+  }
+}
+
+export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
+  const app = uws.App()
+  for (const dialect of Object.values(DIALECTS)) {
+    app.post(dialect.route, proxyRoute(dialect, deps))
+    app.any(dialect.route, methodNotAllowed('POST'))
+  }
+  app.get('/healthz', (res) => {
+    sendJson(res, 200, '{"status":"ok"}', uuidv7())
+  })
+  app.get('/readyz', (res) => {
+    const id = uuidv7()
+    let aborted = false
+    res.onAborted(() => { aborted = true })
+    if (deps.isClosing()) {
+      sendError(res, 'service_unavailable', id)
+      return
+    }
+    void deps.ready().then((ok) => {
+      if (aborted) return
+      if (ok) sendJson(res, 200, '{"status":"ready"}', id)
+      else sendError(res, 'service_unavailable', id)
+    })
+  })
+  app.any('/healthz', methodNotAllowed('GET'))
+  app.any('/readyz', methodNotAllowed('GET'))
+  app.any('/*', (res) => {
+    sendError(res, 'not_found', uuidv7())
+  })
+  return app
+}
+
+/** Listens on host:port (0 = any free port) and returns the socket and the bound port. */
+export function listen (app: TemplatedApp, host: string, port: number): Promise<{ socket: unknown; port: number }> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) reject(new Error(`cannot listen on ${host}:${port}`))
+      else resolve({ socket, port: uws.us_socket_local_port(socket) })
+    })
+  })
+}

@@ -1,0 +1,24 @@
+// uWebSockets.js, native or not at all. The package silently falls back to a slow JavaScript
+// implementation when its binary does not load (DESIGN §10); we load the binary ourselves and refuse
+// to start instead.
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import type * as UWS from 'uWebSockets.js'
+
+const require = createRequire(import.meta.url)
+
+function loadNative (): typeof UWS {
+  const pkg = dirname(require.resolve('uWebSockets.js/package.json'))
+  const binary = join(pkg, 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`)
+  try {
+    return require(binary) as typeof UWS
+  } catch (err) {
+    throw new Error(
+      `uWebSockets.js has no native binary for Node ${process.version} on ${process.platform}-${process.arch} ` +
+      `(${(err as Error).message.split('\n')[0]}). tracegate refuses to run on its JavaScript fallback; use Node 20.`,
+    )
+  }
+}
+
+export const uws = loadNative()
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'

@@ -1,0 +1,143 @@
+// Account, user and key reads and writes. Every query is parameterised; rows are versioned
+// (ReplacingMergeTree by updated_at) and read with FINAL.
+import type { ClickHouseClient } from '@clickhouse/client'
+import { chTime } from './connect.js'
+import type { AccountRow, KeyInfo, KeyRow, StoreOps } from './protocol.js'
+
+export class StoreOpError extends Error {
+  readonly code: string
+  constructor (code: string, message: string) {
+    super(message)
+    this.code = code
+  }
+}
+
+type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
+
+// UUIDs and DateTime64 values come out of JSONEachRow as strings already.
+const KEY_COLUMNS = 'id, account_id, name, prefix, scope, created_at, expires_at, revoked_at'
+
+export class AccountStore {
+  readonly #ch: ClickHouseClient
+
+  constructor (ch: ClickHouseClient) {
+    this.#ch = ch
+  }
+
+  async #rows<T> (query: string, params: Record<string, unknown>): Promise<T[]> {
+    const rs = await this.#ch.query({ query, query_params: params, format: 'JSONEachRow' })
+    return rs.json<T>()
+  }
+
+  async lookupKey ({ hash }: Args<'lookupKey'>): Promise<KeyInfo | null> {
+    const rows = await this.#rows<{
+      id: string; account_id: string; scope: string; expires_ms: string | null; revoked: number
+    }>(`SELECT id, account_id, scope,
+          if(isNull(expires_at), NULL, toString(toUnixTimestamp64Milli(expires_at))) AS expires_ms,
+          NOT isNull(revoked_at) AS revoked
+        FROM api_keys FINAL WHERE key_hash = {hash:FixedString(64)} LIMIT 1`, { hash })
+    const k = rows[0]
+    if (k === undefined) return null
+    const account = await this.getAccount({ id: k.account_id })
+    if (account === null) return null
+    return {
+      keyId: k.id,
+      accountId: k.account_id,
+      scope: k.scope as KeyInfo['scope'],
+      expiresAt: k.expires_ms === null ? null : Number(k.expires_ms),
+      revoked: Boolean(k.revoked),
+      plan: account.plan,
+      serverSideKeys: account.server_side_keys,
+    }
+  }
+
+  async countAccounts (): Promise<number> {
+    const rows = await this.#rows<{ n: string }>('SELECT count() AS n FROM accounts FINAL', {})
+    return Number(rows[0]?.n ?? 0)
+  }
+
+  async getAccount ({ id }: Args<'getAccount'>): Promise<AccountRow | null> {
+    const rows = await this.#rows<AccountRow>(`SELECT id, name, plan, server_side_keys, created_at
+        FROM accounts FINAL WHERE id = {id:UUID}`, { id })
+    const row = rows[0]
+    return row === undefined ? null : { ...row, server_side_keys: Boolean(row.server_side_keys) }
+  }
+
+  async createAccount ({ id, name, plan, serverSideKeys }: Args<'createAccount'>): Promise<AccountRow> {
+    const now = chTime(Date.now())
+    await this.#ch.insert({
+      table: 'accounts',
+      values: [{ id, name, plan, server_side_keys: serverSideKeys, created_at: now, updated_at: now }],
+      format: 'JSONEachRow',
+    })
+    return { id, name, plan, server_side_keys: serverSideKeys, created_at: now }
+  }
+
+  async #requireAccount (id: string): Promise<void> {
+    if (await this.getAccount({ id }) === null) throw new StoreOpError('unknown_account', `no account with id ${id}`)
+  }
+
+  async createUser ({ id, accountId, email, passwordHash, role }: Args<'createUser'>): Promise<{ id: string; email: string }> {
+    await this.#requireAccount(accountId)
+    const taken = await this.#rows<{ id: string }>(
+      'SELECT id FROM users FINAL WHERE email = {email:String} LIMIT 1', { email })
+    if (taken.length > 0) throw new StoreOpError('email_taken', 'a user with that email already exists')
+    const now = chTime(Date.now())
+    await this.#ch.insert({
+      table: 'users',
+      values: [{ account_id: accountId, id, email, password_hash: passwordHash, role, created_at: now, updated_at: now }],
+      format: 'JSONEachRow',
+    })
+    return { id, email }
+  }
+
+  async createKey (args: Args<'createKey'>): Promise<KeyRow> {
+    await this.#requireAccount(args.accountId)
+    const now = chTime(Date.now())
+    const expires = args.expiresAt === null ? null : chTime(args.expiresAt)
+    await this.#ch.insert({
+      table: 'api_keys',
+      values: [{
+        account_id: args.accountId,
+        id: args.id,
+        key_hash: args.hash,
+        prefix: args.prefix,
+        name: args.name,
+        scope: args.scope,
+        created_at: now,
+        expires_at: expires,
+        revoked_at: null,
+        updated_at: now,
+      }],
+      format: 'JSONEachRow',
+    })
+    return {
+      id: args.id, account_id: args.accountId, name: args.name, prefix: args.prefix, scope: args.scope,
+      created_at: now, expires_at: expires, revoked_at: null,
+    }
+  }
+
+  async revokeKey ({ id }: Args<'revokeKey'>): Promise<{ key: KeyRow; hash: string } | null> {
+    const rows = await this.#rows<Record<string, unknown>>(
+      'SELECT * FROM api_keys FINAL WHERE id = {id:UUID} LIMIT 1', { id })
+    const row = rows[0]
+    if (row === undefined) return null
+    const now = Date.now()
+    // Revoking twice keeps the first revocation time.
+    const revokedAt = row.revoked_at ?? chTime(now)
+    // updated_at must grow even when two versions land in the same millisecond.
+    const updatedAt = chTime(Math.max(now, Date.parse(String(row.updated_at).replace(' ', 'T') + 'Z') + 1))
+    await this.#ch.insert({
+      table: 'api_keys',
+      values: [{ ...row, revoked_at: revokedAt, updated_at: updatedAt }],
+      format: 'JSONEachRow',
+    })
+    const [key] = await this.#rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL WHERE id = {id:UUID}`, { id })
+    return { key: key!, hash: String(row.key_hash) }
+  }
+
+  async listKeys ({ accountId }: Args<'listKeys'>): Promise<KeyRow[]> {
+    return this.#rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL
+      WHERE account_id = {accountId:UUID} ORDER BY created_at DESC, id DESC`, { accountId })
+  }
+}

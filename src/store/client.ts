@@ -1,0 +1,84 @@
+// The front thread's handle on the store worker: typed calls over postMessage, one promise per call.
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import type { ClickHouseServerConfig } from '../config.js'
+import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData } from './protocol.js'
+
+export class StoreError extends Error {
+  readonly code: string | null
+  constructor (message: string, code: string | null) {
+    super(message)
+    this.name = 'StoreError'
+    this.code = code
+  }
+}
+
+interface Pending {
+  resolve (value: unknown): void
+  reject (err: Error): void
+}
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../clickhouse/', import.meta.url))
+
+/**
+ * chDB's native library crashes the process (SIGSEGV) when the last thread that loaded it exits and the
+ * addon is unloaded with it. Loading it once on the main thread keeps it mapped for the process's life,
+ * so the store worker can stop, be terminated, or outlive a process.exit() safely.
+ */
+function pinChdb (): void {
+  createRequire(import.meta.url)('chdb/connection')
+}
+
+export class StoreClient {
+  readonly #worker: Worker
+  readonly #pending = new Map<number, Pending>()
+  #nextId = 1
+  #closed = false
+  #exited: Promise<void>
+
+  constructor (options: { dataDir: string; clickhouse: ClickHouseServerConfig | null; migrationsDir?: string }) {
+    const workerData: StoreWorkerData = {
+      dataDir: options.dataDir,
+      clickhouse: options.clickhouse,
+      migrationsDir: options.migrationsDir ?? MIGRATIONS_DIR,
+    }
+    if (options.clickhouse === null) pinChdb()
+    this.#worker = new Worker(new URL('./worker.js', import.meta.url), { workerData })
+    this.#worker.on('message', (msg: StoreResponse | 'closed') => {
+      if (msg === 'closed') return
+      const p = this.#pending.get(msg.id)
+      if (p === undefined) return
+      this.#pending.delete(msg.id)
+      if (msg.ok) p.resolve(msg.value)
+      else p.reject(new StoreError(msg.error.message, msg.error.code))
+    })
+    this.#exited = new Promise((resolve) => {
+      this.#worker.once('exit', () => {
+        this.#closed = true
+        for (const p of this.#pending.values()) p.reject(new StoreError('the store worker stopped', 'store_stopped'))
+        this.#pending.clear()
+        resolve()
+      })
+    })
+    this.#worker.on('error', () => { /* the exit handler fails whatever is pending */ })
+  }
+
+  call<K extends keyof StoreOps> (op: K, ...args: Parameters<StoreOps[K]>): Promise<ReturnType<StoreOps[K]>> {
+    if (this.#closed) return Promise.reject(new StoreError('the store is closed', 'store_stopped'))
+    const id = this.#nextId++
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      const msg: StoreRequest = { id, op, args: args[0] }
+      this.#worker.postMessage(msg)
+    })
+  }
+
+  async close (): Promise<void> {
+    if (this.#closed) return
+    this.#worker.postMessage('close')
+    const timer = setTimeout(() => { void this.#worker.terminate() }, 10_000)
+    await this.#exited
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,41 @@
+// The one place a ClickHouse client is made: embedded chDB in the data directory, or a server by URL.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { createChdbConnection } from 'chdb/connection'
+import type { ClickHouseServerConfig } from '../config.js'
+
+export function chdbPath (dataDir: string): string {
+  return join(dataDir, 'clickhouse')
+}
+
+export async function connect (dataDir: string, server: ClickHouseServerConfig | null): Promise<ClickHouseClient> {
+  if (server === null) {
+    const path = chdbPath(dataDir)
+    mkdirSync(path, { recursive: true })
+    return createClient({
+      // chdb implements @clickhouse/client's Connection interface against its own copy of client-common.
+      connection: createChdbConnection({ path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
+    })
+  }
+  if (server.database !== 'default') {
+    const bootstrap = createClient({ url: server.url, username: server.username, password: server.password })
+    try {
+      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${server.database}` })
+    } finally {
+      await bootstrap.close()
+    }
+  }
+  return createClient({
+    url: server.url,
+    username: server.username,
+    password: server.password,
+    database: server.database,
+    request_timeout: 30_000,
+  })
+}
+
+/** ClickHouse's DateTime64(3) text form, in UTC. */
+export function chTime (ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+}

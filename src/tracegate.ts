@@ -1,0 +1,171 @@
+// One tracegate server: the store worker, the key cache, the upstream pool, the proxy port and the local
+// admin socket, started in that order and closed in the reverse one (STYLE 6).
+import { mkdirSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import type { Agent } from 'undici'
+import { AdminOps } from './admin/ops.js'
+import { KeyCache } from './auth/cache.js'
+import { PROVIDERS, type Config, type ProviderName, type ProviderConfig } from './config.js'
+import type { Logger } from './log.js'
+import { startMockProvider, type MockProvider } from './mock-provider/index.js'
+import type { Exchange } from './proxy/exchange.js'
+import { AdminServer } from './server/admin-server.js'
+import { createProxyApp, listen } from './server/proxy-app.js'
+import { uws } from './server/uws.js'
+import { StoreClient } from './store/client.js'
+import { createUpstreamAgent } from './upstream/client.js'
+
+export interface ServeOptions {
+  /** Start the built-in mock provider and point all three providers at it. */
+  readonly mockProviders?: boolean
+  /** On an empty store, create a pro account, an admin user and a first proxy key. Default true. */
+  readonly bootstrap?: boolean
+  readonly log?: Logger
+  /** Called once per finished exchange (traces hook in here). */
+  readonly onExchange?: (x: Exchange) => void
+}
+
+export interface FirstStart {
+  readonly accountId: string
+  readonly email: string
+  readonly password: string
+  readonly proxyKey: string
+}
+
+function withMock (config: Config, mock: MockProvider): Config {
+  const providers = {} as Record<ProviderName, ProviderConfig>
+  for (const p of PROVIDERS) {
+    // The mock accepts any key; a server-side one lets server-side-key accounts try everything offline.
+    providers[p] = Object.freeze({ baseUrl: mock.url, apiKey: config.providers[p].apiKey ?? `mock-${p}-server-key` })
+  }
+  return Object.freeze({ ...config, providers: Object.freeze(providers) })
+}
+
+export class Tracegate {
+  readonly config: Config
+  readonly store: StoreClient
+  readonly keys: KeyCache
+  readonly admin: AdminOps
+  readonly proxyPort: number
+  readonly adminPort: number
+  readonly mock: MockProvider | null
+  readonly firstStart: FirstStart | null
+  readonly #upstream: Agent
+  readonly #adminServer: AdminServer
+  readonly #listenSocket: unknown
+  readonly #log: Logger | null
+  #closing = false
+  #inflight = 0
+  #drained: (() => void) | null = null
+  #closed: Promise<void> | null = null
+
+  private constructor (parts: {
+    config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
+    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null
+  }, listen: { socket: unknown; port: number }, adminPort: number) {
+    this.config = parts.config
+    this.store = parts.store
+    this.keys = parts.keys
+    this.admin = parts.admin
+    this.#adminServer = parts.adminServer
+    this.#upstream = parts.upstream
+    this.mock = parts.mock
+    this.firstStart = parts.firstStart
+    this.#log = parts.log
+    this.#listenSocket = listen.socket
+    this.proxyPort = listen.port
+    this.adminPort = adminPort
+  }
+
+  get inflight (): number {
+    return this.#inflight
+  }
+
+  static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
+    mkdirSync(baseConfig.dataDir, { recursive: true })
+    const log = options.log ?? null
+    const store = new StoreClient({ dataDir: baseConfig.dataDir, clickhouse: baseConfig.clickhouse })
+    let mock: MockProvider | null = null
+    try {
+      const applied = await store.call('migrate')
+      if (applied.length > 0) log?.info({ applied }, 'migrations applied')
+      let config = baseConfig
+      if (options.mockProviders === true) {
+        mock = await startMockProvider({ recordLimit: 0 })
+        config = withMock(baseConfig, mock)
+        log?.info({ url: mock.url }, 'mock provider started')
+      }
+      // The proxy's cache learns of revocations made through this process at once.
+      let keys: KeyCache | null = null
+      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash))
+      keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
+      const firstStart = options.bootstrap === false ? null : await bootstrap(store, admin)
+      const upstream = createUpstreamAgent(config)
+      const adminServer = new AdminServer(admin)
+      const endpoint = await adminServer.start(config.dataDir)
+      let self: Tracegate | null = null
+      const app = createProxyApp({
+        config,
+        keys,
+        upstream,
+        isClosing: () => self !== null && self.#closing,
+        onStart: () => { if (self !== null) self.#inflight++ },
+        onFinish: (x) => { if (self !== null) self.#finished(x, options.onExchange) },
+        ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
+      })
+      const bound = await listen(app, config.host, config.proxyPort)
+      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log }, bound, endpoint.port)
+      log?.info({ host: config.host, port: bound.port }, 'proxy listening')
+      return self
+    } catch (err) {
+      await store.close()
+      await mock?.close()
+      throw err
+    }
+  }
+
+  #finished (x: Exchange, listener: ((x: Exchange) => void) | undefined): void {
+    this.#inflight--
+    if (listener !== undefined) {
+      try { listener(x) } catch (err) { this.#log?.error({ err }, 'exchange listener failed') }
+    }
+    if (this.#inflight === 0 && this.#drained !== null) this.#drained()
+  }
+
+  /** Stop accepting (503), let in-flight calls finish within the grace period, then close the rest. */
+  close (): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing = true
+      uws.us_listen_socket_close(this.#listenSocket as never)
+      if (this.#inflight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.config.shutdownGraceMs)
+          this.#drained = () => { clearTimeout(timer); resolve() }
+        })
+      }
+      this.#adminServer.close()
+      await this.#upstream.destroy().catch(() => {})
+      await this.store.close()
+      await this.mock?.close()
+      this.#log?.info('closed')
+    })()
+    return this.#closed
+  }
+}
+
+function withTimeout<T> (p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { reject(new Error('timed out')) }, ms)
+    p.then((v) => { clearTimeout(timer); resolve(v) }, (e: unknown) => { clearTimeout(timer); reject(e) })
+  })
+}
+
+async function bootstrap (store: StoreClient, admin: AdminOps): Promise<FirstStart | null> {
+  if (await store.call('countAccounts') > 0) return null
+  const account = await admin.createAccount({ name: 'default', plan: 'pro' })
+  const email = 'admin@localhost'
+  const password = randomBytes(12).toString('base64url')
+  await admin.createUser({ account: account.id, email, password })
+  const key = await admin.createKey({ account: account.id, scope: 'proxy', name: 'first key' })
+  return { accountId: account.id, email, password, proxyKey: key.key }
+}

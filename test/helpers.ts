@@ -1,0 +1,99 @@
+// Shared set-up for tests: a real tracegate on port 0 with its own data directory and the real embedded
+// ClickHouse, in front of the real mock provider. chDB allows one data directory per process, and tap
+// runs each test file in its own process, so a file starts one server and shares it between its tests.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request as httpRequest } from 'node:http'
+import { loadConfig, type Config } from '../src/config.js'
+import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
+import { Tracegate, type ServeOptions } from '../src/tracegate.js'
+
+export interface TestServer {
+  readonly tg: Tracegate
+  readonly mock: MockProvider
+  readonly dataDir: string
+  readonly url: string
+  readonly accountId: string
+  /** A proxy key on a pro account without server-side keys. */
+  readonly key: string
+}
+
+interface Tap {
+  teardown (fn: () => unknown): void
+}
+
+export function tempDir (prefix = 'tracegate-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+export function testConfig (dataDir: string, mock: MockProvider | null, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    TRACEGATE_PROXY_PORT: '0',
+    TRACEGATE_DASHBOARD_PORT: '0',
+    TRACEGATE_DATA_DIR: dataDir,
+    TRACEGATE_LOG_LEVEL: 'silent',
+    ...(mock === null ? {} : {
+      TRACEGATE_ALPHA_BASE_URL: mock.url,
+      TRACEGATE_BETA_BASE_URL: mock.url,
+      TRACEGATE_GAMMA_BASE_URL: mock.url,
+    }),
+    ...env,
+  })
+}
+
+/** Starts the mock and tracegate in front of it; both close when the test ends. */
+export async function startServer (t: Tap, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<TestServer> {
+  const mock = await startMockProvider()
+  t.teardown(() => mock.close())
+  const dataDir = tempDir()
+  t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
+  const tg = await Tracegate.start(testConfig(dataDir, mock, env), { bootstrap: false, ...options })
+  t.teardown(() => tg.close())
+  const account = await tg.admin.createAccount({ name: 'test', plan: 'pro' })
+  const key = await tg.admin.createKey({ account: account.id, scope: 'proxy' })
+  return { tg, mock, dataDir, url: `http://127.0.0.1:${tg.proxyPort}`, accountId: account.id, key: key.key }
+}
+
+export interface RawResponse {
+  readonly status: number
+  readonly headers: Record<string, string | string[] | undefined>
+  readonly body: Buffer
+}
+
+/** A POST with exact body bytes over a fresh connection (node:http, so nothing is normalised). */
+export function post (url: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }) })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+export function json (r: RawResponse): any {
+  return JSON.parse(r.body.toString('utf8'))
+}
+
+export const ROUTES = {
+  alpha: '/api/alpha_service/chat_completion',
+  beta: '/api/beta_service/chat_completion',
+  gamma: '/api/gamma_service/chat_completion',
+} as const
+
+/** A minimal valid body for each dialect, plus the given fields. */
+export function bodyFor (provider: keyof typeof ROUTES, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  switch (provider) {
+    case 'alpha': return { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello' }], alpha_api_key: 'sk-client', ...fields }
+    case 'beta': return { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }], beta_api_key: 'sk-ant-client', ...fields }
+    case 'gamma': return { model: 'gemini-2.5-flash', contents: [{ role: 'user', parts: [{ text: 'Hello' }] }], gamma_api_key: 'AIza-client', ...fields }
+  }
+}
+
+export function sleep (ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
