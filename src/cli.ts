@@ -86,6 +86,9 @@ async function serve (config: Config, mockProviders: boolean): Promise<void> {
   }
   process.on('SIGTERM', () => { stop('SIGTERM') })
   process.on('SIGINT', () => { stop('SIGINT') })
+  // A fault in one request must not take every other in-flight call down with the process.
+  process.on('uncaughtException', (err) => { log.error({ err }, 'uncaught exception') })
+  process.on('unhandledRejection', (err) => { log.error({ err }, 'unhandled rejection') })
 }
 
 function print (json: boolean, value: unknown, human: string): void {

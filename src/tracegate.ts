@@ -162,7 +162,8 @@ function withTimeout<T> (p: Promise<T>, ms: number): Promise<T> {
 
 async function bootstrap (store: StoreClient, admin: AdminOps): Promise<FirstStart | null> {
   if (await store.call('countAccounts') > 0) return null
-  const account = await admin.createAccount({ name: 'default', plan: 'pro' })
+  // The first account belongs to the operator: it may use the server-side provider keys they configure.
+  const account = await admin.createAccount({ name: 'default', plan: 'pro', serverSideKeys: true })
   const email = 'admin@localhost'
   const password = randomBytes(12).toString('base64url')
   await admin.createUser({ account: account.id, email, password })

@@ -66,15 +66,15 @@ export class AdminOps {
     this.#onRevoke = onRevoke
   }
 
-  migrate (): Promise<string[]> {
-    return this.#store.call('migrate')
+  async migrate (): Promise<string[]> {
+    return await this.#store.call('migrate')
   }
 
-  createAccount (args: { name?: unknown; plan?: unknown; serverSideKeys?: unknown }): Promise<AccountRow> {
+  async createAccount (args: { name?: unknown; plan?: unknown; serverSideKeys?: unknown }): Promise<AccountRow> {
     const name = need(args.name, 'name')
     const plan = need(args.plan, 'plan')
     if (!PLANS.includes(plan as Plan)) throw new AdminError('invalid_argument', `--plan must be one of ${PLANS.join(', ')}`)
-    return this.#store.call('createAccount', { id: uuidv7(), name, plan: plan as Plan, serverSideKeys: args.serverSideKeys === true })
+    return await this.#store.call('createAccount', { id: uuidv7(), name, plan: plan as Plan, serverSideKeys: args.serverSideKeys === true })
   }
 
   async createUser (args: { account?: unknown; email?: unknown; password?: unknown; role?: unknown }): Promise<{ id: string; email: string }> {
@@ -113,7 +113,7 @@ export class AdminOps {
     return r.key
   }
 
-  listKeys (args: { account?: unknown }): Promise<KeyRow[]> {
-    return this.#store.call('listKeys', { accountId: uuid(args.account, 'account') })
+  async listKeys (args: { account?: unknown }): Promise<KeyRow[]> {
+    return await this.#store.call('listKeys', { accountId: uuid(args.account, 'account') })
   }
 }

@@ -73,7 +73,8 @@ export class AdminServer {
           answer('400 Bad Request', { error: { code: 'invalid_json', message: 'the admin body must be JSON' } })
           return
         }
-        handler(ops, args).then(
+        // Checks inside an operation may throw before its first await: keep them on the promise path.
+        Promise.resolve().then(() => handler(ops, args)).then(
           (value) => { answer('200 OK', { value }) },
           (err: unknown) => { answer('400 Bad Request', { error: errorPayload(err) }) },
         )

@@ -1,0 +1,160 @@
+// alpha: OpenAI Chat Completions (https://platform.openai.com/docs/api-reference/chat). Bodies, events
+// and headers follow what api.openai.com sends today, so a proxy sees the real thing.
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { Rejection, isObject, type Call, type MockDialect } from './dialect.js'
+import { randomHex, randomId } from './ids.js'
+import { DONE_EVENT, dataEvent } from './sse.js'
+import { chunkJson, fullText, outputTokens } from './text.js'
+
+const FINGERPRINT = `fp_${randomHex(10)}`
+const REQUESTS_LIMIT = 10_000
+const TOKENS_LIMIT = 30_000_000
+
+const INVALID_JSON = 'We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your ' +
+  'HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)'
+
+function requestId (): string {
+  return `req_${randomHex(32)}`
+}
+
+function reject (status: number, message: string, type: string, code: string | null, param: string | null = null): Rejection {
+  return new Rejection(
+    status,
+    { 'content-type': 'application/json', 'x-request-id': requestId() },
+    JSON.stringify({ error: { message, type, param, code } }),
+  )
+}
+
+// OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
+function error (status: number, message?: string): Rejection {
+  switch (status) {
+    case 401: return reject(status, message ?? 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key')
+    case 403: return reject(status, message ?? 'Country, region, or territory not supported', 'request_forbidden', 'unsupported_country_region_territory')
+    case 404: return reject(status, message ?? 'The model does not exist or you do not have access to it.', 'invalid_request_error', 'model_not_found')
+    case 429: return reject(status, message ?? 'Rate limit reached for requests. Please try again in 7s.', 'requests', 'rate_limit_exceeded')
+    case 503: return reject(status, message ?? 'The engine is currently overloaded, please try again later.', 'server_error', null)
+  }
+  if (status >= 500) return reject(status, message ?? 'The server had an error while processing your request. Sorry about that!', 'server_error', null)
+  return reject(status, message ?? `Mock error ${status}.`, 'invalid_request_error', null)
+}
+
+class AlphaCall implements Call {
+  readonly model: string
+  readonly stream: boolean
+  readonly #includeUsage: boolean
+  #prompt = 0
+  #chunks = 0
+  #id = ''
+  #created = 0
+  // The part every chunk event shares, up to the choices array; built once per streamed answer.
+  #prefix = ''
+  // `"usage":null` rides on every chunk once the client asked for usage, as OpenAI does.
+  #usageNull = ''
+
+  constructor (model: string, stream: boolean, includeUsage: boolean) {
+    this.model = model
+    this.stream = stream
+    this.#includeUsage = includeUsage
+  }
+
+  begin (inputTokens: number, chunks: number): void {
+    this.#prompt = inputTokens
+    this.#chunks = chunks
+    this.#id = `chatcmpl-${randomId(29)}`
+    this.#created = Math.floor(Date.now() / 1000)
+    if (this.stream) {
+      this.#prefix = `{"id":"${this.#id}","object":"chat.completion.chunk","created":${this.#created},` +
+        `"model":${JSON.stringify(this.model)},"service_tier":"default","system_fingerprint":"${FINGERPRINT}","choices":[`
+      this.#usageNull = this.#includeUsage ? ',"usage":null' : ''
+    }
+  }
+
+  headers (elapsedMs: number): OutgoingHttpHeaders {
+    return {
+      'content-type': this.stream ? 'text/event-stream' : 'application/json',
+      'cache-control': this.stream ? 'no-cache' : 'no-store',
+      'x-request-id': requestId(),
+      'openai-processing-ms': elapsedMs,
+      'openai-version': '2020-10-01',
+      'x-ratelimit-limit-requests': REQUESTS_LIMIT,
+      'x-ratelimit-remaining-requests': REQUESTS_LIMIT - 1,
+      'x-ratelimit-limit-tokens': TOKENS_LIMIT,
+      'x-ratelimit-remaining-tokens': TOKENS_LIMIT - this.#prompt,
+      'x-ratelimit-reset-requests': '6ms',
+      'x-ratelimit-reset-tokens': '0s',
+    }
+  }
+
+  #usage (): object {
+    const completion = outputTokens(this.#chunks)
+    return {
+      prompt_tokens: this.#prompt,
+      completion_tokens: completion,
+      total_tokens: this.#prompt + completion,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    }
+  }
+
+  body (): string {
+    return JSON.stringify({
+      id: this.#id,
+      object: 'chat.completion',
+      created: this.#created,
+      model: this.model,
+      choices: [{
+        index: 0,
+        message: { role: 'assistant', content: fullText(this.#chunks), refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: 'stop',
+      }],
+      usage: this.#usage(),
+      service_tier: 'default',
+      system_fingerprint: FINGERPRINT,
+    })
+  }
+
+  #event (choice: string): string {
+    return dataEvent(`${this.#prefix}${choice}]${this.#usageNull}}`)
+  }
+
+  head (): string {
+    return this.#event('{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}')
+  }
+
+  chunk (k: number): string {
+    return this.#event(`{"index":0,"delta":{"content":${chunkJson(k, this.#chunks)}},"logprobs":null,"finish_reason":null}`)
+  }
+
+  tail (): string {
+    const finish = this.#event('{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}')
+    // With stream_options.include_usage, one more chunk with no choices carries the usage.
+    const usage = this.#includeUsage ? dataEvent(`${this.#prefix}],"usage":${JSON.stringify(this.#usage())}}`) : ''
+    return finish + usage + DONE_EVENT
+  }
+}
+
+export const alpha: MockDialect = {
+  name: 'alpha',
+  matches: (path) => path === '/v1/chat/completions',
+
+  admit (req: IncomingMessage): Rejection | null {
+    const auth = req.headers.authorization
+    if (typeof auth === 'string' && auth.startsWith('Bearer ') && auth.length > 7) return null
+    return error(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+  },
+
+  parse (body) {
+    const model = body.model
+    if (typeof model !== 'string' || model === '') return reject(400, 'you must provide a model parameter', 'invalid_request_error', null)
+    const stream = body.stream === true
+    const options = body.stream_options
+    return new AlphaCall(model, stream, stream && isObject(options) && options.include_usage === true)
+  },
+
+  error,
+
+  invalidJson: () => reject(400, INVALID_JSON, 'invalid_request_error', null),
+
+  notFound: (method, path) => reject(404, `Invalid URL (${method} ${path})`, 'invalid_request_error', null),
+}

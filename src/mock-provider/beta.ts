@@ -1,0 +1,149 @@
+// beta: Anthropic Messages (https://docs.anthropic.com/en/api/messages and, for the events,
+// https://docs.anthropic.com/en/docs/build-with-claude/streaming).
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { Rejection, type Call, type MockDialect } from './dialect.js'
+import { randomId } from './ids.js'
+import { namedEvent } from './sse.js'
+import { chunkJson, fullText, outputTokens } from './text.js'
+
+const REQUESTS_LIMIT = 4000
+const TOKENS_LIMIT = 400_000
+
+function requestId (): string {
+  return `req_${randomId(24)}`
+}
+
+function reject (status: number, type: string, message: string): Rejection {
+  return new Rejection(
+    status,
+    { 'content-type': 'application/json', 'request-id': requestId() },
+    JSON.stringify({ type: 'error', error: { type, message } }),
+  )
+}
+
+// Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
+const TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+}
+
+function error (status: number, message?: string): Rejection {
+  const type = TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+  return reject(status, type, message ?? (status === 429 ? 'Number of requests has exceeded your rate limit.' : `Mock error ${status}.`))
+}
+
+// The last event never changes.
+const STREAM_END = namedEvent('message_stop', '{"type":"message_stop"}')
+
+class BetaCall implements Call {
+  readonly model: string
+  readonly stream: boolean
+  #input = 0
+  #chunks = 0
+  #id = ''
+
+  constructor (model: string, stream: boolean) {
+    this.model = model
+    this.stream = stream
+  }
+
+  begin (inputTokens: number, chunks: number): void {
+    this.#input = inputTokens
+    this.#chunks = chunks
+    this.#id = `msg_${randomId(24)}`
+  }
+
+  headers (): OutgoingHttpHeaders {
+    return {
+      'content-type': this.stream ? 'text/event-stream' : 'application/json',
+      'cache-control': this.stream ? 'no-cache' : 'no-store',
+      'request-id': requestId(),
+      'anthropic-ratelimit-requests-limit': REQUESTS_LIMIT,
+      'anthropic-ratelimit-requests-remaining': REQUESTS_LIMIT - 1,
+      'anthropic-ratelimit-input-tokens-limit': TOKENS_LIMIT,
+      'anthropic-ratelimit-input-tokens-remaining': TOKENS_LIMIT - this.#input,
+      'anthropic-ratelimit-output-tokens-limit': TOKENS_LIMIT,
+      'anthropic-ratelimit-output-tokens-remaining': TOKENS_LIMIT,
+    }
+  }
+
+  body (): string {
+    return JSON.stringify({
+      id: this.#id,
+      type: 'message',
+      role: 'assistant',
+      model: this.model,
+      content: [{ type: 'text', text: fullText(this.#chunks) }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: {
+        input_tokens: this.#input,
+        output_tokens: outputTokens(this.#chunks),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      },
+    })
+  }
+
+  head (): string {
+    // message_start reports output_tokens 1 (the first token is counted already); message_delta has the total.
+    const start = {
+      type: 'message_start',
+      message: {
+        id: this.#id,
+        type: 'message',
+        role: 'assistant',
+        model: this.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: this.#input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+      },
+    }
+    return namedEvent('message_start', JSON.stringify(start)) +
+      namedEvent('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}') +
+      namedEvent('ping', '{"type": "ping"}')
+  }
+
+  chunk (k: number): string {
+    return namedEvent('content_block_delta',
+      `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${chunkJson(k, this.#chunks)}}}`)
+  }
+
+  tail (): string {
+    return namedEvent('content_block_stop', '{"type":"content_block_stop","index":0}') +
+      namedEvent('message_delta',
+        `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${outputTokens(this.#chunks)}}}`) +
+      STREAM_END
+  }
+}
+
+export const beta: MockDialect = {
+  name: 'beta',
+  matches: (path) => path === '/v1/messages',
+
+  admit (req: IncomingMessage): Rejection | null {
+    const key = req.headers['x-api-key']
+    if (typeof key !== 'string' || key === '') return error(401, 'x-api-key header is required')
+    if (req.headers['anthropic-version'] === undefined) return error(400, 'anthropic-version: header is required')
+    return null
+  },
+
+  parse (body) {
+    const model = body.model
+    if (typeof model !== 'string' || model === '') return error(400, 'model: Field required')
+    return new BetaCall(model, body.stream === true)
+  },
+
+  error,
+  invalidJson: () => error(400, 'There was an error parsing the body of your request. The body must be valid JSON.'),
+  notFound: () => error(404, 'Not Found'),
+}

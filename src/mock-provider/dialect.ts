@@ -1,0 +1,56 @@
+// What the server needs from each provider dialect. Everything provider-shaped (paths, auth headers,
+// error bodies, answer JSON, event framing) lives in alpha.ts, beta.ts and gamma.ts; server.ts and
+// reply.ts only call this interface.
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+
+/** A complete error answer in the provider's shape; reply.ts adds content-length. */
+export class Rejection {
+  readonly status: number
+  readonly headers: OutgoingHttpHeaders
+  readonly body: string
+
+  constructor (status: number, headers: OutgoingHttpHeaders, body: string) {
+    this.status = status
+    this.headers = headers
+    this.body = body
+    // Providers ask rate-limited and overloaded clients to come back later.
+    if (status === 429 || status === 503) headers['retry-after'] = '7'
+  }
+}
+
+/** One accepted request; builds the parts of a 200 answer on demand. */
+export interface Call {
+  readonly model: string
+  readonly stream: boolean
+  /** Fixes what every part of the answer shares (ids, token counts); called once, before the rest. */
+  begin (inputTokens: number, chunks: number): void
+  headers (elapsedMs: number): OutgoingHttpHeaders
+  /** The whole non-streamed answer. */
+  body (): string
+  /** Streamed: what goes before the first content chunk ('' for none). */
+  head (): string
+  /** Streamed: the event carrying content chunk k. */
+  chunk (k: number): string
+  /** Streamed: what goes after the last content chunk ('' for none). */
+  tail (): string
+}
+
+export interface MockDialect {
+  readonly name: 'alpha' | 'beta' | 'gamma'
+  /** Whether this dialect serves the path (query string already cut off). */
+  matches (path: string): boolean
+  /** Checks the headers (and gamma's query) before the body is looked at. */
+  admit (req: IncomingMessage, query: string): Rejection | null
+  /** Reads the parsed body (a JSON object) and the path into a call, or rejects it. */
+  parse (body: Record<string, unknown>, path: string, query: string): Call | Rejection
+  /** The provider's error answer for this status. */
+  error (status: number, message?: string): Rejection
+  /** The provider's answer to a body that is not a JSON object. */
+  invalidJson (): Rejection
+  /** The provider's answer to a path or method it does not serve. */
+  notFound (method: string, path: string): Rejection
+}
+
+export function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,145 @@
+// gamma: Google Gemini generateContent (https://ai.google.dev/api/generate-content). The model is in
+// the path, not the body. streamGenerateContent sends SSE with `?alt=sse` (events end in CRLF, as
+// Google's servers send them) and otherwise one JSON array written element by element.
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { Rejection, type Call, type MockDialect } from './dialect.js'
+import { randomId } from './ids.js'
+import { crlfDataEvent } from './sse.js'
+import { chunkJson, fullText, outputTokens } from './text.js'
+
+const PREFIXES = ['/v1beta/models/', '/v1/models/'] as const
+const GENERATE = ':generateContent'
+const STREAM = ':streamGenerateContent'
+
+// google.rpc.Code names by HTTP status (https://cloud.google.com/apis/design/errors#handling_errors).
+const STATUSES: Readonly<Record<number, string>> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  409: 'ABORTED',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+}
+
+function error (status: number, message?: string): Rejection {
+  const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION')
+  const text = message ?? (status === 429 ? 'Resource has been exhausted (e.g. check quota).' : `Mock error ${status}.`)
+  return new Rejection(
+    status,
+    { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer' },
+    JSON.stringify({ error: { code: status, message: text, status: name } }),
+  )
+}
+
+/** The model segment and method of a path this dialect serves, or null. */
+function split (path: string): { model: string; stream: boolean } | null {
+  const prefix = PREFIXES.find((p) => path.startsWith(p))
+  if (prefix === undefined) return null
+  const colon = path.lastIndexOf(':')
+  if (colon <= prefix.length) return null
+  const method = path.slice(colon)
+  if (method !== GENERATE && method !== STREAM) return null
+  return { model: path.slice(prefix.length, colon), stream: method === STREAM }
+}
+
+function queryParam (query: string, name: string): string | null {
+  return query === '' ? null : new URLSearchParams(query).get(name)
+}
+
+class GammaCall implements Call {
+  readonly model: string
+  readonly stream: boolean
+  readonly #sse: boolean
+  #prompt = 0
+  #chunks = 0
+  #responseId = ''
+  // Closes every streamed chunk after its candidates; built once per answer.
+  #suffix = ''
+
+  constructor (model: string, stream: boolean, sse: boolean) {
+    this.model = model
+    this.stream = stream
+    this.#sse = sse
+  }
+
+  begin (inputTokens: number, chunks: number): void {
+    this.#prompt = inputTokens
+    this.#chunks = chunks
+    this.#responseId = randomId(23)
+    if (this.stream) this.#suffix = `,"modelVersion":${JSON.stringify(this.model)},"responseId":"${this.#responseId}"}`
+  }
+
+  headers (elapsedMs: number): OutgoingHttpHeaders {
+    return {
+      'content-type': this.stream && this.#sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
+      vary: 'Origin, X-Origin, Referer',
+      'server-timing': `gfet4t7; dur=${elapsedMs}`,
+    }
+  }
+
+  #usage (candidates: number): string {
+    return `{"promptTokenCount":${this.#prompt},"candidatesTokenCount":${candidates},"totalTokenCount":${this.#prompt + candidates}}`
+  }
+
+  body (): string {
+    const candidates = outputTokens(this.#chunks)
+    return JSON.stringify({
+      candidates: [{ content: { parts: [{ text: fullText(this.#chunks) }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: this.#prompt, candidatesTokenCount: candidates, totalTokenCount: this.#prompt + candidates },
+      modelVersion: this.model,
+      responseId: this.#responseId,
+    })
+  }
+
+  head (): string {
+    return this.#sse ? '' : '['
+  }
+
+  chunk (k: number): string {
+    // Gemini sends usageMetadata on every chunk, with the candidates counted so far.
+    const finish = k === this.#chunks - 1 ? ',"finishReason":"STOP"' : ''
+    const json = `{"candidates":[{"content":{"parts":[{"text":${chunkJson(k, this.#chunks)}}],"role":"model"}${finish},"index":0}],` +
+      `"usageMetadata":${this.#usage(outputTokens(k + 1))}${this.#suffix}`
+    if (this.#sse) return crlfDataEvent(json)
+    return k === 0 ? json : `,\r\n${json}`
+  }
+
+  tail (): string {
+    return this.#sse ? '' : ']'
+  }
+}
+
+export const gamma: MockDialect = {
+  name: 'gamma',
+  matches: (path) => split(path) !== null,
+
+  admit (req: IncomingMessage, query: string): Rejection | null {
+    const key = req.headers['x-goog-api-key']
+    if (typeof key === 'string' && key !== '') return null
+    if (queryParam(query, 'key')) return null
+    return error(403, 'Method doesn\'t allow unregistered callers (callers without established identity). ' +
+      'Please use API Key or other form of API consumer identity to call this API.')
+  },
+
+  parse (body, path, query) {
+    const target = split(path)
+    if (target === null) return error(404, 'Not found')
+    let model: string
+    try {
+      model = decodeURIComponent(target.model)
+    } catch {
+      return error(400, 'Invalid model name in the request path.')
+    }
+    if (model === '') return error(400, 'A model name is required.')
+    return new GammaCall(model, target.stream, target.stream && queryParam(query, 'alt') === 'sse')
+  },
+
+  error,
+  invalidJson: () => error(400, 'Invalid JSON payload received.'),
+  notFound: (method, path) => error(404, `The requested URL ${path} was not found on this server.`),
+}
