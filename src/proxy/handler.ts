@@ -1,5 +1,5 @@
 // The proxy pipeline for one dialect's route, in the check order of DESIGN §2.
-import { v7 as uuidv7 } from 'uuid'
+import { newRequestId } from '../ids.js'
 import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
 import { hashKey, KEY_PATTERN } from '../auth/keys.js'
@@ -102,7 +102,7 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
   }
 
   return (res, req) => {
-    const x = new Exchange(res, dialect, uuidv7(), deps.onFinish)
+    const x = new Exchange(res, dialect, newRequestId(), deps.onFinish)
     deps.onStart()
     res.onAborted(() => { x.clientAborted() })
     if (deps.isClosing()) {

@@ -19,6 +19,8 @@ export function adminFile (dataDir: string): string {
   return join(dataDir, 'admin.json')
 }
 
+const ADMIN_BODY_LIMIT = 64 * 1024
+
 type Handler = (ops: AdminOps, args: Record<string, unknown>) => Promise<unknown>
 
 const HANDLERS: Record<string, Handler> = {
@@ -51,7 +53,15 @@ export class AdminServer {
       let aborted = false
       res.onAborted(() => { aborted = true })
       const chunks: Buffer[] = []
+      let size = 0
       res.onData((chunk, isLast) => {
+        if (size < 0) return
+        size += chunk.byteLength
+        if (size > ADMIN_BODY_LIMIT) {
+          size = -1
+          if (!aborted) res.cork(() => { res.writeStatus('413 Payload Too Large').end('{"error":{"code":"body_too_large","message":"admin requests are small"}}', true) })
+          return
+        }
         chunks.push(Buffer.from(chunk.slice(0)))
         if (!isLast) return
         const answer = (status: string, body: unknown): void => {

@@ -1,5 +1,5 @@
 // The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest.
-import { v7 as uuidv7 } from 'uuid'
+import { newRequestId } from '../ids.js'
 import { DIALECTS } from '../providers/index.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { sendError, sendJson } from './respond.js'
@@ -12,7 +12,7 @@ export interface ProxyAppDeps extends ProxyDeps {
 
 function methodNotAllowed (allow: string) {
   return (res: HttpResponse): void => {
-    const id = uuidv7()
+    const id = newRequestId()
     res.cork(() => {
       res.writeStatus('405 Method Not Allowed').writeHeader('allow', allow)
       res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', id)
@@ -28,10 +28,10 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     app.any(dialect.route, methodNotAllowed('POST'))
   }
   app.get('/healthz', (res) => {
-    sendJson(res, 200, '{"status":"ok"}', uuidv7())
+    sendJson(res, 200, '{"status":"ok"}', newRequestId())
   })
   app.get('/readyz', (res) => {
-    const id = uuidv7()
+    const id = newRequestId()
     let aborted = false
     res.onAborted(() => { aborted = true })
     if (deps.isClosing()) {
@@ -47,7 +47,7 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   app.any('/healthz', methodNotAllowed('GET'))
   app.any('/readyz', methodNotAllowed('GET'))
   app.any('/*', (res) => {
-    sendError(res, 'not_found', uuidv7())
+    sendError(res, 'not_found', newRequestId())
   })
   return app
 }

@@ -1,6 +1,10 @@
 // An undici dispatch handler that pipes the provider's answer to the uWS response as it arrives.
 // Backpressure runs both ways: when uWS cannot take a chunk at once the upstream is paused, and it
-// resumes when the socket drains (https://github.com/uNetworking/uWebSockets.js/blob/master/examples/VideoStreamer.js).
+// resumes when the socket drains (uWebSockets.js examples/VideoStreamer.js shows the pattern).
+//
+// Every cork ends in one send(2), so writes are grouped: the status and headers go out with the first
+// body chunk, and a non-streaming answer (anything but an event stream, up to BUFFER_LIMIT) is sent
+// whole with its content-length in one write at the end. A stream is written chunk by chunk.
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
 import { statusLine } from '../server/respond.js'
@@ -8,8 +12,17 @@ import { statusLine } from '../server/respond.js'
 type Controller = Dispatcher.DispatchController
 type Headers = Record<string, string | string[] | undefined>
 
+/** A non-streaming answer larger than this is streamed through instead of held. */
+const BUFFER_LIMIT = 1024 * 1024
+
 export class Passthrough implements Dispatcher.DispatchHandler {
   readonly #x: Exchange
+  /** Response headers to send, as name/value pairs, already mapped by the dialect. */
+  #headers: string[] = []
+  #headersWritten = false
+  /** Chunks held while the answer is being buffered; null once it is streamed. */
+  #held: Buffer[] | null = null
+  #heldBytes = 0
 
   constructor (exchange: Exchange) {
     this.#x = exchange
@@ -22,29 +35,54 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   onResponseStart (controller: Controller, statusCode: number, headers: Headers): void {
     const x = this.#x
     x.upstreamResponded(statusCode)
-    if (x.aborted) return
-    const res = x.res
     const dialect = x.dialect
-    res.cork(() => {
-      res.writeStatus(statusLine(statusCode)).writeHeader('x-request-id', x.requestId)
-      for (const name in headers) {
-        const out = dialect.responseHeader(name)
-        const value = headers[name]
-        if (out === null || value === undefined) continue
-        if (typeof value === 'string') res.writeHeader(out, value)
-        else for (const v of value) res.writeHeader(out, v)
-      }
-    })
+    const out: string[] = []
+    for (const name in headers) {
+      const mapped = dialect.responseHeader(name)
+      const value = headers[name]
+      if (mapped === null || value === undefined) continue
+      if (typeof value === 'string') out.push(mapped, value)
+      else for (const v of value) out.push(mapped, v)
+    }
+    this.#headers = out
+    const type = headers['content-type']
+    const streaming = typeof type === 'string' && type.startsWith('text/event-stream')
+    this.#held = streaming ? null : []
     x.headersSent = true
+  }
+
+  #writeHead (): void {
+    const res = this.#x.res
+    res.writeStatus(statusLine(this.#x.status)).writeHeader('x-request-id', this.#x.requestId)
+    const h = this.#headers
+    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
+    this.#headersWritten = true
   }
 
   onResponseData (controller: Controller, chunk: Buffer): void {
     const x = this.#x
     if (x.aborted) return
     x.responseChunk(chunk)
-    const res = x.res
+    const held = this.#held
+    if (held !== null) {
+      held.push(chunk)
+      this.#heldBytes += chunk.length
+      if (this.#heldBytes <= BUFFER_LIMIT) return
+      // Too big to hold: send what we have and stream the rest.
+      this.#held = null
+      this.#write(controller, held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
+      return
+    }
+    this.#write(controller, chunk)
+  }
+
+  #write (controller: Controller, chunk: Buffer): void {
+    const res = this.#x.res
     let ok = true
-    res.cork(() => { ok = res.write(chunk) })
+    res.cork(() => {
+      if (!this.#headersWritten) this.#writeHead()
+      ok = res.write(chunk)
+    })
     if (!ok && !controller.paused) {
       controller.pause()
       res.onWritable(() => {
@@ -60,7 +98,13 @@ export class Passthrough implements Dispatcher.DispatchHandler {
       x.finish('client_aborted')
       return
     }
-    x.res.cork(() => { x.res.end() })
+    const held = this.#held
+    const res = x.res
+    res.cork(() => {
+      if (!this.#headersWritten) this.#writeHead()
+      if (held === null || held.length === 0) res.end()
+      else res.end(held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
+    })
     x.finish(x.status >= 400 ? 'provider_error' : 'ok')
   }
 

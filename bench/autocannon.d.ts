@@ -1,0 +1,27 @@
+// The part of autocannon's API the benchmarks use (the package ships no types).
+declare module 'autocannon' {
+  interface Histogram { average: number; mean: number; p50: number; p90: number; p99: number; max: number }
+  interface Result {
+    requests: Histogram & { total: number; sent: number }
+    latency: Histogram
+    throughput: Histogram
+    errors: number
+    timeouts: number
+    non2xx: number
+    duration: number
+  }
+  interface Options {
+    url: string
+    method?: string
+    body?: string | Buffer
+    headers?: Record<string, string>
+    connections?: number
+    duration?: number
+    amount?: number
+    overallRate?: number
+    pipelining?: number
+    timeout?: number
+  }
+  function autocannon (opts: Options): Promise<Result>
+  export default autocannon
+}

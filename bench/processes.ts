@@ -1,0 +1,152 @@
+// Child processes for the benchmarks: the mock provider, tracegate in front of it, and nginx when it is
+// installed. Each is a real process on loopback that the benchmark stops when it ends.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url))
+
+export interface Proc {
+  readonly child: ChildProcess
+  readonly output: string[]
+  stop (): Promise<void>
+}
+
+/** Spawns and resolves once stdout has printed every pattern; returns their first capture groups. */
+export function spawnUntil (cmd: string, args: string[], env: Record<string, string>, patterns: RegExp[], timeoutMs = 60_000): Promise<{ proc: Proc; matches: string[] }> {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const output: string[] = []
+  const proc: Proc = {
+    child,
+    output,
+    stop: () => new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) { resolve(); return }
+      child.once('exit', () => { resolve() })
+      child.kill('SIGTERM')
+      setTimeout(() => child.kill('SIGKILL'), 15_000).unref()
+    }),
+  }
+  return new Promise((resolve, reject) => {
+    const matches: Array<string | undefined> = patterns.map(() => undefined)
+    let text = ''
+    const timer = setTimeout(() => { reject(new Error(`${cmd} ${args.join(' ')} did not start:\n${text}`)) }, timeoutMs)
+    const onData = (b: Buffer): void => {
+      const s = b.toString('utf8')
+      output.push(s)
+      text += s
+      patterns.forEach((p, i) => { matches[i] ??= p.exec(text)?.[1] })
+      if (matches.every((m) => m !== undefined)) {
+        clearTimeout(timer)
+        resolve({ proc, matches: matches as string[] })
+      }
+    }
+    child.stdout?.on('data', onData)
+    child.stderr?.on('data', (b: Buffer) => { text += b.toString('utf8') })
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${cmd} exited with ${code}:\n${text}`)) })
+  })
+}
+
+export async function startMock (args: string[] = []): Promise<{ proc: Proc; url: string }> {
+  const { proc, matches } = await spawnUntil(process.execPath, [CLI, 'mock-provider', '--port', '0', ...args], {}, [/mock provider listening on (http:\/\/\S+)/])
+  return { proc, url: matches[0]! }
+}
+
+export interface TracegateProc {
+  readonly proc: Proc
+  readonly url: string
+  readonly pid: number
+  readonly key: string
+  stop (): Promise<void>
+}
+
+export async function startTracegate (mockUrl: string, env: Record<string, string> = {}): Promise<TracegateProc> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-'))
+  const { proc, matches } = await spawnUntil(process.execPath, [CLI, 'serve'], {
+    TRACEGATE_DATA_DIR: dataDir,
+    TRACEGATE_PROXY_PORT: '0',
+    TRACEGATE_DASHBOARD_PORT: '0',
+    TRACEGATE_LOG_LEVEL: 'warn',
+    TRACEGATE_ALPHA_BASE_URL: mockUrl,
+    TRACEGATE_BETA_BASE_URL: mockUrl,
+    TRACEGATE_GAMMA_BASE_URL: mockUrl,
+    ...env,
+  }, [/proxy listening on (http:\/\/\S+)/, /proxy key: (tgk_\S+)/])
+  return {
+    proc,
+    url: matches[0]!,
+    key: matches[1]!,
+    pid: proc.child.pid!,
+    stop: async () => {
+      await proc.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port
+      srv.close(() => { resolve(port) })
+    })
+  })
+}
+
+const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p)) ?? null
+
+/** nginx `proxy_pass` in front of the mock with one worker (like tracegate's one front thread), or null. */
+export async function startNginx (mockUrl: string): Promise<{ url: string; pid: number; stop (): Promise<void> } | null> {
+  if (NGINX === null) return null
+  const dir = mkdtempSync(join(tmpdir(), 'tracegate-bench-nginx-'))
+  const port = await freePort()
+  const upstream = new URL(mockUrl).host
+  writeFileSync(join(dir, 'nginx.conf'), `
+worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream mock { server ${upstream}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${port} reuseport;
+    client_max_body_size 4m;
+    location / {
+      proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`)
+  const child = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore' })
+  // nginx has no ready line: wait for its pid file.
+  for (let i = 0; i < 100 && !existsSync(join(dir, 'nginx.pid')); i++) await new Promise((r) => setTimeout(r, 50))
+  const pid = Number(readFileSync(join(dir, 'nginx.pid'), 'utf8'))
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid,
+    stop: () => new Promise((resolve) => {
+      child.once('exit', () => { rmSync(dir, { recursive: true, force: true }); resolve() })
+      child.kill('SIGQUIT')
+    }),
+  }
+}
+
+/** Resident memory of a process in bytes, from /proc. */
+export function rssOf (pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m === null ? 0 : Number(m[1]) * 1024
+}
