@@ -95,10 +95,9 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
       try { forward(x, sf, cached) } catch (err) { x.fail(err) }
       return
     }
-    deps.keys.fetch(hash).then(
-      (info) => { forward(x, sf, info) },
-      (err: unknown) => { throw err },
-    ).catch((err: unknown) => { x.fail(err) })
+    deps.keys.fetch(hash)
+      .then((info) => { forward(x, sf, info) })
+      .catch((err: unknown) => { x.fail(err) })
   }
 
   return (res, req) => {
