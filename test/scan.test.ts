@@ -78,3 +78,12 @@ t.test('cut bodies stay valid for every subset of members', async (t) => {
     t.same(Object.keys(parsed), ms.filter((_, i) => !idx.has(i)).map((m) => m.name), `mask ${mask}`)
   }
 })
+
+t.test('numbers outside the 64-bit range are still valid JSON', async (t) => {
+  for (const n of ['-12345678901234567890', '18446744073709551616', '1e400', '-0.0000000000000000000000000001']) {
+    t.ok(isValidJson(b(`{"seed":${n}}`)), n)
+  }
+  t.notOk(isValidJson(b('{"seed":1e}')))
+  t.notOk(isValidJson(b('{"seed":-}')))
+  t.notOk(isValidJson(b('{"seed":NaN}')))
+})

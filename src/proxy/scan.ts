@@ -24,12 +24,23 @@ export interface Member {
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
-/** Whole-body validity: UTF-8 and JSON grammar. simdjson wins over JSON.parse here (bench/scan.ts). */
+/**
+ * Whole-body validity: UTF-8 and JSON grammar. simdjson wins over JSON.parse here (bench/scan.ts), but
+ * it refuses integers outside the 64-bit range, which JSON allows (RFC 8259 §6) and providers may
+ * receive; so a body simdjson refuses is judged again by JSON.parse. That second look only happens on
+ * bodies that are invalid or carry such numbers, and the body limit bounds its cost.
+ */
 export function isValidJson (body: Buffer): boolean {
   if (!isUtf8(body)) return false
   // latin1 maps each byte to one UTF-16 unit without decoding; simdjson re-encodes it to UTF-8 and sees
   // the same JSON structure (every structural byte is ASCII), so validity is unchanged and we skip a decode.
-  return simdjson.isValid(body.toString('latin1'))
+  if (simdjson.isValid(body.toString('latin1'))) return true
+  try {
+    JSON.parse(body.toString('utf8'))
+    return true
+  } catch {
+    return false
+  }
 }
 
 function isWs (b: number): boolean {
