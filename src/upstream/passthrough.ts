@@ -4,7 +4,9 @@
 //
 // Every cork ends in one send(2), so writes are grouped: the status and headers go out with the first
 // body chunk, and a non-streaming answer (anything but an event stream, up to BUFFER_LIMIT) is sent
-// whole with its content-length in one write at the end. A stream is written chunk by chunk.
+// whole with its content-length in one write at the end. A stream is written as it arrives, but the
+// chunks undici parses out of one socket read are sent together: they are queued and flushed in a
+// microtask, which runs as soon as undici's parser returns, so nothing waits for a later tick.
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
 import { statusLine } from '../server/respond.js'
@@ -23,6 +25,10 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   /** Chunks held while the answer is being buffered; null once it is streamed. */
   #held: Buffer[] | null = null
   #heldBytes = 0
+  /** Stream chunks waiting for the microtask flush. */
+  #pending: Buffer[] = []
+  #controller: Controller | null = null
+  readonly #flush = (): void => { this.#flushPending() }
 
   constructor (exchange: Exchange) {
     this.#x = exchange
@@ -77,12 +83,27 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   }
 
   #write (controller: Controller, chunk: Buffer): void {
+    this.#controller = controller
+    if (this.#pending.push(chunk) === 1) queueMicrotask(this.#flush)
+  }
+
+  /** Writes the queued chunks; the caller corks. Returns false when uWS had to buffer them. */
+  #writePending (): boolean {
     const res = this.#x.res
+    if (!this.#headersWritten) this.#writeHead()
     let ok = true
-    res.cork(() => {
-      if (!this.#headersWritten) this.#writeHead()
-      ok = res.write(chunk)
-    })
+    for (const chunk of this.#pending) ok = res.write(chunk) && ok
+    this.#pending = []
+    return ok
+  }
+
+  #flushPending (): void {
+    const x = this.#x
+    if (this.#pending.length === 0 || x.finished || x.aborted) return
+    const res = x.res
+    let ok = true
+    res.cork(() => { ok = this.#writePending() })
+    const controller = this.#controller!
     if (!ok && !controller.paused) {
       controller.pause()
       res.onWritable(() => {
@@ -101,6 +122,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     const held = this.#held
     const res = x.res
     res.cork(() => {
+      if (this.#pending.length > 0) this.#writePending()
       if (!this.#headersWritten) this.#writeHead()
       if (held === null || held.length === 0) res.end()
       else res.end(held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
