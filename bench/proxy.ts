@@ -97,7 +97,11 @@ async function main (): Promise<void> {
     }
     if (!skip.has('rate')) {
       const results: Record<string, Awaited<ReturnType<typeof load>>> = {}
-      for (const t of targets) results[t.name] = await load(t, false, { overallRate: rate })
+      for (const t of targets) {
+        // Warm every process (JIT, pools) at the same rate before measuring, as the throughput case does.
+        await autocannon({ url: t.url, method: 'POST', body: t.body(false), headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: Math.max(5, duration / 2), overallRate: rate })
+        results[t.name] = await load(t, false, { overallRate: rate })
+      }
       for (const t of targets) {
         const r = results[t.name]!
         line({
