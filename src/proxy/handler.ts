@@ -35,6 +35,13 @@ function authError (info: KeyInfo | null, now: number): TracegateError | null {
   return null
 }
 
+function tooLarge (x: Exchange): void {
+  x.status = 413
+  x.errorCode = 'body_too_large'
+  sendError(x.res, 'body_too_large', x.requestId, true)
+  x.finish('rejected')
+}
+
 export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
   const { config } = deps
   const limit = config.maxBodyBytes
@@ -113,25 +120,24 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
       if (dialect.forwardHeaders.has(name)) x.forwardHeaders.push([name, value])
     })
     const contentLength = lengthHeader === '' ? -1 : Number(lengthHeader)
+    // Over the limit, decided before reading when content-length says so. The connection closes with
+    // the answer, so an unread body never has to be drained.
     if (contentLength > limit) {
-      // Decided before reading: the connection closes, so the unread body never has to be drained.
-      x.status = 413
-      x.errorCode = 'body_too_large'
-      sendError(res, 'body_too_large', x.requestId, true)
-      x.finish('rejected')
+      tooLarge(x)
       return
     }
     readBody(res, contentLength, limit, (r) => {
       if (x.aborted) return
       if (!r.ok) {
-        x.status = 413
-        x.errorCode = 'body_too_large'
-        sendError(res, 'body_too_large', x.requestId, true)
-        x.finish('rejected')
+        tooLarge(x)
         return
       }
       x.body = r.body
-      handleBody(x)
+      try {
+        handleBody(x)
+      } catch (err) {
+        x.fail(err)
+      }
     })
   }
 }
