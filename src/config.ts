@@ -32,10 +32,29 @@ export interface Config {
     readonly connections: number
   }
   readonly keyCache: { readonly ttlMs: number; readonly max: number }
+  readonly traces: TraceConfig
+  /** An operator's pricing file (same shape as src/pricing/prices.json) whose entries win. */
+  readonly pricingFile: string | null
   readonly shutdownGraceMs: number
   readonly logLevel: string
   /** null: embedded chDB in `dataDir`. */
   readonly clickhouse: ClickHouseServerConfig | null
+}
+
+export interface TraceConfig {
+  /** Off only for benchmarks that measure what tracing costs. */
+  readonly enabled: boolean
+  /** Prompt and response are each stored up to this many bytes, with a truncated flag. */
+  readonly maxBodyBytes: number
+  readonly flushMs: number
+  readonly batchRows: number
+  /** Rows held in memory while ClickHouse is slow; past this they go to the spool. */
+  readonly queueRows: number
+  readonly spoolMaxBytes: number
+  /** Prompt and response bodies are cleared after this many days (0: kept). */
+  readonly bodyTtlDays: number
+  /** Rows are deleted after this many days (0: kept). */
+  readonly rowTtlDays: number
 }
 
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderName, string>> = {
@@ -67,6 +86,15 @@ function int (env: Env, name: string, fallback: number, min: number, max: number
   const n = Number(raw.trim())
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
   return n
+}
+
+function bool (env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const v = raw.trim().toLowerCase()
+  if (['1', 'true', 'on', 'yes'].includes(v)) return true
+  if (['0', 'false', 'off', 'no'].includes(v)) return false
+  throw new ConfigError(name, `must be on or off, got ${JSON.stringify(raw)}`)
 }
 
 function origin (env: Env, name: string, fallback: string): string {
@@ -141,6 +169,17 @@ export function loadConfig (env: Env = process.env): Config {
       ttlMs: int(env, 'TRACEGATE_KEY_CACHE_TTL_MS', 5_000, 0, 3_600_000),
       max: int(env, 'TRACEGATE_KEY_CACHE_MAX', 10_000, 1, 10_000_000),
     }),
+    traces: Object.freeze({
+      enabled: bool(env, 'TRACEGATE_TRACES', true),
+      maxBodyBytes: int(env, 'TRACEGATE_TRACE_MAX_BODY_BYTES', 1024 * 1024, 0, 64 * 1024 * 1024),
+      flushMs: int(env, 'TRACEGATE_TRACE_FLUSH_MS', 1000, 10, 60_000),
+      batchRows: int(env, 'TRACEGATE_TRACE_BATCH_ROWS', 5000, 1, 1_000_000),
+      queueRows: int(env, 'TRACEGATE_TRACE_QUEUE_ROWS', 100_000, 1, 10_000_000),
+      spoolMaxBytes: int(env, 'TRACEGATE_SPOOL_MAX_BYTES', 1024 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),
+      bodyTtlDays: int(env, 'TRACEGATE_BODY_TTL_DAYS', 30, 0, 36_500),
+      rowTtlDays: int(env, 'TRACEGATE_TRACE_TTL_DAYS', 0, 0, 36_500),
+    }),
+    pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     logLevel,
     clickhouse,

@@ -14,6 +14,9 @@ import { createProxyApp, listen } from './server/proxy-app.js'
 import { uws } from './server/uws.js'
 import { StoreClient } from './store/client.js'
 import { createUpstreamAgent } from './upstream/client.js'
+import { ConfigError } from './config.js'
+import { Pricing, PricingError } from './pricing/index.js'
+import { TraceSink } from './proxy/trace-sink.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -21,8 +24,10 @@ export interface ServeOptions {
   /** On an empty store, create a pro account, an admin user and a first proxy key. Default true. */
   readonly bootstrap?: boolean
   readonly log?: Logger
-  /** Called once per finished exchange (traces hook in here). */
+  /** Called once per finished exchange, after its trace was handed on. */
   readonly onExchange?: (x: Exchange) => void
+  /** Test seams in the store worker (connection switch, raw queries). */
+  readonly testSeams?: boolean
 }
 
 export interface FirstStart {
@@ -51,6 +56,9 @@ export class Tracegate {
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
   readonly #upstream: Agent
+  readonly #sink: TraceSink | null
+  /** Requests refused before authentication, by error code: counted here, never traced. */
+  readonly rejectedBeforeAuth = new Map<string, number>()
   readonly #adminServer: AdminServer
   readonly #listenSocket: unknown
   readonly #log: Logger | null
@@ -61,7 +69,7 @@ export class Tracegate {
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
-    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null
+    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null
   }, listen: { socket: unknown; port: number }, adminPort: number) {
     this.config = parts.config
     this.store = parts.store
@@ -69,6 +77,7 @@ export class Tracegate {
     this.admin = parts.admin
     this.#adminServer = parts.adminServer
     this.#upstream = parts.upstream
+    this.#sink = parts.sink
     this.mock = parts.mock
     this.firstStart = parts.firstStart
     this.#log = parts.log
@@ -84,7 +93,21 @@ export class Tracegate {
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
     mkdirSync(baseConfig.dataDir, { recursive: true })
     const log = options.log ?? null
-    const store = new StoreClient({ dataDir: baseConfig.dataDir, clickhouse: baseConfig.clickhouse })
+    try {
+      // Checked here so a bad operator file stops the start instead of every trace.
+      Pricing.load(baseConfig.pricingFile)
+    } catch (err) {
+      if (err instanceof PricingError) throw new ConfigError('TRACEGATE_PRICING_FILE', err.message)
+      throw err
+    }
+    const store = new StoreClient({
+      dataDir: baseConfig.dataDir,
+      clickhouse: baseConfig.clickhouse,
+      traces: baseConfig.traces,
+      pricingFile: baseConfig.pricingFile,
+      testSeams: options.testSeams === true,
+      warn: (msg, fields) => { log?.warn(fields, msg) },
+    })
     let mock: MockProvider | null = null
     try {
       const applied = await store.call('migrate')
@@ -104,17 +127,21 @@ export class Tracegate {
       const adminServer = new AdminServer(admin)
       const endpoint = await adminServer.start(config.dataDir)
       let self: Tracegate | null = null
+      const sink = config.traces.enabled
+        ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
+        : null
       const app = createProxyApp({
         config,
         keys,
         upstream,
+        captureLimit: sink === null ? null : config.traces.maxBodyBytes,
         isClosing: () => self !== null && self.#closing,
         onStart: () => { if (self !== null) self.#inflight++ },
         onFinish: (x) => { if (self !== null) self.#finished(x, options.onExchange) },
         ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
       })
       const bound = await listen(app, config.host, config.proxyPort)
-      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log }, bound, endpoint.port)
+      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       return self
     } catch (err) {
@@ -126,6 +153,12 @@ export class Tracegate {
 
   #finished (x: Exchange, listener: ((x: Exchange) => void) | undefined): void {
     this.#inflight--
+    if (x.accountId === null) {
+      const code = x.errorCode ?? x.outcome ?? 'unknown'
+      this.rejectedBeforeAuth.set(code, (this.rejectedBeforeAuth.get(code) ?? 0) + 1)
+    } else if (this.#sink !== null) {
+      this.#sink.push(x)
+    }
     if (listener !== undefined) {
       try { listener(x) } catch (err) { this.#log?.error({ err }, 'exchange listener failed') }
     }
@@ -145,6 +178,8 @@ export class Tracegate {
       }
       this.#adminServer.close()
       await this.#upstream.destroy().catch(() => {})
+      // Every finished exchange reaches the store worker before it flushes and closes.
+      this.#sink?.flush()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

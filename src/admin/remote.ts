@@ -38,7 +38,8 @@ async function viaServer (endpoint: AdminEndpoint, op: Op, args: Record<string, 
 }
 
 async function direct (config: Config, op: Op, args: Record<string, unknown>): Promise<unknown> {
-  const store = new StoreClient({ dataDir: config.dataDir, clickhouse: config.clickhouse })
+  // The CLI never writes traces: a spool left by a server is replayed by the next server.
+  const store = new StoreClient({ dataDir: config.dataDir, clickhouse: config.clickhouse, traces: { ...config.traces, enabled: false }, pricingFile: null })
   try {
     const ops = new AdminOps(store)
     const applied = await ops.migrate()

@@ -7,6 +7,7 @@ import type { Dialect } from '../providers/index.js'
 import { asTracegateError, sendError } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
 import { upstreamErrorCode } from '../upstream/client.js'
+import type { ResponseCapture } from './capture.js'
 
 export type Outcome = 'ok' | 'blocked' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
 
@@ -17,9 +18,14 @@ export class Exchange {
   readonly dialect: Dialect
   readonly requestId: string
   readonly startedAt: number
+  /** Epoch ms at arrival, for the trace's time column. */
+  readonly startedWall: number
   /** Client request headers passed on to the provider (lower-case names). */
   readonly forwardHeaders: Array<[string, string]>
+  /** The client's raw body until authentication passes; from then on, the body with the service fields cut out. */
   body: Buffer | null = null
+  /** What the trace keeps of the response; null when tracing is off or nothing was forwarded. */
+  capture: ResponseCapture | null = null
   accountId: string | null = null
   keyId: string | null = null
   model: string | null = null
@@ -34,6 +40,8 @@ export class Exchange {
   upstreamStartAt = 0
   upstreamHeadersAt = 0
   firstChunkAt = 0
+  /** When the first response byte was handed to the client's socket. */
+  firstWriteAt = 0
   endedAt = 0
   bytesOut = 0
   controller: Dispatcher.DispatchController | null = null
@@ -44,6 +52,7 @@ export class Exchange {
     this.dialect = dialect
     this.requestId = requestId
     this.startedAt = performance.now()
+    this.startedWall = Date.now()
     this.forwardHeaders = []
     this.#onFinish = onFinish
   }
@@ -69,8 +78,14 @@ export class Exchange {
   }
 
   responseChunk (chunk: Buffer): void {
-    if (this.firstChunkAt === 0) this.firstChunkAt = performance.now()
+    const now = performance.now()
+    if (this.firstChunkAt === 0) this.firstChunkAt = now
     this.bytesOut += chunk.length
+    this.capture?.add(chunk, now - this.startedAt)
+  }
+
+  wrote (): void {
+    if (this.firstWriteAt === 0) this.firstWriteAt = performance.now()
   }
 
   /** Answers with an error when nothing has been sent yet; the outcome follows from the code. */
@@ -83,6 +98,7 @@ export class Exchange {
       else {
         this.status = e.status
         sendError(this.res, e, this.requestId)
+        this.wrote()
       }
     }
     this.finish(e.code === 'internal_error' ? 'proxy_error' : outcome)

@@ -12,7 +12,8 @@ import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import type { KeyInfo } from '../store/protocol.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
-import { cutMembers } from './scan.js'
+import { ResponseCapture } from './capture.js'
+import { cutMembers, Kind, stringValue } from './scan.js'
 import { checkSchema, readServiceFields, type ServiceFields } from './validate.js'
 
 export interface ProxyDeps {
@@ -22,6 +23,8 @@ export interface ProxyDeps {
   /** Called once per exchange when it begins, and once when it ends whatever the outcome. */
   readonly onStart: () => void
   readonly onFinish: FinishListener
+  /** Bytes of a response the trace keeps; null: tracing is off and nothing is captured. */
+  readonly captureLimit: number | null
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
 }
@@ -33,6 +36,13 @@ function authError (info: KeyInfo | null, now: number): TracegateError | null {
   if (info.scope !== 'proxy') return new TracegateError('wrong_key_scope')
   if (info.plan !== 'pro' && info.plan !== 'enterprise') return new TracegateError('plan_required')
   return null
+}
+
+/** The model named in the body, for traces of calls rejected before the schema check passed. */
+function modelOf (body: Buffer, sf: ServiceFields, dialect: Dialect): string | null {
+  let model: string | null = null
+  for (const m of sf.members) if (m.name === 'model' && m.kind === Kind.String) model = stringValue(body, m)
+  return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
 }
 
 function tooLarge (x: Exchange): void {
@@ -61,14 +71,17 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     x.accountId = info.accountId
     x.keyId = info.keyId
     const body = x.body!
+    // From here on the exchange is traced; its body must never again hold the keys.
+    const forwarded = cutMembers(body, sf.members, sf.cut)
+    x.body = forwarded
+    x.model = modelOf(body, sf, dialect)
     const checked = checkSchema(body, sf.members, dialect)
     x.model = checked.model
     x.streaming = checked.stream
     x.confidential = checked.isConfidential
     const providerKey = checked.providerKey ?? (info.serverSideKeys ? serverKey : null)
     if (providerKey === null) throw new TracegateError('missing_provider_key', { param: dialect.keyField })
-    const forwarded = cutMembers(body, sf.members, sf.cut)
-    x.body = forwarded
+    if (deps.captureLimit !== null) x.capture = new ResponseCapture(deps.captureLimit, checked.stream)
     const target = dialect.target(checked)
     const headers: Record<string, string> = { 'content-type': 'application/json' }
     for (const [name, value] of x.forwardHeaders) headers[name] = value

@@ -1,8 +1,8 @@
 // Account, user and key reads and writes. Every query is parameterised; rows are versioned
 // (ReplacingMergeTree by updated_at) and read with FINAL.
-import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
 import type { AccountRow, KeyInfo, KeyRow, StoreOps } from './protocol.js'
+import type { ClientHolder } from './trace-writer.js'
 
 export class StoreOpError extends Error {
   readonly code: string
@@ -18,10 +18,15 @@ type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 const KEY_COLUMNS = 'id, account_id, name, prefix, scope, created_at, expires_at, revoked_at'
 
 export class AccountStore {
-  readonly #ch: ClickHouseClient
+  readonly #holder: ClientHolder
 
-  constructor (ch: ClickHouseClient) {
-    this.#ch = ch
+  /** Takes the holder, not the client, so a test's connection switch reaches it too. */
+  constructor (holder: ClientHolder) {
+    this.#holder = holder
+  }
+
+  get #ch () {
+    return this.#holder.client
   }
 
   async #rows<T> (query: string, params: Record<string, unknown>): Promise<T[]> {

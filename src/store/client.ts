@@ -2,8 +2,22 @@
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import type { ClickHouseServerConfig } from '../config.js'
-import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData } from './protocol.js'
+import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import type { RawTrace } from './trace-types.js'
+
+export interface StoreOptions {
+  readonly dataDir: string
+  readonly clickhouse: ClickHouseServerConfig | null
+  readonly traces: TraceConfig
+  readonly pricingFile: string | null
+  readonly testSeams?: boolean
+  readonly migrationsDir?: string
+  /** Where the worker's warnings go. */
+  readonly warn?: (msg: string, fields: Record<string, unknown>) => void
+}
+
+type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> }
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -37,16 +51,24 @@ export class StoreClient {
   #closed = false
   #exited: Promise<void>
 
-  constructor (options: { dataDir: string; clickhouse: ClickHouseServerConfig | null; migrationsDir?: string }) {
+  constructor (options: StoreOptions) {
     const workerData: StoreWorkerData = {
       dataDir: options.dataDir,
       clickhouse: options.clickhouse,
       migrationsDir: options.migrationsDir ?? MIGRATIONS_DIR,
+      traces: options.traces,
+      pricingFile: options.pricingFile,
+      testSeams: options.testSeams === true,
     }
+    const warn = options.warn ?? (() => {})
     if (options.clickhouse === null) pinChdb()
     this.#worker = new Worker(new URL('./worker.js', import.meta.url), { workerData })
-    this.#worker.on('message', (msg: StoreResponse | 'closed') => {
+    this.#worker.on('message', (msg: WorkerMessage) => {
       if (msg === 'closed') return
+      if ('log' in msg) {
+        warn(msg.msg, msg.fields)
+        return
+      }
       const p = this.#pending.get(msg.id)
       if (p === undefined) return
       this.#pending.delete(msg.id)
@@ -72,6 +94,13 @@ export class StoreClient {
       const msg: StoreRequest = { id, op, args: args[0] }
       this.#worker.postMessage(msg)
     })
+  }
+
+  /** Hands finished exchanges to the worker; their buffers move, not copy. */
+  postTraces (traces: RawTrace[], transfer: ArrayBuffer[]): void {
+    if (this.#closed) return
+    const msg: TraceMessage = { traces }
+    this.#worker.postMessage(msg, transfer)
   }
 
   async close (): Promise<void> {

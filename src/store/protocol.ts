@@ -1,5 +1,8 @@
 // Messages between the front thread and the store worker. Both sides import these with `import type`.
-import type { ClickHouseServerConfig } from '../config.js'
+import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import type { TraceRow } from './rows.js'
+import type { RawTrace, TraceStats } from './trace-types.js'
+import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './usage-queries.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -10,6 +13,10 @@ export interface StoreWorkerData {
   readonly dataDir: string
   readonly clickhouse: ClickHouseServerConfig | null
   readonly migrationsDir: string
+  readonly traces: TraceConfig
+  readonly pricingFile: string | null
+  /** Enables the test-only operations (connection switch, raw queries). Never set by the CLI. */
+  readonly testSeams: boolean
 }
 
 /** What the front thread needs to authenticate a request, cached per key hash. */
@@ -53,6 +60,22 @@ export interface StoreOps {
   createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null }): KeyRow
   revokeKey (args: { id: string }): { key: KeyRow; hash: string } | null
   listKeys (args: { accountId: string }): KeyRow[]
+  /** Inserts what is queued now (tests and shutdown; the timer does it otherwise). */
+  flushTraces (): TraceStats
+  traceStats (): TraceStats
+  getTrace (args: { accountId: string; traceId: string }): TraceRow | null
+  usageTotals (args: UsageRange): UsageMeasures
+  usageSeries (args: UsageRange & { bucket: Bucket }): Array<UsageMeasures & { t: string }>
+  usageBreakdown (args: UsageRange & { by: Breakdown }): Array<UsageMeasures & { group: string }>
+  /** Test seam: point the store at another ClickHouse (null: the embedded one) at the connection level. */
+  testSwitchConnection (args: { server: ClickHouseServerConfig | null }): boolean
+  /** Test seam: a read query, for tests that check what was stored. */
+  testQuery (args: { query: string; params?: Record<string, unknown> }): Array<Record<string, unknown>>
+}
+
+/** Finished exchanges, sent without a reply. */
+export interface TraceMessage {
+  readonly traces: readonly RawTrace[]
 }
 
 export type OpName = keyof StoreOps

@@ -1,40 +1,66 @@
 // The store worker: the only thread that talks to ClickHouse. It answers the front thread's requests
-// (protocol.ts) one message at a time; writes that check-then-insert run one after another.
+// (protocol.ts), takes its finished exchanges and writes them as traces in batches, and on close
+// flushes every trace (to ClickHouse, or to the spool when it is away).
+import { join } from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
-import type { ClickHouseClient } from '@clickhouse/client'
+import { Pricing } from '../pricing/index.js'
 import { AccountStore, StoreOpError } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
-import type { OpName, StoreRequest, StoreResponse, StoreWorkerData } from './protocol.js'
+import type { OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import { applyRetention } from './retention.js'
+import { Spool } from './spool.js'
+import { TraceWriter, type ClientHolder } from './trace-writer.js'
+import type { TraceRow } from './rows.js'
+import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
 
-let client: ClickHouseClient | null = null
+let holder: ClientHolder | null = null
 let accounts: AccountStore | null = null
+let traces: TraceWriter | null = null
 let ready: Promise<void> | null = null
 let writes: Promise<unknown> = Promise.resolve()
 
 const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate'])
 
+function warn (msg: string, fields: Record<string, unknown>): void {
+  // The store worker has no logger of its own; warnings go to the main thread's log.
+  port.postMessage({ log: 'warn', msg, fields })
+}
+
 function open (): Promise<void> {
   ready ??= (async () => {
-    client = await connect(data.dataDir, data.clickhouse)
-    accounts = new AccountStore(client)
+    const client = await connect(data.dataDir, data.clickhouse)
+    holder = { client }
+    accounts = new AccountStore(holder)
+    if (data.traces.enabled) {
+      const spool = new Spool(join(data.dataDir, 'spool'), data.traces.spoolMaxBytes)
+      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, () => {}, warn)
+    }
   })()
   return ready
 }
 
+function seam (): void {
+  if (!data.testSeams) throw new StoreOpError('not_allowed', 'test seams are off')
+}
+
 async function run (op: OpName, args: unknown): Promise<unknown> {
   await open()
-  const ch = client!
+  const ch = holder!.client
   const store = accounts!
   switch (op) {
     case 'ping': {
       const r = await ch.ping()
       return r.success
     }
-    case 'migrate': return migrate(ch, data.migrationsDir)
+    case 'migrate': {
+      const applied = await migrate(ch, data.migrationsDir)
+      await applyRetention(ch, data.traces.bodyTtlDays, data.traces.rowTtlDays)
+      return applied
+    }
     case 'lookupKey': return store.lookupKey(args as never)
     case 'countAccounts': return store.countAccounts()
     case 'createAccount': return store.createAccount(args as never)
@@ -43,6 +69,36 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'createKey': return store.createKey(args as never)
     case 'revokeKey': return store.revokeKey(args as never)
     case 'listKeys': return store.listKeys(args as never)
+    case 'flushTraces':
+      await traces?.flush()
+      return traces?.stats ?? null
+    case 'traceStats': return traces?.stats ?? null
+    case 'getTrace': {
+      const a = args as { accountId: string; traceId: string }
+      const rs = await ch.query({
+        query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',
+        query_params: a,
+        format: 'JSONEachRow',
+        clickhouse_settings: { output_format_json_quote_64bit_integers: 0 },
+      })
+      return (await rs.json<TraceRow>())[0] ?? null
+    }
+    case 'usageTotals': return usageTotals(ch, args as never)
+    case 'usageSeries': return usageSeries(ch, args as never)
+    case 'usageBreakdown': return usageBreakdown(ch, args as never)
+    case 'testSwitchConnection': {
+      seam()
+      const old = holder!.client
+      holder!.client = await connect(data.dataDir, (args as { server: StoreWorkerData['clickhouse'] }).server)
+      await old.close().catch(() => {})
+      return true
+    }
+    case 'testQuery': {
+      seam()
+      const a = args as { query: string; params?: Record<string, unknown> }
+      const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow', clickhouse_settings: { output_format_json_quote_64bit_integers: 0 } })
+      return rs.json()
+    }
   }
 }
 
@@ -50,14 +106,21 @@ function reply (msg: StoreResponse): void {
   port.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | 'close') => {
+port.on('message', (msg: StoreRequest | TraceMessage | 'close') => {
   if (msg === 'close') {
     void (async () => {
       await writes.catch(() => {})
-      if (client !== null) await client.close().catch(() => {})
+      if (ready !== null) await ready.catch(() => {})
+      await traces?.close().catch((err: unknown) => { warn('flushing traces at close failed', { err: String(err) }) })
+      if (holder !== null) await holder.client.close().catch(() => {})
       port.postMessage('closed')
       port.close()
     })()
+    return
+  }
+  if ('traces' in msg) {
+    if (traces !== null) traces.add(msg.traces)
+    else void open().then(() => traces?.add(msg.traces))
     return
   }
   const exec = (): Promise<unknown> => run(msg.op, msg.args)

@@ -92,6 +92,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     const res = this.#x.res
     if (!this.#headersWritten) this.#writeHead()
     let ok = true
+    this.#x.wrote()
     for (const chunk of this.#pending) ok = res.write(chunk) && ok
     this.#pending = []
     return ok
@@ -121,6 +122,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     }
     const held = this.#held
     const res = x.res
+    x.wrote()
     res.cork(() => {
       if (this.#pending.length > 0) this.#writePending()
       if (!this.#headersWritten) this.#writeHead()

@@ -1,0 +1,53 @@
+// What the front thread hands the store worker when a call ends: the raw bytes and the timings, not a
+// finished row. The worker does the JSON work (usage, tokens, cost) so the front thread stays fast.
+import type { ProviderName } from '../config.js'
+
+export interface RawTrace {
+  readonly traceId: string
+  readonly accountId: string
+  readonly keyId: string
+  /** Epoch ms when the request arrived. */
+  readonly time: number
+  readonly provider: ProviderName
+  readonly model: string
+  readonly endpoint: string
+  readonly streaming: boolean
+  readonly confidential: boolean
+  readonly status: number
+  readonly outcome: string
+  readonly errorCode: string
+  /**
+   * One buffer holding the forwarded request body, then the captured head of the response, then its
+   * captured tail (when the response was longer than the capture limit). Offsets below.
+   */
+  readonly bytes: Uint8Array
+  readonly requestLength: number
+  /** The forwarded body's whole size (requestLength is what was captured of it). */
+  readonly requestBytes: number
+  readonly headLength: number
+  readonly responseBytes: number
+  /** For streams: pairs of (end offset in the response, ms since the request arrived) per chunk. */
+  readonly chunkMarks: readonly number[] | null
+  readonly latencyMs: number
+  readonly ttfbMs: number | null
+  readonly providerMs: number | null
+  readonly overheadMs: number
+  /** Detection results and issues, JSON, filled by the detection issue; empty when none ran. */
+  readonly detection: string
+  readonly issues: string
+}
+
+export interface TraceStats {
+  /** Rows written to ClickHouse. */
+  written: number
+  /** Rows written to the spool because ClickHouse did not answer. */
+  spooled: number
+  /** Rows replayed from the spool. */
+  replayed: number
+  /** Rows dropped because memory and spool were both full. */
+  dropped: number
+  /** Rows waiting in memory. */
+  queued: number
+  spoolBytes: number
+  clickhouseUp: boolean
+}

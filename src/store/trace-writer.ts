@@ -1,0 +1,172 @@
+// Trace batching in the store worker: rows collect in memory and are inserted at least every flush
+// interval or every batch of rows, each batch with its own insert_deduplication_token. A batch
+// ClickHouse refuses goes to the spool, and while the spool holds anything new batches follow it
+// there, so replay keeps their order. A replay loop drains the spool once ClickHouse answers again.
+// When memory and spool are both full, rows are dropped, counted and logged: never silently.
+import { randomUUID } from 'node:crypto'
+import type { ClickHouseClient } from '@clickhouse/client'
+import type { Pricing } from '../pricing/index.js'
+import { buildRow, type TraceRow } from './rows.js'
+import type { Spool } from './spool.js'
+import type { RawTrace, TraceStats } from './trace-types.js'
+
+export interface TraceWriterOptions {
+  readonly flushMs: number
+  readonly batchRows: number
+  readonly queueRows: number
+}
+
+export interface ClientHolder {
+  client: ClickHouseClient
+}
+
+export type WrittenListener = (rows: readonly TraceRow[]) => void
+export type Warn = (msg: string, fields: Record<string, unknown>) => void
+
+const RETRY_MIN_MS = 250
+const RETRY_MAX_MS = 5_000
+
+export class TraceWriter {
+  readonly stats: TraceStats = { written: 0, spooled: 0, replayed: 0, dropped: 0, queued: 0, spoolBytes: 0, clickhouseUp: true }
+  readonly #ch: ClientHolder
+  readonly #spool: Spool
+  readonly #pricing: Pricing
+  readonly #opts: TraceWriterOptions
+  readonly #onWritten: WrittenListener
+  readonly #warn: Warn
+  #rows: TraceRow[] = []
+  #chain: Promise<void> = Promise.resolve()
+  #timer: NodeJS.Timeout
+  #retry: NodeJS.Timeout | null = null
+  #retryMs = RETRY_MIN_MS
+  #closed = false
+
+  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: WrittenListener, warn: Warn) {
+    this.#ch = ch
+    this.#spool = spool
+    this.#pricing = pricing
+    this.#opts = opts
+    this.#onWritten = onWritten
+    this.#warn = warn
+    this.stats.spoolBytes = spool.bytes
+    this.#timer = setInterval(() => { void this.flush() }, opts.flushMs)
+    // A spool left by an earlier run is replayed first.
+    if (spool.batches > 0) this.#scheduleReplay(0)
+  }
+
+  add (raws: readonly RawTrace[]): void {
+    for (const raw of raws) {
+      try {
+        this.#rows.push(buildRow(raw, this.#pricing))
+      } catch (err) {
+        this.stats.dropped++
+        this.#warn('trace row could not be built', { trace_id: raw.traceId, err: (err as Error).message })
+      }
+    }
+    this.stats.queued = this.#rows.length
+    if (this.#rows.length >= this.#opts.batchRows) void this.flush()
+  }
+
+  /** Sends what is queued: to ClickHouse, or to the spool when it is away. Flushes run one at a time. */
+  flush (): Promise<void> {
+    const next = this.#chain.then(() => this.#flushOnce())
+    this.#chain = next.catch(() => {})
+    return next
+  }
+
+  async #flushOnce (): Promise<void> {
+    while (this.#rows.length > 0) {
+      const rows = this.#rows.splice(0, this.#opts.batchRows)
+      this.stats.queued = this.#rows.length
+      const token = randomUUID()
+      if (!this.stats.clickhouseUp || this.#spool.batches > 0) {
+        this.#toSpool(token, rows)
+        continue
+      }
+      try {
+        await this.#insert(token, rows)
+        this.stats.written += rows.length
+        this.#onWritten(rows)
+      } catch (err) {
+        this.#down(err)
+        this.#toSpool(token, rows)
+      }
+    }
+  }
+
+  #insert (token: string, rows: readonly unknown[]): Promise<unknown> {
+    return this.#ch.client.insert({
+      table: 'traces',
+      values: rows as unknown[],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: token, insert_deduplicate: 1 },
+    })
+  }
+
+  #toSpool (token: string, rows: TraceRow[]): void {
+    if (this.#spool.append(token, rows)) {
+      this.stats.spooled += rows.length
+      this.stats.spoolBytes = this.#spool.bytes
+      this.#scheduleReplay(this.#retryMs)
+      return
+    }
+    // The spool is full. Keep the rows in memory while there is room, else drop them, loudly.
+    const room = this.#opts.queueRows - this.#rows.length
+    if (room > 0 && !this.#closed) {
+      this.#rows.unshift(...rows.slice(0, room))
+      this.stats.queued = this.#rows.length
+    }
+    const dropped = rows.length - Math.max(0, Math.min(room, rows.length))
+    if (dropped > 0 || this.#closed) {
+      const n = this.#closed ? rows.length : dropped
+      this.stats.dropped += n
+      this.#warn('traces dropped: ClickHouse is unreachable and the spool and memory queue are full', { dropped: n, total_dropped: this.stats.dropped })
+    }
+  }
+
+  #down (err: unknown): void {
+    if (this.stats.clickhouseUp) this.#warn('ClickHouse refused a trace batch; spooling to disk', { err: (err as Error).message })
+    this.stats.clickhouseUp = false
+  }
+
+  #scheduleReplay (ms: number): void {
+    if (this.#retry !== null || this.#closed) return
+    this.#retry = setTimeout(() => {
+      this.#retry = null
+      const run = this.#chain.then(() => this.#replay())
+      this.#chain = run.catch(() => {})
+    }, ms)
+  }
+
+  async #replay (): Promise<void> {
+    for (let batch = this.#spool.oldest(); batch !== null; batch = this.#spool.oldest()) {
+      try {
+        await this.#insert(batch.token, batch.rows)
+      } catch (err) {
+        this.#down(err)
+        this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2)
+        this.#scheduleReplay(this.#retryMs)
+        return
+      }
+      this.#spool.remove(batch.file)
+      this.stats.replayed += batch.rows.length
+      this.stats.spoolBytes = this.#spool.bytes
+      this.#onWritten(batch.rows as TraceRow[])
+    }
+    if (!this.stats.clickhouseUp) this.#warn('ClickHouse is back; the spool is replayed', { replayed: this.stats.replayed })
+    this.stats.clickhouseUp = true
+    this.#retryMs = RETRY_MIN_MS
+    // Rows queued meanwhile go out now rather than at the next tick.
+    if (this.#rows.length > 0) await this.#flushOnce()
+  }
+
+  /** Flushes everything queued (to ClickHouse or the spool) and stops the timers. */
+  async close (): Promise<void> {
+    clearInterval(this.#timer)
+    await this.flush()
+    this.#closed = true
+    if (this.#retry !== null) clearTimeout(this.#retry)
+    this.#retry = null
+    await this.#chain
+  }
+}

@@ -1,0 +1,179 @@
+// Token usage as each dialect reports it, from a whole JSON answer or from its event stream, and the
+// text of prompt and answer for the tokenizer when the provider reported none. Runs in the store
+// worker, never on the front thread.
+import type { ProviderName } from '../config.js'
+
+export interface ReportedUsage {
+  input: number
+  output: number
+  cached: number
+}
+
+type Json = Record<string, unknown>
+
+const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0)
+const obj = (v: unknown): Json | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Json : null)
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
+
+/** The JSON payloads of an SSE stream's `data:` lines, in order, with the offset where each event ends. */
+export function sseEvents (text: string): Array<{ data: Json; end: number }> {
+  const out: Array<{ data: Json; end: number }> = []
+  const re = /(?:^|\n)data: ?([^\r\n]*)/g
+  let m: RegExpExecArray | null
+  while ((m = re.exec(text)) !== null) {
+    const payload = m[1]!
+    if (payload === '' || payload === '[DONE]') continue
+    try {
+      const data = obj(JSON.parse(payload))
+      if (data !== null) out.push({ data, end: m.index + m[0].length })
+    } catch { /* a partial event at a cut: skipped */ }
+  }
+  return out
+}
+
+/** Per dialect: usage from one answer object or stream event (merged over a stream), text, and content. */
+interface Reader {
+  /** Folds one JSON object (a whole answer, or one stream event) into `u`; true if it carried usage. */
+  usage (data: Json, u: ReportedUsage): boolean
+  /** The generated text in a whole answer or a stream event. */
+  text (data: Json): string
+  /** Text of the prompt's messages, system prompts and tool results. */
+  prompt (body: Json): string
+}
+
+function partsText (parts: unknown): string {
+  let s = ''
+  for (const p of arr(parts)) {
+    if (typeof p === 'string') s += p + '\n'
+    const o = obj(p)
+    if (o === null) continue
+    if (typeof o.text === 'string') s += o.text + '\n'
+    if (o.content !== undefined) s += contentText(o.content)
+    const fr = obj(o.functionResponse)
+    if (fr !== null) s += JSON.stringify(fr.response ?? '') + '\n'
+  }
+  return s
+}
+
+function contentText (content: unknown): string {
+  return typeof content === 'string' ? content + '\n' : partsText(content)
+}
+
+const READERS: Record<ProviderName, Reader> = {
+  alpha: {
+    usage (d, u) {
+      const usage = obj(d.usage)
+      if (usage === null) return false
+      u.input = n(usage.prompt_tokens)
+      u.output = n(usage.completion_tokens)
+      u.cached = n(obj(usage.prompt_tokens_details)?.cached_tokens)
+      return true
+    },
+    text (d) {
+      let s = ''
+      for (const c of arr(d.choices)) {
+        const co = obj(c)
+        const msg = obj(co?.message) ?? obj(co?.delta)
+        if (msg !== null && typeof msg.content === 'string') s += msg.content
+      }
+      return s
+    },
+    prompt (b) {
+      let s = ''
+      for (const m of arr(b.messages)) s += contentText(obj(m)?.content)
+      return s
+    },
+  },
+  beta: {
+    usage (d, u) {
+      // A whole message, or in a stream message_start (input side) and message_delta (output so far,
+      // cumulative; newer API versions repeat the input side there too).
+      const usage = obj(d.usage) ?? obj(obj(d.message)?.usage)
+      if (usage === null) return false
+      if (usage.input_tokens !== undefined) {
+        const cacheRead = n(usage.cache_read_input_tokens)
+        u.input = n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + cacheRead
+        u.cached = cacheRead
+      }
+      if (usage.output_tokens !== undefined) u.output = n(usage.output_tokens)
+      return true
+    },
+    text (d) {
+      const delta = obj(d.delta)
+      if (delta !== null && typeof delta.text === 'string') return delta.text
+      let s = ''
+      for (const c of arr(d.content)) { const co = obj(c); if (co !== null && typeof co.text === 'string') s += co.text }
+      return s
+    },
+    prompt (b) {
+      let s = contentText(b.system)
+      for (const m of arr(b.messages)) s += contentText(obj(m)?.content)
+      return s
+    },
+  },
+  gamma: {
+    usage (d, u) {
+      const usage = obj(d.usageMetadata)
+      if (usage === null) return false
+      u.input = n(usage.promptTokenCount)
+      u.output = n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount)
+      u.cached = n(usage.cachedContentTokenCount)
+      return true
+    },
+    text (d) {
+      let s = ''
+      for (const c of arr(d.candidates)) s += partsText(obj(obj(c)?.content)?.parts).replace(/\n$/, '')
+      return s
+    },
+    prompt (b) {
+      let s = partsText(obj(b.systemInstruction)?.parts)
+      for (const c of arr(b.contents)) s += partsText(obj(c)?.parts)
+      return s
+    },
+  },
+}
+
+export interface ResponseReading {
+  usage: ReportedUsage | null
+  /** The generated text (for estimates when no usage came). */
+  text: string
+  /** Offset in the stream text where the first event with generated text ends; null if none. */
+  firstTokenEnd: number | null
+}
+
+export function readResponse (provider: ProviderName, streaming: boolean, text: string): ResponseReading {
+  const reader = READERS[provider]
+  const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+  let found = false
+  let out = ''
+  let firstTokenEnd: number | null = null
+  const isStream = streaming || /^(event|data):/m.test(text.slice(0, 64))
+  if (isStream) {
+    for (const ev of sseEvents(text)) {
+      if (reader.usage(ev.data, u)) found = true
+      const t = reader.text(ev.data)
+      if (t !== '') {
+        out += t
+        firstTokenEnd ??= ev.end
+      }
+    }
+  } else {
+    try {
+      const data = obj(JSON.parse(text))
+      if (data !== null) {
+        found = reader.usage(data, u)
+        out = reader.text(data)
+      }
+    } catch { /* a cut or non-JSON answer: no usage */ }
+  }
+  return { usage: found ? u : null, text: out, firstTokenEnd }
+}
+
+export function promptText (provider: ProviderName, body: string): string {
+  try {
+    const b = obj(JSON.parse(body))
+    return b === null ? '' : READERS[provider].prompt(b)
+  } catch {
+    return ''
+  }
+}
