@@ -17,6 +17,7 @@ import { createUpstreamAgent } from './upstream/client.js'
 import { ConfigError } from './config.js'
 import { Pricing, PricingError } from './pricing/index.js'
 import { TraceSink } from './proxy/trace-sink.js'
+import { Metrics } from './metrics.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -59,6 +60,7 @@ export class Tracegate {
   readonly #sink: TraceSink | null
   /** Requests refused before authentication, by error code: counted here, never traced. */
   readonly rejectedBeforeAuth = new Map<string, number>()
+  readonly metrics: Metrics
   readonly #adminServer: AdminServer
   readonly #listenSocket: unknown
   readonly #log: Logger | null
@@ -69,7 +71,7 @@ export class Tracegate {
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
-    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null
+    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
   }, listen: { socket: unknown; port: number }, adminPort: number) {
     this.config = parts.config
     this.store = parts.store
@@ -78,6 +80,7 @@ export class Tracegate {
     this.#adminServer = parts.adminServer
     this.#upstream = parts.upstream
     this.#sink = parts.sink
+    this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
     this.#log = parts.log
@@ -130,7 +133,9 @@ export class Tracegate {
       const sink = config.traces.enabled
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
+      const metrics = new Metrics(() => store.call('traceStats'))
       const app = createProxyApp({
+        metrics: () => metrics.render(),
         config,
         keys,
         upstream,
@@ -141,7 +146,7 @@ export class Tracegate {
         ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
       })
       const bound = await listen(app, config.host, config.proxyPort)
-      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink }, bound, endpoint.port)
+      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       return self
     } catch (err) {
@@ -156,8 +161,10 @@ export class Tracegate {
     if (x.accountId === null) {
       const code = x.errorCode ?? x.outcome ?? 'unknown'
       this.rejectedBeforeAuth.set(code, (this.rejectedBeforeAuth.get(code) ?? 0) + 1)
-    } else if (this.#sink !== null) {
-      this.#sink.push(x)
+      this.metrics.rejectedBeforeAuth(code)
+    } else {
+      this.metrics.finished(x.dialect.name, x.outcome ?? 'proxy_error')
+      this.#sink?.push(x)
     }
     if (listener !== undefined) {
       try { listener(x) } catch (err) { this.#log?.error({ err }, 'exchange listener failed') }

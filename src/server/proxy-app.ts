@@ -8,6 +8,8 @@ import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
 export interface ProxyAppDeps extends ProxyDeps {
   /** Resolves true when the store answers. */
   ready (): Promise<boolean>
+  /** The Prometheus text of the process metrics. */
+  metrics (): Promise<string>
 }
 
 function methodNotAllowed (allow: string) {
@@ -44,6 +46,20 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
       else sendError(res, 'service_unavailable', id)
     })
   })
+  app.get('/metrics', (res) => {
+    const id = newRequestId()
+    let aborted = false
+    res.onAborted(() => { aborted = true })
+    deps.metrics().then((text) => {
+      if (aborted) return
+      res.cork(() => {
+        res.writeStatus('200 OK').writeHeader('content-type', 'text/plain; version=0.0.4').writeHeader('x-request-id', id).end(text)
+      })
+    }, () => {
+      if (!aborted) sendError(res, 'internal_error', id)
+    })
+  })
+  app.any('/metrics', methodNotAllowed('GET'))
   app.any('/healthz', methodNotAllowed('GET'))
   app.any('/readyz', methodNotAllowed('GET'))
   app.any('/*', (res) => {
