@@ -63,6 +63,8 @@ export class TraceWriter {
         this.#warn('trace row could not be built', { trace_id: raw.traceId, err: (err as Error).message })
       }
     }
+    // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
+    while (this.#rows.length > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#rows.splice(0, this.#opts.batchRows))
     this.stats.queued = this.#rows.length
     if (this.#rows.length >= this.#opts.batchRows) void this.flush()
   }
@@ -80,7 +82,7 @@ export class TraceWriter {
       this.stats.queued = this.#rows.length
       const token = randomUUID()
       if (!this.stats.clickhouseUp || this.#spool.batches > 0) {
-        this.#toSpool(token, rows)
+        if (!this.#toSpool(token, rows)) return
         continue
       }
       try {
@@ -89,7 +91,7 @@ export class TraceWriter {
         this.#onWritten(rows)
       } catch (err) {
         this.#down(err)
-        this.#toSpool(token, rows)
+        if (!this.#toSpool(token, rows)) return
       }
     }
   }
@@ -103,12 +105,13 @@ export class TraceWriter {
     })
   }
 
-  #toSpool (token: string, rows: TraceRow[]): void {
+  /** False when the spool was full and the rows went back to memory (the caller stops flushing then). */
+  #toSpool (token: string, rows: TraceRow[]): boolean {
     if (this.#spool.append(token, rows)) {
       this.stats.spooled += rows.length
       this.stats.spoolBytes = this.#spool.bytes
       this.#scheduleReplay(this.#retryMs)
-      return
+      return true
     }
     // The spool is full. Keep the rows in memory while there is room, else drop them, loudly.
     const room = this.#opts.queueRows - this.#rows.length
@@ -116,12 +119,14 @@ export class TraceWriter {
       this.#rows.unshift(...rows.slice(0, room))
       this.stats.queued = this.#rows.length
     }
-    const dropped = rows.length - Math.max(0, Math.min(room, rows.length))
-    if (dropped > 0 || this.#closed) {
-      const n = this.#closed ? rows.length : dropped
-      this.stats.dropped += n
-      this.#warn('traces dropped: ClickHouse is unreachable and the spool and memory queue are full', { dropped: n, total_dropped: this.stats.dropped })
+    const kept = this.#closed ? 0 : Math.max(0, Math.min(room, rows.length))
+    const dropped = rows.length - kept
+    if (dropped > 0) {
+      this.stats.dropped += dropped
+      this.#warn('traces dropped: ClickHouse is unreachable and the spool and memory queue are full', { dropped, total_dropped: this.stats.dropped })
     }
+    this.#scheduleReplay(this.#retryMs)
+    return kept === 0
   }
 
   #down (err: unknown): void {
