@@ -33,7 +33,9 @@ export type CostStatus = 'priced' | 'unknown_model'
 
 export const TABLE_FILE = fileURLToPath(new URL('../../../src/pricing/prices.json', import.meta.url))
 
-export class PricingError extends Error {}
+export class PricingError extends Error {
+  override name = 'PricingError'
+}
 
 function validEntry (e: unknown): e is PriceEntry {
   const x = e as Record<string, unknown>

@@ -1,0 +1,101 @@
+// Usage as each dialect reports it, prompt text for estimates, and the pricing table's arithmetic.
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { Pricing, readTable, TABLE_FILE } from '../src/pricing/index.js'
+import { promptText, readResponse, sseEvents } from '../src/store/usage.js'
+import { tempDir } from './helpers.js'
+
+const sse = (events: unknown[], crlf = false): string => events.map((e) => `data: ${JSON.stringify(e)}${crlf ? '\r\n\r\n' : '\n\n'}`).join('')
+
+t.test('alpha', async (t) => {
+  const body = JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'Hi there' } }], usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 100 } } })
+  t.same(readResponse('alpha', false, body), { usage: { input: 120, output: 7, cached: 100 }, text: 'Hi there', firstTokenEnd: null })
+  const stream = sse([
+    { choices: [{ delta: { role: 'assistant' } }] },
+    { choices: [{ delta: { content: 'Hel' } }] },
+    { choices: [{ delta: { content: 'lo' } }] },
+    { choices: [], usage: { prompt_tokens: 9, completion_tokens: 2 } },
+  ]) + 'data: [DONE]\n\n'
+  const r = readResponse('alpha', true, stream)
+  t.same(r.usage, { input: 9, output: 2, cached: 0 })
+  t.equal(r.text, 'Hello')
+  t.ok(r.firstTokenEnd !== null && stream.slice(0, r.firstTokenEnd).includes('Hel') && !stream.slice(0, r.firstTokenEnd).includes('"lo"'))
+  t.equal(readResponse('alpha', true, sse([{ choices: [{ delta: { content: 'x' } }] }])).usage, null, 'no include_usage: no usage')
+  t.equal(promptText('alpha', JSON.stringify({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hello' }] }] })), 'Be brief.\nHello\n')
+})
+
+t.test('beta', async (t) => {
+  const whole = JSON.stringify({ type: 'message', content: [{ type: 'text', text: 'Yes' }], usage: { input_tokens: 10, cache_read_input_tokens: 30, cache_creation_input_tokens: 5, output_tokens: 3 } })
+  t.same(readResponse('beta', false, whole).usage, { input: 45, output: 3, cached: 30 })
+  const stream = [
+    'event: message_start\ndata: ' + JSON.stringify({ type: 'message_start', message: { usage: { input_tokens: 25, cache_read_input_tokens: 0, output_tokens: 1 } } }),
+    'event: content_block_delta\ndata: ' + JSON.stringify({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'Hi' } }),
+    'event: message_delta\ndata: ' + JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 12 } }),
+    'event: message_stop\ndata: {"type":"message_stop"}',
+  ].join('\n\n') + '\n\n'
+  const r = readResponse('beta', true, stream)
+  t.same(r.usage, { input: 25, output: 12, cached: 0 })
+  t.equal(r.text, 'Hi')
+  t.equal(promptText('beta', JSON.stringify({ system: 'Sys', messages: [{ role: 'user', content: [{ type: 'tool_result', content: 'tool said' }, { type: 'text', text: 'q' }] }] })), 'Sys\ntool said\nq\n')
+})
+
+t.test('gamma', async (t) => {
+  const chunk = (text: string, out: number): unknown => ({ candidates: [{ content: { parts: [{ text }], role: 'model' } }], usageMetadata: { promptTokenCount: 50, candidatesTokenCount: out, cachedContentTokenCount: 20, thoughtsTokenCount: 4 } })
+  const stream = sse([chunk('A', 1), chunk('B', 2)], true)
+  t.equal(sseEvents(stream).length, 2, 'CRLF framing')
+  const r = readResponse('gamma', true, stream)
+  t.same(r.usage, { input: 50, output: 6, cached: 20 }, 'thinking tokens count as output')
+  t.equal(r.text, 'AB')
+  t.equal(promptText('gamma', JSON.stringify({ systemInstruction: { parts: [{ text: 'S' }] }, contents: [{ parts: [{ text: 'U' }, { functionResponse: { name: 'f', response: { ok: 1 } } }] }] })), 'S\nU\n{"ok":1}\n')
+})
+
+t.test('a cut stream keeps the events before the cut', async (t) => {
+  const full = sse([{ choices: [{ delta: { content: 'a' } }] }, { choices: [{ delta: { content: 'b' } }] }])
+  const r = readResponse('alpha', true, full.slice(0, full.length - 10))
+  t.equal(r.text, 'a')
+})
+
+t.test('pricing arithmetic, matching and override', async (t) => {
+  const p = new Pricing([
+    { prices: [
+      { provider: 'alpha', model: 'm', input_per_mtok: 1, output_per_mtok: 2, cached_input_per_mtok: 0.5, as_of: '2026-01-01' },
+      { provider: 'alpha', model: 'm-mini', input_per_mtok: 0.1, output_per_mtok: 0.2, cached_input_per_mtok: null, as_of: '2026-01-01' },
+    ] },
+    { prices: [{ provider: 'alpha', model: 'm-mini', input_per_mtok: 3, output_per_mtok: 4, cached_input_per_mtok: null, as_of: '2026-02-01' }] },
+  ])
+  t.same(p.cost('alpha', 'm', { input: 1_000_000, output: 1_000_000, cached: 0 }), { costUsd: 3, status: 'priced' }, 'per million')
+  t.same(p.cost('alpha', 'm', { input: 1_000_000, output: 0, cached: 400_000 }), { costUsd: 0.8, status: 'priced' }, 'cached input at its own price')
+  t.same(p.cost('alpha', 'm', { input: 21, output: 24, cached: 0 }), { costUsd: 0.000069, status: 'priced' })
+  t.equal(p.cost('alpha', 'm-mini', { input: 1_000_000, output: 0, cached: 0 }).costUsd, 3, 'a later table wins')
+  t.equal(p.cost('alpha', 'm-mini', { input: 1_000_000, output: 0, cached: 1_000_000 }).costUsd, 3, 'no cached price: charged as input')
+  t.equal(p.find('alpha', 'm-mini-2025-01-01')?.model, 'm-mini', 'the longest base id wins')
+  t.equal(p.find('alpha', 'M-2025'), p.find('alpha', 'm'), 'case does not matter')
+  t.equal(p.find('alpha', 'mx'), null, 'a prefix must end at a separator')
+  t.equal(p.find('beta', 'm'), null, 'prices are per provider')
+  t.same(p.cost('alpha', 'other', { input: 5, output: 5, cached: 0 }), { costUsd: null, status: 'unknown_model' })
+})
+
+t.test('the repository table loads and prices the main models', async (t) => {
+  const table = readTable(TABLE_FILE)
+  t.ok(table.prices.length > 30)
+  for (const e of table.prices) t.match(e.as_of, /^\d{4}-\d{2}-\d{2}$/, `${e.model} has a date`)
+  const p = Pricing.load(null)
+  for (const [prov, model] of [['alpha', 'gpt-4o-mini'], ['alpha', 'gpt-4.1'], ['beta', 'claude-sonnet-4-5'], ['gamma', 'gemini-2.5-flash']] as const) {
+    const e = table.prices.find((x) => x.provider === prov && x.model === model)!
+    t.ok(e, `${model} is in the table`)
+    t.equal(p.cost(prov, model, { input: 2_000_000, output: 1_000_000, cached: 0 }).costUsd, Math.round((2 * e.input_per_mtok + e.output_per_mtok) * 1e6) / 1e6)
+  }
+})
+
+t.test('an operator file is checked', async (t) => {
+  const dir = tempDir()
+  const bad = join(dir, 'bad.json')
+  writeFileSync(bad, JSON.stringify({ prices: [{ provider: 'delta', model: 'x', input_per_mtok: 1, output_per_mtok: 1 }] }))
+  t.throws(() => Pricing.load(bad), { name: 'PricingError' })
+  writeFileSync(bad, '{not json')
+  t.throws(() => Pricing.load(bad), { name: 'PricingError' })
+  const good = join(dir, 'good.json')
+  writeFileSync(good, JSON.stringify({ prices: [{ provider: 'beta', model: 'claude-sonnet-4-5', input_per_mtok: 10, output_per_mtok: 20, as_of: '2026-11-01' }] }))
+  t.equal(Pricing.load(good).cost('beta', 'claude-sonnet-4-5', { input: 1e6, output: 1e6, cached: 0 }).costUsd, 30)
+})
