@@ -1,7 +1,7 @@
 // The one place a ClickHouse client is made: embedded chDB in the data directory, or a server by URL.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import { createChdbConnection } from 'chdb/connection'
 import type { ClickHouseServerConfig } from '../config.js'
 
@@ -27,6 +27,9 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
     }
   }
   return createClient({
+    // The store reports failures itself (spooling, readiness); the client's own console logging would
+    // print every refused connection while ClickHouse is away.
+    log: { level: ClickHouseLogLevel.OFF },
     url: server.url,
     username: server.username,
     password: server.password,
