@@ -58,9 +58,26 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
   const called = raw.providerMs !== null
   const p = raw.provider
 
-  // Usage sits at the end of a stream: read the whole answer when it was kept, else the kept tail.
-  const responseText = whole ? Buffer.concat([head, tail]).toString('utf8') : tail.toString('utf8')
-  const reading = called ? readResponse(p, raw.streaming, responseText) : null
+  // Usage sits at the end of a stream (beta puts its input side at the start): read the whole answer
+  // when it was kept; else the kept head and tail, the tail's counts winning where it has them.
+  const headText = head.toString('utf8')
+  let reading: ReturnType<typeof readResponse> | null = null
+  if (called) {
+    if (whole) {
+      reading = readResponse(p, raw.streaming, Buffer.concat([head, tail]).toString('utf8'))
+    } else {
+      const first = readResponse(p, raw.streaming, headText)
+      const last = readResponse(p, raw.streaming, tail.toString('utf8'))
+      const usage = first.usage === null && last.usage === null
+        ? null
+        : {
+            input: last.usage?.input || first.usage?.input || 0,
+            output: last.usage?.output || first.usage?.output || 0,
+            cached: last.usage?.cached || first.usage?.cached || 0,
+          }
+      reading = { usage, text: first.text, firstTokenEnd: first.firstTokenEnd }
+    }
+  }
   let input = 0
   let output = 0
   let cached = 0
@@ -70,11 +87,13 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
       ({ input, output, cached } = reading.usage)
       source = 'provider'
     }
-    // No usage at all, or a stream cut before its final usage event: count what we have.
+    // No usage from an answer that was generating (a stream without include_usage, a cut, a client
+    // that left): count what we have. An error answer generated nothing, so nothing is estimated.
+    const generating = raw.status > 0 && raw.status < 400
     const cut = raw.streaming && raw.outcome !== 'ok'
-    if (reading.usage === null || cut) {
+    if (generating && (reading.usage === null || cut)) {
       if (input === 0) input = estimateTokens(promptText(p, request))
-      const estimate = estimateTokens(whole ? reading.text : readResponse(p, raw.streaming, head.toString('utf8')).text)
+      const estimate = estimateTokens(reading.text)
       if (estimate > output) output = estimate
       if (reading.usage === null || estimate === output) source = 'estimated'
     }
@@ -82,9 +101,9 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
 
   let ttft: number | null = null
   if (raw.streaming && raw.chunkMarks !== null && called) {
-    const first = readResponse(p, true, head.toString('utf8')).firstTokenEnd
+    const first = whole ? reading?.firstTokenEnd ?? null : readResponse(p, true, headText).firstTokenEnd
     if (first !== null) {
-      const at = chunkTime(raw.chunkMarks, Buffer.byteLength(head.toString('utf8').slice(0, first)))
+      const at = chunkTime(raw.chunkMarks, Buffer.byteLength((whole ? Buffer.concat([head, tail]).toString('utf8') : headText).slice(0, first)))
       ttft = at === null ? null : Math.round(at * 1000) / 1000
     }
   }
@@ -109,7 +128,7 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
     error_code: raw.errorCode,
     prompt: confidential ? '' : request,
     prompt_truncated: !confidential && raw.requestBytes > raw.requestLength,
-    response: confidential ? '' : head.toString('utf8'),
+    response: confidential ? '' : headText,
     response_truncated: !confidential && raw.responseBytes > raw.headLength,
     request_bytes: raw.requestBytes,
     response_bytes: raw.responseBytes,
