@@ -12,6 +12,8 @@ import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import type { KeyInfo } from '../store/protocol.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
+import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
+import type { Verdict } from '../detection/types.js'
 import { ResponseCapture } from './capture.js'
 import { cutMembers, Kind, stringValue } from './scan.js'
 import { checkSchema, readServiceFields, type ServiceFields } from './validate.js'
@@ -23,18 +25,20 @@ export interface ProxyDeps {
   /** Called once per exchange when it begins, and once when it ends whatever the outcome. */
   readonly onStart: () => void
   readonly onFinish: FinishListener
+  /** Null when detection is off. */
+  readonly detection: DetectionPool | null
   /** Bytes of a response the trace keeps; null: tracing is off and nothing is captured. */
   readonly captureLimit: number | null
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
 }
 
-function authError (info: KeyInfo | null, now: number): TracegateError | null {
+/** Step 4: the key itself (401s; such requests are counted, not traced). */
+function keyError (info: KeyInfo | null, now: number): TracegateError | null {
   if (info === null) return new TracegateError('invalid_api_key')
   if (info.revoked) return new TracegateError('revoked_api_key')
   if (info.expiresAt !== null && info.expiresAt <= now) return new TracegateError('expired_api_key')
   if (info.scope !== 'proxy') return new TracegateError('wrong_key_scope')
-  if (info.plan !== 'pro' && info.plan !== 'enterprise') return new TracegateError('plan_required')
   return null
 }
 
@@ -43,6 +47,17 @@ function modelOf (body: Buffer, sf: ServiceFields, dialect: Dialect): string | n
   let model: string | null = null
   for (const m of sf.members) if (m.name === 'model' && m.kind === Kind.String) model = stringValue(body, m)
   return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
+}
+
+/** What a 403 tells the client: the categories and scores that blocked it, never the matched text. */
+function blockedSummary (v: Verdict): Record<string, unknown> {
+  return {
+    score: Math.round(v.score * 1000) / 1000,
+    categories: v.categories,
+    findings: v.issues
+      .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
+      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message })),
+  }
 }
 
 function tooLarge (x: Exchange): void {
@@ -62,19 +77,23 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
 
   function forward (x: Exchange, sf: ServiceFields, info: KeyInfo | null): void {
     if (x.aborted) return
-    const denied = authError(info, Date.now())
+    const denied = keyError(info, Date.now())
     if (denied !== null || info === null) {
-      if (info !== null) { x.accountId = info.accountId; x.keyId = info.keyId }
       x.fail(denied)
       return
     }
-    x.accountId = info.accountId
-    x.keyId = info.keyId
+    // Authenticated: the exchange is traced whatever follows, so from here on its body never holds keys.
     const body = x.body!
-    // From here on the exchange is traced; its body must never again hold the keys.
     const forwarded = cutMembers(body, sf.members, sf.cut)
     x.body = forwarded
+    x.accountId = info.accountId
+    x.keyId = info.keyId
     x.model = modelOf(body, sf, dialect)
+    // Step 5: the plan.
+    if (info.plan !== 'pro' && info.plan !== 'enterprise') {
+      x.fail(new TracegateError('plan_required'))
+      return
+    }
     const checked = checkSchema(body, sf.members, dialect)
     x.model = checked.model
     x.streaming = checked.stream
@@ -87,13 +106,44 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     for (const [name, value] of x.forwardHeaders) headers[name] = value
     for (const name in dialect.defaultHeaders) headers[name] ??= dialect.defaultHeaders[name]!
     Object.assign(headers, dialect.authHeaders(providerKey))
+    // Step 8: detection on every non-confidential request, before anything is sent.
+    const detection = deps.detection
+    if (detection === null || checked.isConfidential) {
+      dispatch(x, target.path, headers)
+      return
+    }
+    detection.check(dialect.name, forwarded)
+      .then((outcome) => { judged(x, outcome, target.path, headers) })
+      .catch((err: unknown) => { x.fail(err) })
+  }
+
+  function judged (x: Exchange, outcome: DetectionOutcome, path: string, headers: Record<string, string>): void {
+    if (x.finished || x.aborted) return
+    if (outcome.ok) {
+      const v = outcome.verdict
+      x.verdict = v
+      if (v.blocked) {
+        x.fail(new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } }), 'blocked')
+        return
+      }
+    } else {
+      x.detectionFailure = outcome.failure
+      if (deps.config.detection.failureMode === 'closed') {
+        x.fail(new TracegateError('detection_unavailable', { extra: { detection: { failure: outcome.failure } } }))
+        return
+      }
+    }
+    dispatch(x, path, headers)
+  }
+
+  function dispatch (x: Exchange, path: string, headers: Record<string, string>): void {
     x.upstreamStartAt = performance.now()
     deps.upstream.dispatch({
       origin,
-      path: basePath + target.path,
+      path: basePath + path,
       method: 'POST',
       headers,
-      body: forwarded,
+      body: x.body!,
     }, new Passthrough(x))
   }
 
