@@ -1,5 +1,6 @@
 // Configuration is read from the environment once, validated, and frozen. Every default lives here.
 // A bad value stops the start with a message naming the variable (and never echoing a secret).
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 
 export type ProviderName = 'alpha' | 'beta' | 'gamma'
@@ -33,6 +34,7 @@ export interface Config {
   }
   readonly keyCache: { readonly ttlMs: number; readonly max: number }
   readonly traces: TraceConfig
+  readonly detection: DetectionConfig
   /** An operator's pricing file (same shape as src/pricing/prices.json) whose entries win. */
   readonly pricingFile: string | null
   readonly shutdownGraceMs: number
@@ -55,6 +57,15 @@ export interface TraceConfig {
   readonly bodyTtlDays: number
   /** Rows are deleted after this many days (0: kept). */
   readonly rowTtlDays: number
+}
+
+export interface DetectionConfig {
+  readonly enabled: boolean
+  readonly threads: number
+  readonly maxQueue: number
+  readonly deadlineMs: number
+  /** closed: a request detection could not judge gets 503; open: it is forwarded and the trace says so. */
+  readonly failureMode: 'closed' | 'open'
 }
 
 export const DEFAULT_BASE_URLS: Readonly<Record<ProviderName, string>> = {
@@ -86,6 +97,13 @@ function int (env: Env, name: string, fallback: number, min: number, max: number
   const n = Number(raw.trim())
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
   return n
+}
+
+function oneOf<T extends string> (env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!(values as readonly string[]).includes(raw.trim())) throw new ConfigError(name, `must be one of ${values.join(', ')}, got ${JSON.stringify(raw)}`)
+  return raw.trim() as T
 }
 
 function bool (env: Env, name: string, fallback: boolean): boolean {
@@ -178,6 +196,13 @@ export function loadConfig (env: Env = process.env): Config {
       spoolMaxBytes: int(env, 'TRACEGATE_SPOOL_MAX_BYTES', 1024 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),
       bodyTtlDays: int(env, 'TRACEGATE_BODY_TTL_DAYS', 30, 0, 36_500),
       rowTtlDays: int(env, 'TRACEGATE_TRACE_TTL_DAYS', 0, 0, 36_500),
+    }),
+    detection: Object.freeze({
+      enabled: bool(env, 'TRACEGATE_DETECTION', false),
+      threads: int(env, 'TRACEGATE_DETECTION_THREADS', Math.max(1, availableParallelism() - 1), 1, 256),
+      maxQueue: int(env, 'TRACEGATE_DETECTION_QUEUE', 1024, 1, 1_000_000),
+      deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 250, 1, 60_000),
+      failureMode: oneOf(env, 'TRACEGATE_DETECTION_FAILURE_MODE', ['closed', 'open'] as const, 'closed'),
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -29,6 +29,8 @@ export const ERRORS = {
   plan_required: { status: 403, type: 'permission_error', message: 'The proxy needs the pro or enterprise plan.' },
   missing_parameter: { status: 400, type: 'invalid_request_error', message: 'A parameter the provider requires is missing.' },
   missing_provider_key: { status: 400, type: 'invalid_request_error', message: 'No provider key was given and no server-side key is allowed or configured.' },
+  prompt_injection_detected: { status: 403, type: 'permission_error', message: 'The prompt was blocked: it looks like a prompt injection or jailbreak.' },
+  detection_unavailable: { status: 503, type: 'api_error', message: 'Safety detection could not judge the request in time; it was not forwarded.' },
   provider_unreachable: { status: 500, type: 'provider_error', message: 'The provider could not be reached.' },
   provider_timeout: { status: 500, type: 'provider_error', message: 'The provider did not answer in time.' },
   internal_error: { status: 500, type: 'api_error', message: 'An internal error occurred.' },
@@ -45,8 +47,10 @@ export class TracegateError extends Error {
   readonly status: number
   readonly type: ErrorType
   readonly param: string | null
+  /** More members of the error object (the findings of a blocked prompt). */
+  readonly extra: Readonly<Record<string, unknown>> | null
 
-  constructor (code: ErrorCode, options: { message?: string; param?: string | null; cause?: unknown } = {}) {
+  constructor (code: ErrorCode, options: { message?: string; param?: string | null; cause?: unknown; extra?: Record<string, unknown> } = {}) {
     const spec: ErrorSpec = ERRORS[code]
     super(options.message ?? spec.message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'TracegateError'
@@ -54,6 +58,7 @@ export class TracegateError extends Error {
     this.status = spec.status
     this.type = spec.type
     this.param = options.param ?? null
+    this.extra = options.extra ?? null
   }
 }
 

@@ -18,6 +18,7 @@ import { ConfigError } from './config.js'
 import { Pricing, PricingError } from './pricing/index.js'
 import { TraceSink } from './proxy/trace-sink.js'
 import { Metrics } from './metrics.js'
+import { DetectionPool } from './detection/pool.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -29,6 +30,8 @@ export interface ServeOptions {
   readonly onExchange?: (x: Exchange) => void
   /** Test seams in the store worker (connection switch, raw queries). */
   readonly testSeams?: boolean
+  /** Test seam: another detection worker file (one that crashes or hangs). */
+  readonly detectionWorker?: string
 }
 
 export interface FirstStart {
@@ -58,6 +61,7 @@ export class Tracegate {
   readonly firstStart: FirstStart | null
   readonly #upstream: Agent
   readonly #sink: TraceSink | null
+  readonly #detection: DetectionPool | null
   /** Requests refused before authentication, by error code: counted here, never traced. */
   readonly rejectedBeforeAuth = new Map<string, number>()
   readonly metrics: Metrics
@@ -72,6 +76,7 @@ export class Tracegate {
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
+    detection: DetectionPool | null
   }, listen: { socket: unknown; port: number }, adminPort: number) {
     this.config = parts.config
     this.store = parts.store
@@ -80,6 +85,7 @@ export class Tracegate {
     this.#adminServer = parts.adminServer
     this.#upstream = parts.upstream
     this.#sink = parts.sink
+    this.#detection = parts.detection
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -112,6 +118,7 @@ export class Tracegate {
       warn: (msg, fields) => { log?.warn(fields, msg) },
     })
     let mock: MockProvider | null = null
+    let detection: DetectionPool | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -134,22 +141,28 @@ export class Tracegate {
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
       const metrics = new Metrics(() => store.call('traceStats'))
+      const dc = config.detection
+      detection = dc.enabled
+        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+        : null
       const app = createProxyApp({
         metrics: () => metrics.render(),
         config,
         keys,
         upstream,
         captureLimit: sink === null ? null : config.traces.maxBodyBytes,
+        detection,
         isClosing: () => self !== null && self.#closing,
         onStart: () => { if (self !== null) self.#inflight++ },
         onFinish: (x) => { if (self !== null) self.#finished(x, options.onExchange) },
         ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
       })
       const bound = await listen(app, config.host, config.proxyPort)
-      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics }, bound, endpoint.port)
+      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       return self
     } catch (err) {
+      await detection?.close()
       await store.close()
       await mock?.close()
       throw err
@@ -185,6 +198,7 @@ export class Tracegate {
       }
       this.#adminServer.close()
       await this.#upstream.destroy().catch(() => {})
+      await this.#detection?.close().catch(() => {})
       // Every finished exchange reaches the store worker before it flushes and closes.
       this.#sink?.flush()
       await this.store.close()

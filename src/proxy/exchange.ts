@@ -8,6 +8,7 @@ import { asTracegateError, sendError } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
 import { upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
+import type { Verdict } from '../detection/types.js'
 
 export type Outcome = 'ok' | 'blocked' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
 
@@ -37,6 +38,10 @@ export class Exchange {
   status = 0
   outcome: Outcome | null = null
   errorCode: string | null = null
+  /** Detection's answer; null when it did not run (confidential, off) or could not judge. */
+  verdict: Verdict | null = null
+  /** Why detection could not judge the request (error, deadline, queue_full). */
+  detectionFailure: string | null = null
   upstreamStartAt = 0
   upstreamHeadersAt = 0
   firstChunkAt = 0

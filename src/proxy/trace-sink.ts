@@ -22,6 +22,13 @@ function pack (x: Exchange, requestLimit: number): { bytes: Uint8Array; requestL
   return { bytes, requestLength, headLength }
 }
 
+function detectionJson (x: Exchange): string {
+  const v = x.verdict
+  if (v !== null) return JSON.stringify({ ran: true, blocked: v.blocked, score: v.score, categories: v.categories, ms: v.ms })
+  if (x.detectionFailure !== null) return JSON.stringify({ ran: false, failure: x.detectionFailure })
+  return ''
+}
+
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
 
 export function toRawTrace (x: Exchange, requestLimit: number): RawTrace {
@@ -51,8 +58,8 @@ export function toRawTrace (x: Exchange, requestLimit: number): RawTrace {
     ttfbMs: x.firstWriteAt === 0 ? null : round(x.firstWriteAt - x.startedAt),
     providerMs: providerMs === null ? null : round(providerMs),
     overheadMs: round(Math.max(0, latency - (providerMs ?? 0))),
-    detection: '',
-    issues: '',
+    detection: detectionJson(x),
+    issues: x.verdict === null || x.verdict.issues.length === 0 ? '' : JSON.stringify(x.verdict.issues),
   }
 }
 

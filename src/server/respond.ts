@@ -17,7 +17,7 @@ export function statusLine (status: number): string {
 
 export function errorBody (err: TracegateError, requestId: string): string {
   return JSON.stringify({
-    error: { type: err.type, code: err.code, message: err.message, param: err.param, request_id: requestId },
+    error: { type: err.type, code: err.code, message: err.message, param: err.param, request_id: requestId, ...err.extra },
   })
 }
 

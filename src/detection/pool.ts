@@ -1,0 +1,84 @@
+// The detection pool: piscina worker threads running workers/detect.ts on every non-confidential
+// request before it is forwarded. The body is copied once into its own buffer and moved to the
+// worker (no structured clone). A bounded queue, a per-request deadline, and a worker that crashes is
+// replaced by piscina without taking the process down. What happens when detection cannot judge a
+// request is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
+import { availableParallelism } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { Piscina } from 'piscina'
+import type { ProviderName } from '../config.js'
+import type { DetectTask, Verdict } from './types.js'
+
+export type DetectionFailure = 'error' | 'deadline' | 'queue_full'
+export type DetectionOutcome = { readonly ok: true; readonly verdict: Verdict } | { readonly ok: false; readonly failure: DetectionFailure }
+
+export const DETECT_WORKER = fileURLToPath(new URL('../../workers/detect.js', import.meta.url))
+
+export interface DetectionPoolOptions {
+  readonly threads: number
+  readonly maxQueue: number
+  readonly deadlineMs: number
+  /** The worker file (tests pass one that crashes or hangs). */
+  readonly filename?: string
+}
+
+export function defaultThreads (): number {
+  return Math.max(1, availableParallelism() - 1)
+}
+
+/** A task still running this long after its deadline has its worker terminated (piscina replaces it). */
+const HARD_LIMIT_FACTOR = 20
+
+export class DetectionPool {
+  readonly #pool: Piscina<DetectTask, Verdict>
+  readonly #deadlineMs: number
+  readonly #maxQueue: number
+
+  constructor (options: DetectionPoolOptions) {
+    this.#deadlineMs = options.deadlineMs
+    this.#maxQueue = options.maxQueue
+    this.#pool = new Piscina({
+      filename: options.filename ?? DETECT_WORKER,
+      minThreads: options.threads,
+      maxThreads: options.threads,
+      maxQueue: options.maxQueue,
+      idleTimeout: 60_000,
+    })
+    // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
+    this.#pool.on('error', () => {})
+  }
+
+  get queued (): number {
+    return this.#pool.queueSize
+  }
+
+  check (provider: ProviderName, body: Buffer): Promise<DetectionOutcome> {
+    if (this.#pool.queueSize >= this.#maxQueue) return Promise.resolve({ ok: false, failure: 'queue_full' })
+    const bytes = new Uint8Array(body.length)
+    bytes.set(body)
+    const task: DetectTask = { provider, body: bytes }
+    return new Promise((resolve) => {
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        resolve({ ok: false, failure: 'deadline' })
+      }, this.#deadlineMs)
+      this.#pool.run(task, {
+        transferList: [bytes.buffer],
+        signal: AbortSignal.timeout(this.#deadlineMs * HARD_LIMIT_FACTOR),
+      }).then((verdict) => {
+        clearTimeout(timer)
+        if (!settled) resolve({ ok: true, verdict })
+      }, (err: unknown) => {
+        clearTimeout(timer)
+        if (settled) return
+        const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
+        resolve({ ok: false, failure: queueFull ? 'queue_full' : 'error' })
+      })
+    })
+  }
+
+  close (): Promise<void> {
+    return this.#pool.destroy()
+  }
+}

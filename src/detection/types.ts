@@ -1,0 +1,54 @@
+// The types shared by the detection pool (front thread) and its workers. Both sides import them with
+// `import type`; nothing here runs.
+
+/** One piece of prompt text as a dialect carries it, with where it came from. */
+export interface Segment {
+  /** Index of the message (or content entry) in the request; -1 for a system prompt outside the list. */
+  readonly message: number
+  /** `system`, `user`, `assistant`, `tool` (tool and function results), `developer`. */
+  readonly role: string
+  /** JSON path of the text in the body, e.g. `messages[2].content[0].text`. */
+  readonly path: string
+  readonly text: string
+}
+
+export type Severity = 'low' | 'medium' | 'high'
+
+/** A safety finding. `detail` is masked: it never holds a whole secret or PII value. */
+export interface Issue {
+  /** `prompt_injection`, `jailbreak`, `pii`, `secret`. */
+  readonly category: string
+  /** What exactly: `instruction_override`, `email`, `payment_card`, `openai_key`, … */
+  readonly kind: string
+  readonly severity: Severity
+  readonly detail: string
+  /** Index into the segments, and the character span [start, end) within that segment's text. */
+  readonly segment: number
+  readonly message: number
+  readonly span: readonly [number, number]
+}
+
+export interface InjectionResult {
+  /** 0..1, higher is more likely an injection or jailbreak. */
+  readonly score: number
+  readonly blocked: boolean
+  /** Rule families and model signals that fired, e.g. `instruction_override`, `model`. */
+  readonly categories: readonly string[]
+  readonly issues: readonly Issue[]
+}
+
+/** What a worker answers for one request. */
+export interface Verdict {
+  readonly blocked: boolean
+  readonly score: number
+  readonly categories: readonly string[]
+  readonly issues: readonly Issue[]
+  /** Time spent in the worker. */
+  readonly ms: number
+}
+
+/** What the front thread sends a worker: the forwarded body's bytes and its dialect. */
+export interface DetectTask {
+  readonly provider: 'alpha' | 'beta' | 'gamma'
+  readonly body: Uint8Array
+}
