@@ -198,10 +198,10 @@ export function loadConfig (env: Env = process.env): Config {
       rowTtlDays: int(env, 'TRACEGATE_TRACE_TTL_DAYS', 0, 0, 36_500),
     }),
     detection: Object.freeze({
-      enabled: bool(env, 'TRACEGATE_DETECTION', false),
+      enabled: bool(env, 'TRACEGATE_DETECTION', true),
       threads: int(env, 'TRACEGATE_DETECTION_THREADS', Math.max(1, availableParallelism() - 1), 1, 256),
       maxQueue: int(env, 'TRACEGATE_DETECTION_QUEUE', 1024, 1, 1_000_000),
-      deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 250, 1, 60_000),
+      deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 500, 1, 60_000),
       failureMode: oneOf(env, 'TRACEGATE_DETECTION_FAILURE_MODE', ['closed', 'open'] as const, 'closed'),
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),

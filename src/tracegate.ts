@@ -145,6 +145,8 @@ export class Tracegate {
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
+      // A pool that cannot warm up still starts: requests it cannot judge follow the failure mode.
+      await detection?.warm().catch((err: unknown) => { log?.warn({ err }, 'detection workers did not warm up') })
       const app = createProxyApp({
         metrics: () => metrics.render(),
         config,

@@ -78,6 +78,19 @@ export class DetectionPool {
     })
   }
 
+  /**
+   * Loads the worker code and weights on every thread before the proxy listens, so the first
+   * requests are not judged by cold workers (which would miss the deadline and fail closed).
+   */
+  async warm (timeoutMs = 60_000): Promise<void> {
+    const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
+    const runs = Array.from({ length: this.#pool.maxThreads }, () => {
+      const bytes = new Uint8Array(body)
+      return this.#pool.run({ provider: 'alpha', body: bytes }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
+    })
+    await Promise.all(runs)
+  }
+
   close (): Promise<void> {
     return this.#pool.destroy()
   }

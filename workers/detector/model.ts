@@ -1,0 +1,207 @@
+// The linear model and the per-segment analysis that combines it with the rules. The weights file is
+// written by train.ts; its layout (little-endian):
+//   "TGI1" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
+// Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
+import { readFileSync } from 'node:fs'
+import { BITS, DIM, createBuffers, extractFeatures } from './features.js'
+import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
+import { FAMILIES, matchRules, type Family } from './rules.js'
+
+export interface Model {
+  readonly weights: Float32Array
+  /** The shipped int8 weights (weights = quantized × scale); scoring reads these, 4× less cache. */
+  readonly quantized?: Int8Array
+  readonly scale?: number
+  readonly familyWeights: Float32Array
+  readonly bias: number
+  readonly threshold: number
+}
+
+/** Where the committed weights live: the source folder (tsc does not copy it to dist). */
+export const WEIGHTS_URL = new URL('../../../workers/detector/weights.bin', import.meta.url)
+
+const MAGIC = 0x31494754 // "TGI1"
+
+export function encodeModel(m: Model): Buffer {
+  let max = 0
+  for (const w of m.weights) max = Math.max(max, Math.abs(w))
+  const scale = max > 0 ? max / 127 : 1
+  const head = 24 + 4 * m.familyWeights.length
+  const buf = Buffer.alloc(head + DIM)
+  buf.writeUInt32LE(MAGIC, 0)
+  buf.writeUInt32LE(BITS, 4)
+  buf.writeFloatLE(m.threshold, 8)
+  buf.writeFloatLE(m.bias, 12)
+  buf.writeFloatLE(scale, 16)
+  buf.writeUInt32LE(m.familyWeights.length, 20)
+  m.familyWeights.forEach((w, i) => buf.writeFloatLE(w, 24 + 4 * i))
+  for (let i = 0; i < DIM; i++) buf.writeInt8(Math.max(-127, Math.min(127, Math.round((m.weights[i] as number) / scale))), head + i)
+  return buf
+}
+
+export function decodeModel(buf: Buffer): Model {
+  if (buf.readUInt32LE(0) !== MAGIC || buf.readUInt32LE(4) !== BITS) throw new Error('detector weights: wrong format or hash size')
+  const threshold = buf.readFloatLE(8)
+  const bias = buf.readFloatLE(12)
+  const scale = buf.readFloatLE(16)
+  const nf = buf.readUInt32LE(20)
+  const familyWeights = new Float32Array(FAMILIES.length)
+  for (let i = 0; i < Math.min(nf, familyWeights.length); i++) familyWeights[i] = buf.readFloatLE(24 + 4 * i)
+  const head = 24 + 4 * nf
+  const quantized = new Int8Array(DIM)
+  quantized.set(new Int8Array(buf.buffer, buf.byteOffset + head, DIM))
+  const weights = new Float32Array(DIM)
+  for (let i = 0; i < DIM; i++) weights[i] = (quantized[i] as number) * scale
+  return { weights, quantized, scale, familyWeights, bias, threshold }
+}
+
+export function loadModel(url: URL = WEIGHTS_URL): Model {
+  return decodeModel(readFileSync(url))
+}
+
+export function sigmoid(x: number): number {
+  return 1 / (1 + Math.exp(-x))
+}
+
+/** One thing that raised the score: a rule, a decoded payload, or the model. Spans are in the original text. */
+export interface Finding {
+  readonly family: Family | 'model'
+  readonly rule: string
+  readonly score: number
+  readonly span: readonly [number, number]
+}
+
+export interface SegmentAnalysis {
+  /** max(model probability, strongest rule weight among rules of weight >= STRONG_RULE). */
+  readonly score: number
+  readonly modelScore: number
+  readonly findings: readonly Finding[]
+}
+
+/** Normalised text and the rule findings (including encoded payloads) of one segment. */
+export interface Prepared {
+  readonly norm: Normalized
+  readonly text: string
+  readonly findings: Finding[]
+  /** Bit i set when family FAMILIES[i] fired. */
+  readonly mask: number
+  /** Normalised decoded payloads, scored by the model on their own. */
+  readonly payloads: readonly { readonly text: string, readonly span: readonly [number, number] }[]
+}
+
+function familyBit(f: Family): number {
+  return 1 << FAMILIES.indexOf(f)
+}
+
+export function prepare(original: string): Prepared {
+  const norm = normalize(original)
+  const findings: Finding[] = []
+  let mask = 0
+  for (const m of matchRules(norm.text)) {
+    findings.push({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) })
+    mask |= familyBit(m.family)
+  }
+  const payloads: { text: string, span: readonly [number, number] }[] = []
+  const pending = findPayloads(original).map((p) => ({ p, depth: 1 }))
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    const { p, depth } = item
+    const pn = normalize(p.decoded)
+    const span: [number, number] = [p.start, p.end]
+    payloads.push({ text: pn.text, span })
+    let best = 0
+    for (const m of matchRules(pn.text)) best = Math.max(best, m.weight)
+    // A payload someone bothered to encode that decodes to an attack phrase is worse than the phrase.
+    if (best >= 0.5) {
+      findings.push({ family: 'encoded_payload', rule: `${p.kind}_payload`, score: Math.min(0.99, Math.max(0.95, best)), span })
+      mask |= familyBit('encoded_payload')
+    }
+    if (depth < 2) for (const inner of findPayloads(p.decoded)) pending.push({ p: { ...inner, start: p.start, end: p.end }, depth: depth + 1 })
+  }
+  return { norm, text: norm.text, findings, mask, payloads }
+}
+
+/** Rules at or above this weight set the score by themselves (all of them sit above the threshold). */
+export const STRONG_RULE = 0.8
+
+/** Long text is scored in windows so that a short injection is not averaged away by the rest. */
+export const WINDOW = 4096
+export const STRIDE = 2048
+
+const feats = createBuffers()
+
+/** The rule-family indicator features: each family that fired adds its learned weight. */
+function familyTerm (model: Model, mask: number): number {
+  let z = 0
+  for (let f = 0; f < model.familyWeights.length; f++) if ((mask & (1 << f)) !== 0) z += model.familyWeights[f] as number
+  return z
+}
+// Features count once per window whatever their repetition (binary, not term frequency): a text
+// repeated k times must not score sqrt(k) times higher. A stamp per bucket marks "seen in this window".
+const seen = new Int32Array(DIM)
+let stamp = 0
+
+/** Sum of the weights of the distinct buckets among features [from, to), and how many there were. */
+function distinctSum (w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number): { sum: number; count: number } {
+  if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
+  let sum = 0
+  let count = 0
+  for (let k = from; k < to; k++) {
+    const b = buckets[k] as number
+    if (seen[b] === stamp) continue
+    seen[b] = stamp
+    sum += w[b] as number
+    count++
+  }
+  return { sum, count }
+}
+
+export function windowLogit(model: Model, text: string, mask: number): { logit: number, start: number, end: number } {
+  extractFeatures(text, feats)
+  const base = model.bias + familyTerm(model, mask)
+  const n = feats.count
+  const buckets = feats.buckets
+  const q = model.quantized
+  const w: Int8Array | Float32Array = q ?? model.weights
+  const unit = q !== undefined ? model.scale ?? 1 : 1
+  const len = text.length
+  const score = (from: number, to: number): number => {
+    const d = distinctSum(w, buckets, from, to)
+    return base + (d.count > 0 ? (d.sum * unit) / Math.sqrt(d.count) : 0)
+  }
+  if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
+  // Features are produced in text order, so each window is a contiguous run of them.
+  const positions = feats.positions
+  let best = -Infinity, bs = 0, be = 0
+  let lo = 0
+  for (let s = 0; ; s += STRIDE) {
+    const e = Math.min(len, s + WINDOW)
+    while (lo < n && (positions[lo] as number) < s) lo++
+    let hi = lo
+    while (hi < n && (positions[hi] as number) < e) hi++
+    const logit = score(lo, hi)
+    if (logit > best) { best = logit; bs = s; be = e }
+    if (e === len) break
+  }
+  return { logit: best, start: bs, end: be }
+}
+
+/** Rules, decoded payloads and the model over one segment's text. */
+export function analyze(model: Model, original: string): SegmentAnalysis {
+  const prep = prepare(original)
+  let score = 0
+  // Only strong rules decide on their own; weaker ones act through the model's family weights.
+  for (const f of prep.findings) if (f.score >= STRONG_RULE) score = Math.max(score, f.score)
+  let modelScore = 0
+  let modelSpan: readonly [number, number] = [0, original.length]
+  if (prep.text.length > 0) {
+    const win = windowLogit(model, prep.text, prep.mask)
+    modelScore = sigmoid(win.logit)
+    if (prep.text.length > WINDOW) modelSpan = originalSpan(prep.norm, win.start, win.end)
+  }
+  for (const p of prep.payloads) {
+    const ps = sigmoid(windowLogit(model, p.text, prep.mask).logit)
+    if (ps > modelScore) { modelScore = ps; modelSpan = p.span }
+  }
+  prep.findings.push({ family: 'model', rule: 'model', score: modelScore, span: modelSpan })
+  return { score: Math.max(score, modelScore), modelScore, findings: prep.findings }
+}

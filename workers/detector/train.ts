@@ -1,0 +1,168 @@
+// Trains the injection model on train.jsonl only, picks the blocking threshold on dev.jsonl only, and
+// writes workers/detector/weights.bin. `npm run train:detector`. Deterministic: fixed seed, fixed order.
+//
+// Logistic regression by SGD over hashed n-grams (features.ts) plus one indicator per rule family.
+// L2 is applied exactly with the scaled-weights trick (w = scale * v, Bottou 2012, "Stochastic Gradient
+// Descent Tricks"), so an update costs only the features of one example.
+import { readFileSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { DIM, createBuffers, extractFeatures } from './features.js'
+import { WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from './model.js'
+import { FAMILIES } from './rules.js'
+
+export interface Row {
+  readonly text: string
+  readonly label: 0 | 1
+  readonly source: string
+}
+
+/** The data set folder: TRACEGATE_DATASET_DIR, else ../shared/datasets/injection next to the repository. */
+export function datasetDir(): string {
+  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  return process.env.TRACEGATE_DATASET_DIR ?? resolve(root, '../shared/datasets/injection')
+}
+
+export function readRows(file: 'train.jsonl' | 'dev.jsonl'): Row[] {
+  const rows: Row[] = []
+  for (const line of readFileSync(resolve(datasetDir(), file), 'utf8').split('\n')) {
+    if (line.trim() === '') continue
+    const o = JSON.parse(line) as { text: string, label: number, source: string }
+    rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source })
+  }
+  return rows
+}
+
+/** Benign sources that contain trigger words: each must stay at or under the FPR budget on its own. */
+export const TRIGGER_SOURCES = ['surge_toxicity', 'hh_rlhf_harmless', 'awesome-chatgpt-prompts'] as const
+export const FPR_BUDGET = 0.01
+/** Never block below this model probability, whatever dev allows. */
+export const MIN_THRESHOLD = 0.25
+
+/**
+ * The lowest threshold that blocks at most FPR_BUDGET of benign prompts overall and of each trigger
+ * source: in each group, at most floor(budget × n) benign scores may reach it.
+ */
+export function chooseThreshold(scores: readonly number[], rows: readonly Row[]): number {
+  const groups: number[][] = [[]]
+  const bySource = new Map<string, number[]>()
+  for (const s of TRIGGER_SOURCES) bySource.set(s, [])
+  rows.forEach((r, i) => {
+    if (r.label !== 0) return
+    const s = scores[i] as number
+    groups[0]?.push(s)
+    bySource.get(r.source)?.push(s)
+  })
+  groups.push(...bySource.values())
+  let t = MIN_THRESHOLD
+  for (const g of groups) {
+    g.sort((a, b) => b - a)
+    const allowed = Math.floor(FPR_BUDGET * g.length)
+    const firstBlocked = g[allowed]
+    if (firstBlocked !== undefined) t = Math.max(t, firstBlocked + 1e-6)
+  }
+  return t
+}
+
+// Mulberry32: a small seeded PRNG so the shuffle, and so the weights, are reproducible.
+function rng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export interface TrainOptions {
+  readonly epochs: number
+  readonly lr: number
+  /** L2 strength per example for the hashed weights and for the family weights. */
+  readonly l2: number
+  readonly l2Family: number
+  readonly seed: number
+  /**
+   * Examples from a source with more than this many rows count for cap / rows each, so that the two big
+   * password-game sources (Gandalf, Mosscap: 70% of the attacks) do not teach "password" = attack.
+   */
+  readonly sourceCap: number
+}
+
+export const DEFAULTS: TrainOptions = { epochs: 12, lr: 0.2, l2: 1e-4, l2Family: 1e-5, seed: 1234, sourceCap: 400 }
+
+interface Example {
+  readonly buckets: Int32Array
+  readonly mask: number
+  readonly y: number
+  readonly weight: number
+}
+
+export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model {
+  const buf = createBuffers()
+  const perSource = new Map<string, number>()
+  for (const r of rows) perSource.set(r.source, (perSource.get(r.source) ?? 0) + 1)
+  const examples: Example[] = rows.map((r) => {
+    const prep = prepare(r.text)
+    extractFeatures(prep.text, buf)
+    // Binary features, as model.ts scores them: each distinct bucket once.
+    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label, weight: Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1)) }
+  })
+  const v = new Float32Array(DIM)
+  const fam = new Float32Array(FAMILIES.length)
+  let scale = 1
+  let bias = 0
+  const next = rng(opt.seed)
+  const order = examples.map((_, i) => i)
+  let step = 0
+  for (let epoch = 0; epoch < opt.epochs; epoch++) {
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(next() * (i + 1))
+      const tmp = order[i] as number; order[i] = order[j] as number; order[j] = tmp
+    }
+    let loss = 0
+    for (const idx of order) {
+      const ex = examples[idx] as Example
+      const lr = opt.lr / (1 + step++ * 1e-5)
+      const n = ex.buckets.length
+      const x = n > 0 ? 1 / Math.sqrt(n) : 0
+      let z = bias
+      for (let k = 0; k < n; k++) z += (v[ex.buckets[k] as number] as number) * scale * x
+      for (let f = 0; f < FAMILIES.length; f++) if ((ex.mask & (1 << f)) !== 0) z += fam[f] as number
+      const p = sigmoid(z)
+      loss -= ex.weight * (ex.y === 1 ? Math.log(p + 1e-12) : Math.log(1 - p + 1e-12))
+      const g = (p - ex.y) * ex.weight
+      scale *= 1 - lr * opt.l2
+      const gv = lr * g * x / scale
+      for (let k = 0; k < n; k++) { const b = ex.buckets[k] as number; v[b] = (v[b] as number) - gv }
+      for (let f = 0; f < FAMILIES.length; f++) {
+        fam[f] = (fam[f] as number) * (1 - lr * opt.l2Family)
+        if ((ex.mask & (1 << f)) !== 0) fam[f] = (fam[f] as number) - lr * g
+      }
+      bias -= lr * g
+      if (scale < 1e-6) { for (let b = 0; b < DIM; b++) v[b] = (v[b] as number) * scale; scale = 1 }
+    }
+    process.stderr.write(`epoch ${epoch + 1}: mean loss ${(loss / order.length).toFixed(4)}\n`)
+  }
+  for (let b = 0; b < DIM; b++) v[b] = (v[b] as number) * scale
+  return { weights: v, familyWeights: fam, bias, threshold: 0.5 }
+}
+
+function main(): void {
+  const t0 = Date.now()
+  const trainRows = readRows('train.jsonl')
+  const trained = train(trainRows)
+  // Score dev with the weights as they will ship (int8), then fix the threshold on dev only.
+  const shipped = encodeModel(trained)
+  const model = decodeModel(shipped)
+  const devRows = readRows('dev.jsonl')
+  const scores = devRows.map((r) => analyze(model, r.text).score)
+  const threshold = chooseThreshold(scores, devRows)
+  const out = encodeModel({ ...model, threshold })
+  writeFileSync(WEIGHTS_URL, out)
+  const fam = Object.fromEntries(FAMILIES.map((f, i) => [f, Number((model.familyWeights[i] as number).toFixed(3))]))
+  console.log(JSON.stringify({ rows: trainRows.length, threshold: Number(threshold.toFixed(6)), bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main()
