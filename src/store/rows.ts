@@ -64,7 +64,7 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
   let reading: ReturnType<typeof readResponse> | null = null
   if (called) {
     if (whole) {
-      reading = readResponse(p, raw.streaming, Buffer.concat([head, tail]).toString('utf8'))
+      reading = readResponse(p, raw.streaming, tail.length === 0 ? headText : Buffer.concat([head, tail]).toString('utf8'))
     } else {
       const first = readResponse(p, raw.streaming, headText)
       const last = readResponse(p, raw.streaming, tail.toString('utf8'))

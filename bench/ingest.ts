@@ -1,0 +1,354 @@
+// Trace ingest: (1) the traces per second the store worker sustains into embedded ClickHouse with ~2 KB
+// prompts and answers, and the posting thread's event-loop delay meanwhile; (2) proxy throughput with
+// tracing on against off, and a check that the traced server stored one row per call it answered.
+// Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10), BENCH_INGEST_TRACES
+// (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per message, default 500,
+// the most the front thread's sink sends in one), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50),
+// BENCH_SKIP (comma list of: store, proxy).
+import autocannon from 'autocannon'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises'
+import { loadConfig } from '../src/config.js'
+import { newRequestId } from '../src/ids.js'
+import { StoreClient } from '../src/store/client.js'
+import type { RawTrace, TraceStats } from '../src/store/trace-types.js'
+import { startMock, startTracegate } from './processes.js'
+
+const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
+const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
+const ingestBatch = Number(process.env.BENCH_INGEST_BATCH ?? 500)
+const duration = Number(process.env.BENCH_DURATION ?? 10)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
+
+const ACCOUNT_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'
+const KEY_ID = '0190a1b2-c3d4-7e5f-8a9b-6c7d8e9f0a1b'
+
+const round2 = (x: number): number => Math.round(x * 100) / 100
+const round3 = (x: number): number => Math.round(x * 1000) / 1000
+
+function line (obj: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify({ bench: 'ingest', ...obj }) + '\n')
+}
+
+// Cleanups run last-in first-out (processes stop before their data dirs go), once, on success, error
+// or a signal.
+const cleanups: Array<() => unknown> = []
+async function cleanup (): Promise<void> {
+  while (cleanups.length > 0) {
+    try { await cleanups.pop()!() } catch (err) { process.stderr.write(`cleanup failed: ${String(err)}\n`) }
+  }
+}
+
+function tempDir (tag: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `tracegate-bench-ingest-${tag}-`))
+  cleanups.push(() => { rmSync(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+function openStore (dataDir: string): StoreClient {
+  const store = new StoreClient({
+    dataDir,
+    clickhouse: null,
+    traces: { ...loadConfig({}).traces },
+    pricingFile: null,
+    testSeams: true,
+    warn: (msg, fields) => { process.stderr.write(`store: ${msg} ${JSON.stringify(fields)}\n`) },
+  })
+  cleanups.push(() => store.close())
+  return store
+}
+
+async function countRows (store: StoreClient): Promise<{ rows: number; byOutcome: Record<string, number> }> {
+  const rs = await store.call('testQuery', { query: 'SELECT outcome, count() AS n FROM traces GROUP BY outcome' })
+  const byOutcome: Record<string, number> = {}
+  let rows = 0
+  for (const r of rs) {
+    const n = Number(r.n)
+    byOutcome[String(r.outcome)] = n
+    rows += n
+  }
+  return { rows, byOutcome }
+}
+
+// ---- 1. store worker ingest rate -------------------------------------------------------------------
+
+/**
+ * A deterministic word stream, so prompts differ from one another as real ones do (and compress alike).
+ * One sample in four carries non-ASCII words: V8 holds such text as two-byte strings, which costs the
+ * worker noticeably more than ASCII, and real traffic has both.
+ */
+const WORDS = ('the of and to in is you that it he was for on are as with his they at be this have from or one had by ' +
+  'word but not what all were we when your can said there use an each which she do how their if will up other about out ' +
+  'many then them these so some her would make like him into time has look two more write go see number no way could ' +
+  'people my than first water been call who oil its now find long down day did get come made may part proxy trace token ' +
+  'latency stream provider model budget invoice customer').split(' ')
+const WORDS_INTL = [...WORDS, 'région', 'naïve', 'coördinate', '東京', 'données', '“quoted”']
+
+function text (seed: number, bytes: number): string {
+  const words = seed % 4 === 3 ? WORDS_INTL : WORDS
+  let x = seed * 2654435761 >>> 0
+  let s = ''
+  while (Buffer.byteLength(s) < bytes) {
+    x = (x * 1103515245 + 12345) >>> 0
+    s += words[x % words.length]! + ((x >>> 8) % 13 === 0 ? '. ' : ' ')
+  }
+  return s
+}
+
+/** The forwarded alpha body (service fields already cut) and a chat.completion answer, ~2 KB each. */
+function sample (i: number): { request: Buffer; response: Buffer } {
+  const request = Buffer.from(JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: text(i, 1900) }],
+    stream: false,
+    temperature: 0.7,
+  }))
+  const content = text(i + 7920, 1700)
+  const response = Buffer.from(JSON.stringify({
+    id: `chatcmpl-${(i * 48271).toString(36).padStart(29, 'x')}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: 'gpt-4o-mini-2024-07-18',
+    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
+    usage: {
+      prompt_tokens: 412 + (i % 50),
+      completion_tokens: 377 + (i % 40),
+      total_tokens: 789 + (i % 50) + (i % 40),
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    },
+    service_tier: 'default',
+    system_fingerprint: 'fp_0ba0d124f1',
+  }))
+  return { request, response }
+}
+
+const SAMPLES = Array.from({ length: 64 }, (_, i) => sample(i))
+
+/** One batch as the sink builds it: each record packed into a fresh buffer that the post transfers. */
+function batch (n: number, seq: number): { traces: RawTrace[]; transfer: ArrayBuffer[] } {
+  const traces: RawTrace[] = []
+  const transfer: ArrayBuffer[] = []
+  const now = Date.now()
+  for (let i = 0; i < n; i++) {
+    const { request, response } = SAMPLES[(seq + i) % SAMPLES.length]!
+    const bytes = new Uint8Array(request.length + response.length)
+    bytes.set(request, 0)
+    bytes.set(response, request.length)
+    const providerMs = 300 + ((seq + i) % 200) + 0.125
+    traces.push({
+      traceId: newRequestId(),
+      accountId: ACCOUNT_ID,
+      keyId: KEY_ID,
+      time: now,
+      provider: 'alpha',
+      model: 'gpt-4o-mini',
+      endpoint: '/api/alpha_service/chat_completion',
+      streaming: false,
+      confidential: false,
+      status: 200,
+      outcome: 'ok',
+      errorCode: '',
+      bytes,
+      requestLength: request.length,
+      requestBytes: request.length,
+      headLength: response.length,
+      responseBytes: response.length,
+      chunkMarks: null,
+      latencyMs: providerMs + 0.25,
+      ttfbMs: providerMs + 0.2,
+      providerMs,
+      overheadMs: 0.25,
+      detection: '',
+      issues: '',
+    })
+    transfer.push(bytes.buffer)
+  }
+  return { traces, transfer }
+}
+
+async function storeWorkerCase (): Promise<void> {
+  const traces = loadConfig({}).traces
+  const store = openStore(tempDir('store'))
+  await store.call('migrate')
+  // Rows posted and not yet written (in messages, in the worker's queue, or in an insert) stay under
+  // a few insert batches, so the rate measured is what the worker sustains, not what memory absorbs.
+  const bound = Math.max(4 * traces.batchRows, 4 * ingestBatch)
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  let posted = 0
+  let buildMs = 0
+  let postMs = 0
+  delay.enable()
+  const t0 = performance.now()
+  const deadline = t0 + ingestSeconds * 1000
+  let stats: TraceStats = await store.call('traceStats')
+  while (performance.now() < deadline && posted < ingestTraces) {
+    const n = Math.min(ingestBatch, ingestTraces - posted)
+    if (stats.queued + (posted - stats.written) + n > bound) {
+      stats = await store.call('traceStats')
+      if (stats.queued + (posted - stats.written) + n > bound) await sleep(2)
+      continue
+    }
+    const t1 = performance.now()
+    const b = batch(n, posted)
+    const t2 = performance.now()
+    store.postTraces(b.traces, b.transfer)
+    postMs += performance.now() - t2
+    buildMs += t2 - t1
+    posted += n
+    // One post per event-loop turn, as the sink does, so the loop stays free for requests.
+    await turn()
+  }
+  const flushed = await store.call('flushTraces')
+  const seconds = (performance.now() - t0) / 1000
+  delay.disable()
+  const { rows } = await countRows(store)
+  await store.close()
+  line({
+    case: 'store_worker',
+    traces: posted,
+    seconds: round2(seconds),
+    traces_per_s: Math.round(posted / seconds),
+    event_loop_delay_p99_ms: round2(delay.percentile(99) / 1e6),
+    event_loop_delay_max_ms: round2(delay.max / 1e6),
+    batch: ingestBatch,
+    // This thread's time per trace: packing (what the sink's pack() does, plus the id) and posting.
+    pack_us_per_trace: round2(buildMs * 1000 / posted),
+    post_us_per_trace: round2(postMs * 1000 / posted),
+    rows,
+    dropped: flushed.dropped,
+    spooled: flushed.spooled,
+    target_traces_per_s: 20000,
+    target_delay_p99_ms: 2,
+  })
+  if (rows !== posted) {
+    process.stderr.write(`store_worker: ${posted} traces posted but ${rows} rows in ClickHouse\n`)
+    process.exitCode = 1
+  }
+}
+
+// ---- 2. proxy throughput, tracing on against off ---------------------------------------------------
+
+const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
+
+interface Run { rps: number; ok: number; non2xx: number; errors: number }
+
+async function load (url: string, key: string, seconds: number): Promise<Run> {
+  const r = await autocannon({
+    url: `${url}/api/alpha_service/chat_completion`,
+    method: 'POST',
+    body: JSON.stringify({ api_key: key, alpha_api_key: 'sk-bench', model: 'gpt-4o-mini', messages: MESSAGES, stream: false, temperature: 0.7 }),
+    headers: { 'content-type': 'application/json' },
+    connections,
+    duration: seconds,
+    timeout: 20,
+  })
+  // autocannon counts responses per status class; its typings here leave them out.
+  const ok = Number((r as unknown as Record<string, unknown>)['2xx'] ?? 0)
+  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts }
+}
+
+async function proxyCase (): Promise<void> {
+  const mock = await startMock()
+  cleanups.push(() => mock.proc.stop())
+  // Our own data dirs (the env wins over startTracegate's), so the traced one outlives its process.
+  // Detection is off on both: this case measures what tracing costs, and nothing else.
+  const onDir = tempDir('on')
+  const offDir = tempDir('off')
+  const off = await startTracegate(mock.url, { TRACEGATE_TRACES: 'off', TRACEGATE_DETECTION: 'off', TRACEGATE_DATA_DIR: offDir })
+  cleanups.push(() => off.stop())
+  const on = await startTracegate(mock.url, { TRACEGATE_TRACES: 'on', TRACEGATE_DETECTION: 'off', TRACEGATE_DATA_DIR: onDir })
+  cleanups.push(() => on.stop())
+
+  // Every call the traced server answered, warm-up included, must be a row.
+  let responses = 0
+  let onNon2xx = 0
+  let onRuns = 0
+  const loadOn = async (seconds: number): Promise<Run> => {
+    const r = await load(on.url, on.key, seconds)
+    responses += r.ok
+    onNon2xx += r.non2xx
+    onRuns++
+    return r
+  }
+  const warm = Math.max(3, Math.round(duration / 2))
+  await load(off.url, off.key, warm)
+  await loadOn(warm)
+  // Alternate so drift (other load on the machine, the traced server's merges) falls on both alike.
+  const rpsOff: number[] = []
+  const rpsOn: number[] = []
+  let errors = 0
+  for (let i = 0; i < 2; i++) {
+    const a = await load(off.url, off.key, duration)
+    const b = await loadOn(duration)
+    rpsOff.push(a.rps)
+    rpsOn.push(b.rps)
+    errors += a.errors + a.non2xx + b.errors + b.non2xx
+  }
+
+  // Let the last batch reach the worker, then SIGTERM (which flushes every trace) and read the rows
+  // straight from the data dir.
+  await sleep(2000)
+  await on.proc.stop()
+  const store = openStore(onDir)
+  const { rows, byOutcome } = await countRows(store)
+  await store.close()
+
+  const mean = (xs: number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length
+  line({
+    case: 'proxy_tracing',
+    connections,
+    duration_s: duration,
+    rps_off: Math.round(mean(rpsOff)),
+    rps_on: Math.round(mean(rpsOn)),
+    ratio: round3(mean(rpsOn) / mean(rpsOff)),
+    rps_off_runs: rpsOff.map((x) => Math.round(x)),
+    rps_on_runs: rpsOn.map((x) => Math.round(x)),
+    errors,
+    rows,
+    rows_by_outcome: byOutcome,
+    responses,
+    // autocannon drops the calls in flight when a run's time is up (one per connection); the server
+    // traces them as client_aborted, or ok when it had already answered: rows without a response.
+    rows_without_response: rows - responses - onNon2xx,
+    target_ratio: 0.9,
+  })
+  if ((byOutcome.ok ?? 0) < responses || rows > responses + onNon2xx + onRuns * connections) {
+    process.stderr.write(`proxy_tracing: ${responses} 2xx responses but ${rows} trace rows ${JSON.stringify(byOutcome)}\n`)
+    process.exitCode = 1
+  }
+}
+
+async function main (): Promise<void> {
+  // Bounded in time whatever happens: the cases' own durations plus a generous margin for start-up,
+  // warm-up and flushing.
+  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 6 * duration + 120)
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`ingest bench exceeded ${budgetS} s; stopping\n`)
+    process.exitCode = 1
+    void cleanup().finally(() => process.exit())
+  }, budgetS * 1000)
+  watchdog.unref()
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      process.exitCode = 130
+      void cleanup().finally(() => process.exit())
+    })
+  }
+  try {
+    if (!skip.has('store')) await storeWorkerCase()
+    if (!skip.has('proxy')) await proxyCase()
+  } finally {
+    await cleanup()
+    clearTimeout(watchdog)
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(String(err instanceof Error ? err.stack : err) + '\n')
+  process.exitCode = 1
+})
