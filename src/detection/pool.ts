@@ -26,9 +26,6 @@ export function defaultThreads (): number {
   return Math.max(1, availableParallelism() - 1)
 }
 
-/** A task still running this long after its deadline has its worker terminated (piscina replaces it). */
-const HARD_LIMIT_FACTOR = 20
-
 export class DetectionPool {
   readonly #pool: Piscina<DetectTask, Verdict>
   readonly #deadlineMs: number
@@ -63,10 +60,9 @@ export class DetectionPool {
         settled = true
         resolve({ ok: false, failure: 'deadline' })
       }, this.#deadlineMs)
-      this.#pool.run(task, {
-        transferList: [bytes.buffer],
-        signal: AbortSignal.timeout(this.#deadlineMs * HARD_LIMIT_FACTOR),
-      }).then((verdict) => {
+      // The deadline answers the request; the task itself runs on (an AbortSignal per task, which
+      // would also terminate a stuck worker, cost more on this thread than the detection itself).
+      this.#pool.run(task, { transferList: [bytes.buffer] }).then((verdict) => {
         clearTimeout(timer)
         if (!settled) resolve({ ok: true, verdict })
       }, (err: unknown) => {
