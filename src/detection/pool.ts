@@ -22,6 +22,9 @@ export interface DetectionPoolOptions {
   readonly filename?: string
 }
 
+/** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
+const HARD_LIMIT_FACTOR = 20
+
 export function defaultThreads (): number {
   return Math.max(1, availableParallelism() - 1)
 }
@@ -30,6 +33,9 @@ export class DetectionPool {
   readonly #pool: Piscina<DetectTask, Verdict>
   readonly #deadlineMs: number
   readonly #maxQueue: number
+  /** Tasks in flight and when they started; one watchdog timer ends the stuck ones. */
+  readonly #running = new Map<AbortController, number>()
+  readonly #watchdog: NodeJS.Timeout
 
   constructor (options: DetectionPoolOptions) {
     this.#deadlineMs = options.deadlineMs
@@ -43,6 +49,16 @@ export class DetectionPool {
     })
     // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
     this.#pool.on('error', () => {})
+    // One timer for all tasks (AbortSignal.timeout per task starts a timer per request): aborting a
+    // task that runs far past its deadline makes piscina terminate its worker and start a new one.
+    const limit = options.deadlineMs * HARD_LIMIT_FACTOR
+    this.#watchdog = setInterval(() => {
+      const now = performance.now()
+      for (const [controller, started] of this.#running) {
+        if (now - started > limit) { this.#running.delete(controller); controller.abort() }
+      }
+    }, Math.max(50, options.deadlineMs))
+    this.#watchdog.unref()
   }
 
   get queued (): number {
@@ -60,12 +76,15 @@ export class DetectionPool {
         settled = true
         resolve({ ok: false, failure: 'deadline' })
       }, this.#deadlineMs)
-      // The deadline answers the request; the task itself runs on (an AbortSignal per task, which
-      // would also terminate a stuck worker, cost more on this thread than the detection itself).
-      this.#pool.run(task, { transferList: [bytes.buffer] }).then((verdict) => {
+      // The deadline answers the request; the task itself runs on until the watchdog ends it.
+      const controller = new AbortController()
+      this.#running.set(controller, performance.now())
+      this.#pool.run(task, { transferList: [bytes.buffer], signal: controller.signal }).then((verdict) => {
+        this.#running.delete(controller)
         clearTimeout(timer)
         if (!settled) resolve({ ok: true, verdict })
       }, (err: unknown) => {
+        this.#running.delete(controller)
         clearTimeout(timer)
         if (settled) return
         const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
@@ -88,6 +107,7 @@ export class DetectionPool {
   }
 
   close (): Promise<void> {
+    clearInterval(this.#watchdog)
     return this.#pool.destroy()
   }
 }
