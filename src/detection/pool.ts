@@ -24,6 +24,7 @@ export interface DetectionPoolOptions {
 
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
 const HARD_LIMIT_FACTOR = 20
+const MIB = 1024 * 1024
 
 export function defaultThreads (): number {
   return Math.max(1, availableParallelism() - 1)
@@ -34,7 +35,7 @@ export class DetectionPool {
   readonly #deadlineMs: number
   readonly #maxQueue: number
   /** Tasks in flight and when they started; one watchdog timer ends the stuck ones. */
-  readonly #running = new Map<AbortController, number>()
+  readonly #running = new Map<AbortController, { started: number; limit: number }>()
   readonly #watchdog: NodeJS.Timeout
 
   constructor (options: DetectionPoolOptions) {
@@ -51,11 +52,10 @@ export class DetectionPool {
     this.#pool.on('error', () => {})
     // One timer for all tasks (AbortSignal.timeout per task starts a timer per request): aborting a
     // task that runs far past its deadline makes piscina terminate its worker and start a new one.
-    const limit = options.deadlineMs * HARD_LIMIT_FACTOR
     this.#watchdog = setInterval(() => {
       const now = performance.now()
-      for (const [controller, started] of this.#running) {
-        if (now - started > limit) { this.#running.delete(controller); controller.abort() }
+      for (const [controller, task] of this.#running) {
+        if (now - task.started > task.limit) { this.#running.delete(controller); controller.abort() }
       }
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
@@ -72,13 +72,16 @@ export class DetectionPool {
     const task: DetectTask = { provider, body: bytes }
     return new Promise((resolve) => {
       let settled = false
+      // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
+      // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
+      const deadline = this.#deadlineMs * (1 + Math.floor(body.length / MIB))
       const timer = setTimeout(() => {
         settled = true
         resolve({ ok: false, failure: 'deadline' })
-      }, this.#deadlineMs)
+      }, deadline)
       // The deadline answers the request; the task itself runs on until the watchdog ends it.
       const controller = new AbortController()
-      this.#running.set(controller, performance.now())
+      this.#running.set(controller, { started: performance.now(), limit: deadline * HARD_LIMIT_FACTOR })
       this.#pool.run(task, { transferList: [bytes.buffer], signal: controller.signal }).then((verdict) => {
         this.#running.delete(controller)
         clearTimeout(timer)
