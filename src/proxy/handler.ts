@@ -88,13 +88,20 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     x.body = forwarded
     x.accountId = info.accountId
     x.keyId = info.keyId
-    x.model = modelOf(body, sf, dialect)
     // Step 5: the plan.
     if (info.plan !== 'pro' && info.plan !== 'enterprise') {
+      x.model = modelOf(body, sf, dialect)
       x.fail(new TracegateError('plan_required'))
       return
     }
-    const checked = checkSchema(body, sf.members, dialect)
+    let checked: ReturnType<typeof checkSchema>
+    try {
+      checked = checkSchema(body, sf.members, dialect)
+    } catch (err) {
+      // The trace of a call the schema check refused still names the model, when it is readable.
+      x.model = modelOf(body, sf, dialect)
+      throw err
+    }
     x.model = checked.model
     x.streaming = checked.stream
     x.confidential = checked.isConfidential

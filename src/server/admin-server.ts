@@ -6,6 +6,7 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AdminError, type AdminOps } from '../admin/ops.js'
 import { StoreError } from '../store/client.js'
+import { readBody } from './body.js'
 import { listen } from './proxy-app.js'
 import { uws, type TemplatedApp } from './uws.js'
 
@@ -52,20 +53,15 @@ export class AdminServer {
       const auth = Buffer.from(req.getHeader('authorization'))
       let aborted = false
       res.onAborted(() => { aborted = true })
-      const chunks: Buffer[] = []
-      let size = 0
-      res.onData((chunk, isLast) => {
-        if (size < 0) return
-        size += chunk.byteLength
-        if (size > ADMIN_BODY_LIMIT) {
-          size = -1
-          if (!aborted) res.cork(() => { res.writeStatus('413 Payload Too Large').end('{"error":{"code":"body_too_large","message":"admin requests are small"}}', true) })
+      const lengthHeader = req.getHeader('content-length')
+      const answer = (status: string, body: unknown, close = false): void => {
+        if (!aborted) res.cork(() => { res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify(body), close) })
+      }
+      readBody(res, lengthHeader === '' ? -1 : Number(lengthHeader), ADMIN_BODY_LIMIT, (r) => {
+        if (aborted) return
+        if (!r.ok) {
+          answer('413 Payload Too Large', { error: { code: 'body_too_large', message: 'admin requests are small' } }, true)
           return
-        }
-        chunks.push(Buffer.from(chunk.slice(0)))
-        if (!isLast) return
-        const answer = (status: string, body: unknown): void => {
-          if (!aborted) res.cork(() => { res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify(body)) })
         }
         if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
           answer('401 Unauthorized', { error: { code: 'unauthorized', message: 'bad admin token' } })
@@ -78,7 +74,7 @@ export class AdminServer {
         }
         let args: Record<string, unknown>
         try {
-          args = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>
+          args = JSON.parse(r.body.toString('utf8') || '{}') as Record<string, unknown>
         } catch {
           answer('400 Bad Request', { error: { code: 'invalid_json', message: 'the admin body must be JSON' } })
           return
