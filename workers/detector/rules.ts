@@ -66,7 +66,9 @@ const RULES: readonly Rule[] = [
   { id: 'reveal_system_prompt', family: 'prompt_exfiltration', weight: 0.95,
     re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|list|say|type|disclose|recite|dump|echo|return|copy|translate|summari[sz]e)\\b${G}\\b(?:your|the|my|its|all) (?:(?:full|entire|exact|complete|original|initial|hidden|secret|previous|above|first|system|pre-?prompt|developer) )*(?:system prompt|system message|system instructions|initial (?:instructions|prompt)|pre-?prompt|hidden (?:instructions|prompt)|original (?:instructions|prompt)|(?:instructions|prompt|rules) (?:you were|you have been|above|given))\\b`, 'g') },
   { id: 'what_is_your_prompt', family: 'prompt_exfiltration', weight: 0.9,
-    re: /\bwhat (?:is|are|was|were|'s) (?:in )?your (?:(?:full|entire|exact|original|initial|hidden|secret|system) )*(?:system prompt|system message|instructions|initial prompt|prompt|rules)\b/g },
+    // "What are your instructions for using this tool?" asks for help, not for the system prompt: the
+    // generic nouns count only when no "for/on/about/to …" follows.
+    re: /\bwhat (?:is|are|was|were|'s) (?:in )?your (?:(?:full|entire|exact|original|initial|hidden|secret|system) )*(?:system prompt|system message|initial prompt|(?:instructions|prompt|rules)\b(?!\s+(?:for|on|about|to|regarding|when|if)\b))/g },
   { id: 'reveal_secret', family: 'prompt_exfiltration', weight: 0.6,
     re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|say|type|disclose|encode|reverse|what (?:is|was|'s))\\b${G}\\b(?:the|your|this|that) (?:(?:secret|hidden|current|actual|real) )*(?:password|passphrase|pass word|secret(?: word| key| code)?|api key|access code|key word)\\b`, 'g') },
   { id: 'given_instructions', family: 'prompt_exfiltration', weight: 0.9,
