@@ -61,7 +61,3 @@ export class TracegateError extends Error {
     this.extra = options.extra ?? null
   }
 }
-
-export function isTracegateError (err: unknown): err is TracegateError {
-  return err instanceof TracegateError
-}

@@ -3,7 +3,6 @@
 // worker (no structured clone). A bounded queue, a per-request deadline, and a worker that crashes is
 // replaced by piscina without taking the process down. What happens when detection cannot judge a
 // request is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
-import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Piscina } from 'piscina'
 import type { ProviderName } from '../config.js'
@@ -25,10 +24,6 @@ export interface DetectionPoolOptions {
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
 const HARD_LIMIT_FACTOR = 20
 const MIB = 1024 * 1024
-
-export function defaultThreads (): number {
-  return Math.max(1, availableParallelism() - 1)
-}
 
 export class DetectionPool {
   readonly #pool: Piscina<DetectTask, Verdict>
@@ -59,10 +54,6 @@ export class DetectionPool {
       }
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
-  }
-
-  get queued (): number {
-    return this.#pool.queueSize
   }
 
   check (provider: ProviderName, body: Buffer): Promise<DetectionOutcome> {

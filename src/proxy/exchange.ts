@@ -43,12 +43,9 @@ export class Exchange {
   /** Why detection could not judge the request (error, deadline, queue_full). */
   detectionFailure: string | null = null
   upstreamStartAt = 0
-  upstreamHeadersAt = 0
-  firstChunkAt = 0
   /** When the first response byte was handed to the client's socket. */
   firstWriteAt = 0
   endedAt = 0
-  bytesOut = 0
   controller: Dispatcher.DispatchController | null = null
   readonly #onFinish: FinishListener
 
@@ -79,14 +76,10 @@ export class Exchange {
 
   upstreamResponded (status: number): void {
     this.status = status
-    this.upstreamHeadersAt = performance.now()
   }
 
   responseChunk (chunk: Buffer): void {
-    const now = performance.now()
-    if (this.firstChunkAt === 0) this.firstChunkAt = now
-    this.bytesOut += chunk.length
-    this.capture?.add(chunk, now - this.startedAt)
+    this.capture?.add(chunk, performance.now() - this.startedAt)
   }
 
   wrote (): void {
