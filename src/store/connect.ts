@@ -5,6 +5,9 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { createChdbConnection } from 'chdb/connection'
 import type { ClickHouseServerConfig } from '../config.js'
 
+// Counts and byte sizes (UInt64) come back as JSON numbers, not strings, for every query.
+const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const
+
 export function chdbPath (dataDir: string): string {
   return join(dataDir, 'clickhouse')
 }
@@ -14,6 +17,7 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
     const path = chdbPath(dataDir)
     mkdirSync(path, { recursive: true })
     return createClient({
+      clickhouse_settings: SETTINGS,
       // chdb implements @clickhouse/client's Connection interface against its own copy of client-common.
       connection: createChdbConnection({ path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
     })
@@ -30,6 +34,7 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
     // The store reports failures itself (spooling, readiness); the client's own console logging would
     // print every refused connection while ClickHouse is away.
     log: { level: ClickHouseLogLevel.OFF },
+    clickhouse_settings: SETTINGS,
     url: server.url,
     username: server.username,
     password: server.password,

@@ -68,7 +68,7 @@ function params (r: UsageRange): Record<string, unknown> {
 }
 
 async function rows (ch: ClickHouseClient, query: string, p: Record<string, unknown>): Promise<Raw[]> {
-  const rs = await ch.query({ query, query_params: p, format: 'JSONEachRow', clickhouse_settings: { output_format_json_quote_64bit_integers: 0 } })
+  const rs = await ch.query({ query, query_params: p, format: 'JSONEachRow' })
   return rs.json<Raw>()
 }
 

@@ -79,7 +79,6 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
         query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',
         query_params: a,
         format: 'JSONEachRow',
-        clickhouse_settings: { output_format_json_quote_64bit_integers: 0 },
       })
       return (await rs.json<TraceRow>())[0] ?? null
     }
@@ -96,7 +95,7 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'testQuery': {
       seam()
       const a = args as { query: string; params?: Record<string, unknown> }
-      const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow', clickhouse_settings: { output_format_json_quote_64bit_integers: 0 } })
+      const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow' })
       return rs.json()
     }
   }
