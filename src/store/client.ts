@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
-import type { RawTrace } from './trace-types.js'
+import type { RawTrace, TraceSummary } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -17,7 +17,9 @@ export interface StoreOptions {
   readonly warn?: (msg: string, fields: Record<string, unknown>) => void
 }
 
-type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> }
+type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: TraceSummary[] }
+
+export type WrittenListener = (traces: readonly TraceSummary[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -47,6 +49,7 @@ function pinChdb (): void {
 export class StoreClient {
   readonly #worker: Worker
   readonly #pending = new Map<number, Pending>()
+  readonly #written = new Set<WrittenListener>()
   #nextId = 1
   #closed = false
   #exited: Promise<void>
@@ -67,6 +70,10 @@ export class StoreClient {
       if (msg === 'closed') return
       if ('log' in msg) {
         warn(msg.msg, msg.fields)
+        return
+      }
+      if ('written' in msg) {
+        for (const fn of this.#written) fn(msg.written)
         return
       }
       const p = this.#pending.get(msg.id)
@@ -94,6 +101,12 @@ export class StoreClient {
       const msg: StoreRequest = { id, op, args: args[0] }
       this.#worker.postMessage(msg)
     })
+  }
+
+  /** Calls `fn` with the summaries of trace rows once they are stored; returns the unsubscribe. */
+  onWritten (fn: WrittenListener): () => void {
+    this.#written.add(fn)
+    return () => { this.#written.delete(fn) }
   }
 
   /** Hands finished exchanges to the worker; their buffers move, not copy. */

@@ -51,3 +51,27 @@ export interface TraceStats {
   spoolBytes: number
   clickhouseUp: boolean
 }
+
+/**
+ * What the dashboard's live list shows of a trace, sent to the front thread once its row is stored
+ * (written to ClickHouse, or replayed from the spool), so what is shown live is what is stored.
+ */
+export interface TraceSummary {
+  readonly account_id: string
+  readonly trace_id: string
+  readonly time: string
+  readonly key_id: string
+  readonly provider: string
+  readonly model: string
+  readonly streaming: boolean
+  readonly confidential: boolean
+  readonly status: number
+  readonly outcome: string
+  readonly error_code: string
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly cached_input_tokens: number
+  readonly token_source: string
+  readonly latency_ms: number
+  readonly cost_usd: number | null
+}

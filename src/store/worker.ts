@@ -12,6 +12,7 @@ import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
 import type { TraceRow } from './rows.js'
+import type { TraceSummary } from './trace-types.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 
 const data = workerData as StoreWorkerData
@@ -30,6 +31,30 @@ function warn (msg: string, fields: Record<string, unknown>): void {
   port.postMessage({ log: 'warn', msg, fields })
 }
 
+/** Stored rows, summarised for the dashboard's live list on the front thread. */
+function written (rows: readonly TraceRow[]): void {
+  const summaries: TraceSummary[] = rows.map((r) => ({
+    account_id: r.account_id,
+    trace_id: r.trace_id,
+    time: r.time,
+    key_id: r.key_id,
+    provider: r.provider,
+    model: r.model,
+    streaming: r.streaming,
+    confidential: r.confidential,
+    status: r.status,
+    outcome: r.outcome,
+    error_code: r.error_code,
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    cached_input_tokens: r.cached_input_tokens,
+    token_source: r.token_source,
+    latency_ms: r.latency_ms,
+    cost_usd: r.cost_usd,
+  }))
+  port.postMessage({ written: summaries })
+}
+
 function open (): Promise<void> {
   ready ??= (async () => {
     const client = await connect(data.dataDir, data.clickhouse)
@@ -37,7 +62,7 @@ function open (): Promise<void> {
     accounts = new AccountStore(holder)
     if (data.traces.enabled) {
       const spool = new Spool(join(data.dataDir, 'spool'), data.traces.spoolMaxBytes)
-      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, () => {}, warn)
+      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, written, warn)
     }
   })()
   return ready
