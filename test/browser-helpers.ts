@@ -1,0 +1,180 @@
+// Set-up for the dashboard's browser tests (issue 5): a real tracegate with its first-start admin in
+// front of the real mock provider, Debian's chromium driven by playwright-core (never a browser
+// download), sign-in, requests through the proxy, the stored row to compare the page with, and
+// screenshots under test-output/screenshots for a reviewer.
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
+import { Tracegate, type FirstStart } from '../src/tracegate.js'
+import type { TraceRow } from '../src/store/rows.js'
+import { ROUTES, post, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
+
+export const CHROMIUM = '/usr/bin/chromium'
+export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url))
+
+interface Tap {
+  teardown (fn: () => unknown): void
+}
+
+export interface Dashboard {
+  readonly tg: Tracegate
+  readonly mock: MockProvider
+  /** http://127.0.0.1:{dashboardPort} */
+  readonly base: string
+  readonly proxy: string
+  readonly admin: FirstStart
+}
+
+/** The dashboard's port, read without a compile-time dependency so this file builds on its own. */
+function dashboardPort (tg: Tracegate): number {
+  const port = (tg as unknown as { dashboardPort?: unknown }).dashboardPort
+  if (typeof port !== 'number' || port <= 0) throw new Error(`Tracegate exposes no dashboardPort (got ${String(port)})`)
+  return port
+}
+
+/** A tracegate on an empty data directory, so the first start creates the admin the tests sign in as. */
+export async function startDashboard (t: Tap): Promise<Dashboard> {
+  const mock = await startMockProvider()
+  t.teardown(() => mock.close())
+  const dataDir = tempDir('tracegate-browser-')
+  t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
+  const tg = await Tracegate.start(testConfig(dataDir, mock), { testSeams: true })
+  t.teardown(() => tg.close())
+  if (tg.firstStart === null) throw new Error('the first start on an empty data directory made no admin')
+  return { tg, mock, base: `http://127.0.0.1:${dashboardPort(tg)}`, proxy: `http://127.0.0.1:${tg.proxyPort}`, admin: tg.firstStart }
+}
+
+/** Debian's chromium, headless. Missing is a failure, not a skip: CI installs it (.ci/run). */
+export async function launchBrowser (t: Tap): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`)
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  })
+  t.teardown(() => browser.close())
+  return browser
+}
+
+/** What a page did that it must not: dialogs opened, uncaught errors, CSP violations it reported. */
+export interface Watched {
+  readonly dialogs: string[]
+  readonly pageErrors: string[]
+  readonly cspViolations: string[]
+}
+
+export async function newPage (browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page; watched: Watched }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, baseURL: base })
+  context.setDefaultTimeout(10_000)
+  const page = await context.newPage()
+  const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [] }
+  page.on('dialog', (d) => { watched.dialogs.push(`${d.type()}: ${d.message()}`); d.dismiss().catch(() => {}) })
+  page.on('pageerror', (e) => { watched.pageErrors.push(String(e)) })
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /content security policy/i.test(m.text())) watched.cspViolations.push(m.text())
+  })
+  return { context, page, watched }
+}
+
+/** Signs in through the form and waits for the shell to show the signed-in email. */
+export async function signIn (page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/signin')
+  const form = page.locator('form[data-testid=signin-form]')
+  await form.waitFor()
+  await form.locator('input[name=email]').fill(email)
+  await form.locator('input[name=password]').fill(password)
+  await page.locator('button[data-testid=signin-submit]').click()
+  await page.locator('[data-testid=user-email]').filter({ hasText: email }).waitFor()
+}
+
+export async function screenshot (page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
+
+export type Provider = keyof typeof ROUTES
+
+export interface Sent {
+  readonly status: number
+  readonly traceId: string
+  readonly body: any
+  readonly raw: RawResponse
+}
+
+/** One call through the proxy with a body the caller built (service fields included). */
+export async function send (proxy: string, provider: Provider, body: Record<string, unknown>): Promise<Sent> {
+  const raw = await post(proxy + ROUTES[provider], JSON.stringify(body))
+  const id = raw.headers['x-request-id']
+  if (typeof id !== 'string') throw new Error('no x-request-id on the proxy response')
+  let parsed: unknown = null
+  try { parsed = JSON.parse(raw.body.toString('utf8')) } catch { parsed = null }
+  return { status: raw.status, traceId: id, body: parsed, raw }
+}
+
+/**
+ * A body for each dialect with a system prompt and one user message holding `text`, so the detail page
+ * can show the conversation by role as the dialect carries it.
+ */
+export function chatBody (provider: Provider, apiKey: string, text: string, model?: string): Record<string, unknown> {
+  switch (provider) {
+    case 'alpha': return {
+      model: model ?? 'gpt-4o-mini',
+      messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: text }],
+      api_key: apiKey,
+      alpha_api_key: 'sk-client',
+    }
+    case 'beta': return {
+      model: model ?? 'claude-sonnet-4-5',
+      max_tokens: 64,
+      system: 'Answer briefly.',
+      messages: [{ role: 'user', content: text }],
+      api_key: apiKey,
+      beta_api_key: 'sk-ant-client',
+    }
+    case 'gamma': return {
+      model: model ?? 'gemini-2.5-flash',
+      systemInstruction: { parts: [{ text: 'Answer briefly.' }] },
+      contents: [{ role: 'user', parts: [{ text }] }],
+      api_key: apiKey,
+      gamma_api_key: 'AIza-client',
+    }
+  }
+}
+
+/** The stored row, flushing the store first; what the page shows must be what is stored. */
+export async function storedTrace (tg: Tracegate, accountId: string, traceId: string): Promise<TraceRow> {
+  for (let i = 0; i < 100; i++) {
+    await tg.store.call('flushTraces')
+    const row = await tg.store.call('getTrace', { accountId, traceId })
+    if (row !== null) return row
+    await sleep(20)
+  }
+  throw new Error(`no stored trace ${traceId}`)
+}
+
+/** The first number in a text, with how many decimals it was shown with ("$0.000120" -> 0.00012, 6). */
+export function shownNumber (text: string): { value: number; decimals: number } | null {
+  const m = /(-?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?/i.exec(text)
+  if (m === null) return null
+  const intPart = (m[1] ?? '').replace(/,/g, '')
+  const frac = m[2] ?? ''
+  const exp = m[3] === undefined ? 0 : Number(m[3])
+  const value = Number(`${intPart}${frac === '' ? '' : '.' + frac}e${exp}`)
+  return { value, decimals: Math.max(0, frac.length - exp) }
+}
+
+/** A duration as the page shows it ("12.3 ms", "1.20 s", "850 µs"), in ms with its display step. */
+export function shownMs (text: string): { ms: number; step: number } | null {
+  const n = shownNumber(text)
+  if (n === null) return null
+  const unit = /\d\s*(ms|s|µs|us|μs)\b/i.exec(text)?.[1]?.toLowerCase() ?? 'ms'
+  const scale = unit === 's' ? 1000 : unit === 'ms' ? 1 : 0.001
+  return { ms: n.value * scale, step: 10 ** -n.decimals * scale }
+}
+
+/** Whether a shown number is the stored one rounded to the digits it shows (plus a little float slack). */
+export function roundsTo (shown: number, decimals: number, actual: number, slack = 1e-9): boolean {
+  return Math.abs(shown - actual) <= 0.5 * 10 ** -decimals + slack
+}

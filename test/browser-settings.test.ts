@@ -1,0 +1,256 @@
+// The dashboard's settings and its boundaries in a real browser (issue 5): a key created in Settings →
+// API Keys is shown once (copy button, warning), works against the proxy, and once revoked through the
+// confirmation is refused with 401; the account page; a second account sees none of the first one's
+// traces in the list, at a detail address, or in usage; signing out returns to the sign-in page.
+import t, { type Test } from 'tap'
+import { randomUUID } from 'node:crypto'
+import type { Locator, Page } from 'playwright-core'
+import {
+  chatBody, launchBrowser, newPage, screenshot, send, shownNumber, signIn, startDashboard, storedTrace,
+  type Watched,
+} from './browser-helpers.js'
+
+const d = await startDashboard(t)
+const browser = await launchBrowser(t)
+const admin = await newPage(browser, d.base)
+const page = admin.page
+const accountId = d.admin.accountId
+const watchedPages: Array<[string, Watched]> = [['admin', admin.watched]]
+
+const nonce = (label: string): string => `${label}-${randomUUID()}`
+const text = async (loc: Locator): Promise<string> => (await loc.textContent()) ?? ''
+const rowOf = (p: Page, id: string): Locator => p.locator(`tr[data-testid=trace-row][data-trace-id="${id}"]`)
+
+async function openList (p: Page): Promise<void> {
+  await p.goto('/traces')
+  await p.locator('table[data-testid=trace-list]').waitFor()
+  await p.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
+}
+
+/** The shown key: the text of an element, or the value of an input holding it. */
+async function keyValue (p: Page): Promise<string> {
+  return await p.locator('[data-testid=created-key-value]').evaluate((el) =>
+    (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement ? el.value : el.textContent ?? '').trim())
+}
+
+async function callWith (apiKey: string, label: string): Promise<{ status: number; traceId: string; code: unknown; nonce: string }> {
+  const n = nonce(label)
+  const r = await send(d.proxy, 'alpha', chatBody('alpha', apiKey, `Hello ${n}`))
+  return { status: r.status, traceId: r.traceId, code: r.body?.error?.code, nonce: n }
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+let createdId = ''
+let createdValue = ''
+
+t.test('Settings → API Keys: a created key is shown once with a copy button and a warning, and works', async (t) => {
+  await signIn(page, d.admin.email, d.admin.password)
+  await page.locator('a[data-testid=nav-keys]').click()
+  await page.waitForURL('**/settings/keys')
+  await page.locator('table[data-testid=key-list]').waitFor()
+  const [first] = await d.tg.admin.listKeys({ account: accountId })
+  t.equal(await page.locator(`tr[data-testid=key-row][data-key-id="${first?.id}"]`).count(), 1, 'the first-start key is listed')
+
+  await page.locator('button[data-testid=create-key]').click()
+  const form = page.locator('form[data-testid=create-key-form]')
+  await form.waitFor()
+  await form.locator('input[name=name]').fill('browser test key')
+  await form.locator('select[name=scope]').selectOption('proxy')
+  await form.locator('select[name=expires]').selectOption('30')
+  await page.locator('button[data-testid=create-key-submit]').click()
+  await page.locator('[data-testid=created-key]').waitFor()
+  createdValue = await keyValue(page)
+  t.match(createdValue, /^tgk_[A-Za-z0-9_-]{43}$/, 'the key is shown')
+  const warning = (await text(page.locator('[data-testid=created-key-warning]'))).trim()
+  t.match(warning, /again|once|not be shown|won.t be shown|cannot be shown/i, `a warning that it is shown once (${JSON.stringify(warning)})`)
+
+  await admin.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: d.base })
+  await page.locator('button[data-testid=copy-key]').click()
+  await page.waitForTimeout(100)
+  t.equal(await page.evaluate(() => navigator.clipboard.readText()), createdValue, 'copy puts the key on the clipboard')
+  await screenshot(page, 'keys-created')
+
+  const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === 'browser test key')
+  t.ok(stored !== undefined, 'the key is stored')
+  createdId = stored?.id ?? ''
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${createdId}"]`)
+  await row.waitFor()
+  const cell = async (c: string): Promise<string> => (await text(row.locator(`td[data-col=${c}]`))).trim()
+  t.equal(await cell('name'), 'browser test key', 'name cell')
+  const prefix = await cell('prefix')
+  t.ok(prefix.length >= 6 && createdValue.startsWith(prefix.replace(/[.…]+$/, '')), `prefix cell ${JSON.stringify(prefix)} is the start of the key`)
+  t.ok(prefix.replace(/[.…]+$/, '').length < createdValue.length, 'the prefix is not the whole key')
+  t.equal(await cell('scope'), 'proxy', 'scope cell')
+  t.match(await cell('status'), /^active$/i, 'status active')
+  t.match(await cell('expires'), /\d/, 'expires cell shows a date')
+  t.not(await cell('created'), '', 'created cell')
+
+  const before = await page.request.get('/api/ui/keys')
+  t.notOk((await before.text()).includes(createdValue), 'the key list API does not hold the value')
+  await page.reload()
+  await page.locator('table[data-testid=key-list]').waitFor()
+  await row.waitFor()
+  t.equal(await page.locator('[data-testid=created-key]').count(), 0, 'after a reload the key is not shown again')
+  t.notOk((await page.content()).includes(createdValue), 'nowhere in the page')
+  t.notOk((await page.content()).includes(createdValue.slice(4, 24)), 'not even a part past the prefix')
+
+  const used = await callWith(createdValue, 'new-key')
+  t.equal(used.status, 200, 'the new key works against the proxy')
+  await storedTrace(d.tg, accountId, used.traceId)
+  let lastUsed = ''
+  for (let i = 0; i < 20; i++) {
+    await page.reload()
+    await row.waitFor()
+    lastUsed = await cell('last_used')
+    if (/\d/.test(lastUsed)) break
+    await page.waitForTimeout(250)
+  }
+  t.match(lastUsed, /\d/, `last used is shown once the key was used (${JSON.stringify(lastUsed)})`)
+
+  const forged = await page.request.post('/api/ui/keys', { data: { name: 'no csrf', scope: 'proxy' } })
+  t.equal(forged.status(), 403, 'creating a key without the CSRF token is refused')
+  t.equal((await forged.json().catch(() => null))?.error?.code, 'csrf_failed', 'csrf_failed')
+})
+
+t.test('revoke asks first: No keeps the key, Yes revokes it and the proxy answers 401 at once', async (t) => {
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${createdId}"]`)
+  const status = async (): Promise<string> => (await text(row.locator('td[data-col=status]'))).trim()
+  const dialog = page.locator('[data-testid=confirm-revoke]')
+
+  await row.locator('button[data-testid=revoke-key]').click()
+  await dialog.waitFor()
+  t.equal(await dialog.evaluate((el) => el.tagName), 'DIALOG', 'the confirmation is a <dialog>')
+  t.equal(await dialog.evaluate((el) => (el as HTMLDialogElement).open), true, 'open')
+  await page.locator('button[data-testid=confirm-revoke-no]').click()
+  await dialog.waitFor({ state: 'hidden' })
+  t.match(await status(), /^active$/i, 'No: still active')
+  t.equal((await callWith(createdValue, 'kept')).status, 200, 'No: the key still works')
+
+  await row.locator('button[data-testid=revoke-key]').click()
+  await dialog.waitFor()
+  await page.locator('button[data-testid=confirm-revoke-yes]').click()
+  await dialog.waitFor({ state: 'hidden' })
+  await row.locator('td[data-col=status]').filter({ hasText: /revoked/i }).waitFor()
+  t.pass('Yes: the row says revoked')
+  t.equal(await row.locator('button[data-testid=revoke-key]').count(), 0, 'a revoked key has no revoke button')
+  const refused = await callWith(createdValue, 'revoked')
+  t.equal(refused.status, 401, 'the proxy answers 401')
+  t.equal(refused.code, 'revoked_api_key', 'revoked_api_key')
+  await page.reload()
+  await row.waitFor()
+  t.match(await status(), /^revoked$/i, 'still revoked after a reload')
+})
+
+t.test('Settings → Account shows the name, plan and server-side keys', async (t) => {
+  await page.locator('a[data-testid=nav-account]').click()
+  await page.waitForURL('**/settings/account')
+  await page.locator('[data-testid=account-plan]').waitFor()
+  t.equal((await text(page.locator('[data-testid=account-name]'))).trim(), 'default', 'the first-start account')
+  t.equal((await text(page.locator('[data-testid=account-plan]'))).trim(), 'pro', 'plan pro')
+  t.equal((await text(page.locator('[data-testid=account-server-side-keys]'))).trim(), 'enabled', 'server-side keys enabled')
+  await screenshot(page, 'account')
+})
+
+t.test('another account sees none of the first account\'s traces: list, live feed, detail address, usage', async (t) => {
+  const account = await d.tg.admin.createAccount({ name: 'other', plan: 'pro' })
+  const email = 'other@example.com'
+  const password = 'other-password-1'
+  await d.tg.admin.createUser({ account: account.id, email, password })
+  const otherKey = await d.tg.admin.createKey({ account: account.id, scope: 'proxy', name: 'other key' })
+
+  const mine = await callWith(d.admin.proxyKey, 'first-account')
+  t.equal(mine.status, 200)
+  await storedTrace(d.tg, accountId, mine.traceId)
+
+  const other = await newPage(browser, d.base)
+  watchedPages.push(['other', other.watched])
+  const p2 = other.page
+  await signIn(p2, email, password)
+  t.equal((await text(p2.locator('[data-testid=user-email]'))).trim(), email, 'signed in as the other account\'s user')
+
+  await openList(page)
+  await openList(p2)
+  t.equal(await rowOf(p2, mine.traceId).count(), 0, 'the first account\'s trace is not in the other\'s list')
+  t.equal(await p2.locator('tr[data-testid=trace-row]').count(), 0, 'the other account has no traces yet')
+
+  const theirs = await callWith(otherKey.key, 'other-account')
+  t.equal(theirs.status, 200)
+  await rowOf(p2, theirs.traceId).waitFor()
+  t.pass('the other account\'s own call arrives live in its list')
+  // A call of the first account after it: once that one is shown live, the other's would have been too.
+  const later = await callWith(d.admin.proxyKey, 'first-account-later')
+  await rowOf(page, later.traceId).waitFor()
+  t.equal(await rowOf(page, theirs.traceId).count(), 0, 'the first account\'s live list never shows the other\'s call')
+  await p2.waitForTimeout(300)
+  t.equal(await rowOf(p2, later.traceId).count(), 0, 'the other\'s live list never shows the first account\'s call')
+  const listed = await p2.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id')))
+  t.same(listed, [theirs.traceId], 'the other account lists only its own call')
+
+  await p2.locator('input[data-testid=filter-text]').fill(mine.nonce)
+  await p2.waitForFunction(() => document.querySelectorAll('tr[data-testid=trace-row]').length === 0)
+  t.pass('searching for the first account\'s prompt text finds nothing')
+
+  await p2.goto(`/traces/${mine.traceId}`)
+  await p2.locator('[data-testid=not-found]').waitFor()
+  t.equal(await p2.locator('[data-testid=trace-detail]').count(), 0, 'the first account\'s detail address shows not-found')
+  t.notOk((await p2.content()).includes(mine.nonce), 'none of its prompt is on the page')
+  const api = await p2.request.get(`/api/ui/traces/${mine.traceId}`)
+  t.equal(api.status(), 404, 'the API answers 404')
+  t.equal((await api.json().catch(() => null))?.error?.code, 'trace_not_found', 'trace_not_found, as if it did not exist')
+
+  await p2.locator('a[data-testid=nav-usage]').click()
+  await p2.waitForURL('**/usage')
+  await p2.selectOption('select[data-testid=usage-range]', 'hour')
+  await storedTrace(d.tg, account.id, theirs.traceId)
+  await p2.reload()
+  await p2.selectOption('select[data-testid=usage-range]', 'hour')
+  try {
+    await p2.waitForFunction(() => (document.querySelector('[data-testid=usage-total-requests]')?.textContent ?? '').trim() !== '')
+  } catch { /* the assertion below says what is shown */ }
+  t.equal(shownNumber(await text(p2.locator('[data-testid=usage-total-requests]')))?.value, 1, 'usage counts only the other account\'s one call')
+  const keyRows = await p2.locator('table[data-testid=breakdown-key] tr[data-testid=breakdown-row]').count()
+  t.equal(keyRows, 1, 'one key in its usage breakdown')
+
+  await p2.locator('a[data-testid=nav-keys]').click()
+  await p2.waitForURL('**/settings/keys')
+  await p2.locator('table[data-testid=key-list]').waitFor()
+  await p2.locator(`tr[data-testid=key-row][data-key-id="${otherKey.id}"]`).waitFor()
+  const keyIds = await p2.locator('tr[data-testid=key-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-key-id')))
+  t.same(keyIds, [otherKey.id], 'the other account lists only its own key')
+
+  await p2.locator('a[data-testid=nav-account]').click()
+  await p2.locator('[data-testid=account-plan]').waitFor()
+  t.equal((await text(p2.locator('[data-testid=account-name]'))).trim(), 'other', 'its own account')
+  t.equal((await text(p2.locator('[data-testid=account-server-side-keys]'))).trim(), 'disabled', 'server-side keys disabled')
+  await other.context.close()
+})
+
+t.test('signing out returns to the sign-in page and the session is refused afterwards', async (t) => {
+  await page.goto('/traces')
+  await page.locator('table[data-testid=trace-list]').waitFor()
+  const session = (await admin.context.cookies()).find((c) => c.name === 'tg_session')
+  t.ok(session !== undefined, 'signed in with a session cookie')
+  await page.locator('button[data-testid=signout]').click()
+  await page.locator('form[data-testid=signin-form]').waitFor()
+  t.equal(await page.locator('[data-testid=user-email]').count(), 0, 'the sign-in page, no signed-in email')
+  await page.goto('/traces')
+  await page.locator('form[data-testid=signin-form]').waitFor()
+  t.equal(await page.locator('table[data-testid=trace-list]').count(), 0, 'a page asks to sign in again')
+  t.equal((await page.request.get('/api/ui/session')).status(), 401, 'the session API says signed out')
+
+  // The old cookie, replayed in a fresh context, is refused: sign-out ends the session, not just the cookie.
+  const replay = await browser.newContext({ baseURL: d.base })
+  if (session !== undefined) await replay.addCookies([session])
+  const r = await replay.request.get('/api/ui/session')
+  t.equal(r.status(), 401, 'the signed-out session id is refused')
+  await replay.close()
+})
+
+t.test('no dialog, no uncaught error and no CSP violation on any page', async (t: Test) => {
+  for (const [who, w] of watchedPages) {
+    t.same(w.dialogs, [], `${who}: no dialogs`)
+    t.same(w.pageErrors, [], `${who}: no uncaught errors`)
+    t.same(w.cspViolations, [], `${who}: no CSP violations`)
+  }
+})
