@@ -1,9 +1,15 @@
 // The detection pool: piscina worker threads running workers/detect.ts on every non-confidential
-// request before it is forwarded. The body is copied once into its own buffer and moved to the
-// worker (no structured clone). A bounded queue, a per-request deadline, and a worker that crashes is
+// request before it is forwarded. A bounded queue, a per-request deadline, and a worker that crashes is
 // replaced by piscina without taking the process down. What happens when detection cannot judge a
 // request is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
+//
+// Requests are handed over in batches: every body that arrives in one turn of the event loop (uWS
+// delivers a burst of requests in one poll phase) is copied once into one buffer, which is moved to a
+// worker as one piscina task (no structured clone of the bodies). A piscina task costs the front
+// thread tens of µs (task object, message, answer); one per burst instead of one per request is what
+// keeps detection from halving the proxy's throughput. Each request keeps its own deadline.
 import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import type { ProviderName } from '../config.js'
 import type { DetectTask, Verdict } from './types.js'
@@ -24,67 +30,179 @@ export interface DetectionPoolOptions {
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
 const HARD_LIMIT_FACTOR = 20
 const MIB = 1024 * 1024
+/** A batch stops growing at this many requests or bytes, so one worker does not get all of a big burst. */
+const BATCH_MAX = 64
+const BATCH_BYTES = MIB
+
+/** One request waiting for its verdict. */
+class Pending {
+  settled = false
+  constructor (
+    readonly provider: ProviderName,
+    readonly body: Buffer,
+    readonly due: number,
+    readonly resolve: (outcome: DetectionOutcome) => void,
+  ) {}
+
+  settle (outcome: DetectionOutcome): void {
+    if (this.settled) return
+    this.settled = true
+    this.resolve(outcome)
+  }
+}
+
+/** Requests sent to a worker as one piscina task. */
+class Batch {
+  timer: NodeJS.Timeout | null = null
+  readonly controller = new AbortController()
+  constructor (readonly items: Pending[], readonly started: number, readonly limit: number) {}
+}
+
+const DEADLINE: DetectionOutcome = Object.freeze({ ok: false, failure: 'deadline' })
+const ERROR: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' })
+const QUEUE_FULL: DetectionOutcome = Object.freeze({ ok: false, failure: 'queue_full' })
 
 export class DetectionPool {
-  readonly #pool: Piscina<DetectTask, Verdict>
+  readonly #pool: Piscina<DetectTask, Verdict[]>
   readonly #deadlineMs: number
   readonly #maxQueue: number
-  /** Tasks in flight and when they started; one watchdog timer ends the stuck ones. */
-  readonly #running = new Map<AbortController, { started: number; limit: number }>()
+  readonly #threads: number
+  /** Requests of this turn, not yet handed to piscina. */
+  #pending: Pending[] = []
+  #flushScheduled = false
+  /** Batches handed to piscina, in the order they were sent (piscina starts them in that order). */
+  readonly #inFlight = new Set<Batch>()
   readonly #watchdog: NodeJS.Timeout
+  readonly #flush = (): void => { this.#flushPending() }
 
   constructor (options: DetectionPoolOptions) {
     this.#deadlineMs = options.deadlineMs
     this.#maxQueue = options.maxQueue
+    this.#threads = options.threads
     this.#pool = new Piscina({
       filename: options.filename ?? DETECT_WORKER,
       minThreads: options.threads,
       maxThreads: options.threads,
+      // The request bound is ours (#queued); batches never outnumber requests.
       maxQueue: options.maxQueue,
       idleTimeout: 60_000,
     })
     // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
     this.#pool.on('error', () => {})
-    // One timer for all tasks (AbortSignal.timeout per task starts a timer per request): aborting a
-    // task that runs far past its deadline makes piscina terminate its worker and start a new one.
+    // One timer for all batches: aborting one that runs far past its deadline makes piscina terminate
+    // its worker and start a new one.
     this.#watchdog = setInterval(() => {
       const now = performance.now()
-      for (const [controller, task] of this.#running) {
-        if (now - task.started > task.limit) { this.#running.delete(controller); controller.abort() }
+      for (const batch of this.#inFlight) {
+        if (now - batch.started > batch.limit) batch.controller.abort()
       }
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
   }
 
+  /** Requests waiting for a worker: this turn's, plus those in batches behind the ones running. */
+  #queued (): number {
+    let queued = this.#pending.length
+    let running = this.#threads
+    for (const batch of this.#inFlight) {
+      if (running > 0) running--
+      else queued += batch.items.length
+    }
+    return queued
+  }
+
   check (provider: ProviderName, body: Buffer): Promise<DetectionOutcome> {
-    if (this.#pool.queueSize >= this.#maxQueue) return Promise.resolve({ ok: false, failure: 'queue_full' })
-    const bytes = new Uint8Array(body.length)
-    bytes.set(body)
-    const task: DetectTask = { provider, body: bytes }
+    if (this.#queued() >= this.#maxQueue) return Promise.resolve(QUEUE_FULL)
     return new Promise((resolve) => {
-      let settled = false
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
-      const deadline = this.#deadlineMs * (1 + Math.floor(body.length / MIB))
-      const timer = setTimeout(() => {
-        settled = true
-        resolve({ ok: false, failure: 'deadline' })
-      }, deadline)
-      // The deadline answers the request; the task itself runs on until the watchdog ends it.
-      const controller = new AbortController()
-      this.#running.set(controller, { started: performance.now(), limit: deadline * HARD_LIMIT_FACTOR })
-      this.#pool.run(task, { transferList: [bytes.buffer], signal: controller.signal }).then((verdict) => {
-        this.#running.delete(controller)
-        clearTimeout(timer)
-        if (!settled) resolve({ ok: true, verdict })
-      }, (err: unknown) => {
-        this.#running.delete(controller)
-        clearTimeout(timer)
-        if (settled) return
-        const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
-        resolve({ ok: false, failure: queueFull ? 'queue_full' : 'error' })
-      })
+      const due = performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB))
+      this.#pending.push(new Pending(provider, body, due, resolve))
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true
+        // After the poll phase: every request of this burst is in the batch.
+        setImmediate(this.#flush)
+      }
     })
+  }
+
+  #flushPending (): void {
+    this.#flushScheduled = false
+    const all = this.#pending
+    this.#pending = []
+    // Spread a burst over the threads, within the batch bounds.
+    const per = Math.min(BATCH_MAX, Math.ceil(all.length / this.#threads))
+    let i = 0
+    while (i < all.length) {
+      const items: Pending[] = []
+      let bytes = 0
+      while (i < all.length && items.length < per && (items.length === 0 || bytes + all[i]!.body.length <= BATCH_BYTES)) {
+        bytes += all[i]!.body.length
+        items.push(all[i++]!)
+      }
+      this.#send(items, bytes, true)
+    }
+  }
+
+  #send (items: Pending[], bytes: number, retry: boolean): void {
+    const now = performance.now()
+    // One copy of every body into one buffer that is moved, not cloned, to the worker.
+    const buf = new Uint8Array(bytes)
+    const ends: number[] = new Array(items.length)
+    const providers: ProviderName[] = new Array(items.length)
+    let at = 0
+    let due = Infinity
+    let last = 0
+    for (let k = 0; k < items.length; k++) {
+      const p = items[k]!
+      buf.set(p.body, at)
+      at += p.body.length
+      ends[k] = at
+      providers[k] = p.provider
+      if (p.due < due) due = p.due
+      if (p.due > last) last = p.due
+    }
+    const batch = new Batch(items, now, (last - now) * HARD_LIMIT_FACTOR)
+    this.#arm(batch, due)
+    this.#inFlight.add(batch)
+    const task: DetectTask = { providers, ends, body: buf }
+    this.#pool.run(task, { transferList: [buf.buffer], signal: batch.controller.signal }).then((verdicts) => {
+      this.#done(batch)
+      for (let k = 0; k < items.length; k++) {
+        const v = verdicts[k]
+        items[k]!.settle(v === undefined ? ERROR : { ok: true, verdict: v })
+      }
+    }, (err: unknown) => {
+      this.#done(batch)
+      const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
+      // A worker that died took the whole batch with it: judge each request again on its own, so only
+      // the one that kills a worker fails (and a full queue is answered as such).
+      if (!queueFull && retry && items.length > 1) {
+        for (const p of items) if (!p.settled) this.#send([p], p.body.length, false)
+        return
+      }
+      for (const p of items) p.settle(queueFull ? QUEUE_FULL : ERROR)
+    })
+  }
+
+  /** One timer per batch, at its earliest deadline; requests past theirs are answered, the rest re-armed. */
+  #arm (batch: Batch, due: number): void {
+    batch.timer = setTimeout(() => {
+      batch.timer = null
+      const now = performance.now()
+      let next = Infinity
+      for (const p of batch.items) {
+        if (p.settled) continue
+        if (p.due <= now + 1) p.settle(DEADLINE)
+        else if (p.due < next) next = p.due
+      }
+      if (next !== Infinity) this.#arm(batch, next)
+    }, Math.max(0, due - performance.now()))
+  }
+
+  #done (batch: Batch): void {
+    this.#inFlight.delete(batch)
+    if (batch.timer !== null) clearTimeout(batch.timer)
   }
 
   /**
@@ -95,7 +213,7 @@ export class DetectionPool {
     const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
     const runs = Array.from({ length: this.#pool.maxThreads }, () => {
       const bytes = new Uint8Array(body)
-      return this.#pool.run({ provider: 'alpha', body: bytes }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
+      return this.#pool.run({ providers: ['alpha'], ends: [bytes.length], body: bytes }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
     })
     await Promise.all(runs)
   }

@@ -47,8 +47,13 @@ export interface Verdict {
   readonly ms: number
 }
 
-/** What the front thread sends a worker: the forwarded body's bytes and its dialect. */
+/**
+ * What the front thread sends a worker: the forwarded bodies of one batch of requests, back to back in
+ * one moved buffer, with where each ends and its dialect. The worker answers one verdict per body, in order.
+ */
 export interface DetectTask {
-  readonly provider: 'alpha' | 'beta' | 'gamma'
+  readonly providers: readonly ('alpha' | 'beta' | 'gamma')[]
+  /** End offset of each body in `body`. */
+  readonly ends: readonly number[]
   readonly body: Uint8Array
 }
