@@ -1,0 +1,88 @@
+// Time-series line charts on uPlot (served from the package: no CDN). One chart per measure group,
+// sized to its container and resized with it.
+import uPlot from '/assets/vendor/uPlot.esm.js'
+
+export interface Line {
+  readonly label: string
+  readonly color: string
+  readonly values: ReadonlyArray<number | null>
+  readonly fill?: boolean
+}
+
+export interface ChartSpec {
+  /** Seconds since the epoch, one per bucket. */
+  readonly x: readonly number[]
+  readonly lines: readonly Line[]
+  /** Formats a value for the axis and the legend. */
+  readonly format: (v: number) => string
+  /** The x range to show even where the series has no points: [from, to] in seconds. */
+  readonly range: readonly [number, number]
+}
+
+const HEIGHT = 180
+
+function fillOf (color: string): string {
+  // #rrggbb → a faint fill of the same colour.
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color)
+  return m === null ? 'transparent' : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, 0.10)`
+}
+
+export class Charts {
+  readonly #charts = new Map<HTMLElement, uPlot>()
+  readonly #observer: ResizeObserver
+
+  constructor () {
+    this.#observer = new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const chart = this.#charts.get(e.target as HTMLElement)
+        const width = Math.floor(e.contentRect.width)
+        if (chart !== undefined && width > 0 && width !== chart.width) chart.setSize({ width, height: HEIGHT })
+      }
+    })
+  }
+
+  /** Draws `spec` into `el`, replacing the chart that was there. */
+  draw (el: HTMLElement, spec: ChartSpec): void {
+    this.#charts.get(el)?.destroy()
+    const fmt = spec.format
+    const opts: uPlot.Options = {
+      width: Math.max(200, Math.floor(el.clientWidth)),
+      height: HEIGHT,
+      scales: { x: { time: true, range: () => [spec.range[0], spec.range[1]] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      series: [
+        {},
+        ...spec.lines.map((l): uPlot.Series => ({
+          label: l.label,
+          stroke: l.color,
+          width: 1.5,
+          fill: l.fill === true ? fillOf(l.color) : undefined,
+          spanGaps: false,
+          points: { size: 4 },
+          value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
+        })),
+      ],
+      axes: [
+        { stroke: '#5b6470', grid: { stroke: '#eef0f3', width: 1 }, ticks: { stroke: '#dde1e6', width: 1 } },
+        {
+          stroke: '#5b6470',
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          size: 64,
+          values: (_u, splits) => splits.map((v) => fmt(v)),
+        },
+      ],
+      legend: { show: true, live: true },
+      cursor: { drag: { x: false, y: false } },
+    }
+    const data = [spec.x.slice(), ...spec.lines.map((l) => l.values.slice())] as uPlot.AlignedData
+    el.textContent = ''
+    this.#charts.set(el, new uPlot(opts, data, el))
+    this.#observer.observe(el)
+  }
+
+  destroy (): void {
+    this.#observer.disconnect()
+    for (const c of this.#charts.values()) c.destroy()
+    this.#charts.clear()
+  }
+}

@@ -1,0 +1,172 @@
+// Settings → API Keys: create (the value is shown once), list, revoke behind a confirmation dialog.
+import { get, post } from './api.js'
+import { h, options, replace } from './dom.js'
+import { fullTime, when } from './format.js'
+import type { Page } from './main.js'
+import type { ApiKey } from './types.js'
+
+const EXPIRES: ReadonlyArray<readonly [string, string]> = [
+  ['never', 'Never'], ['7', 'In 7 days'], ['30', 'In 30 days'], ['90', 'In 90 days'], ['365', 'In 1 year'],
+]
+const SCOPES: ReadonlyArray<readonly [string, string]> = [
+  ['proxy', 'proxy — send calls through the proxy'], ['read', 'read — read traces and usage (read API)'],
+]
+
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+/** Copies text; falls back to selecting it where the clipboard API is not allowed (plain http off localhost). */
+async function copy (text: string, el: HTMLElement): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text)
+    return true
+  } catch {
+    const range = document.createRange()
+    range.selectNodeContents(el)
+    const sel = getSelection()
+    sel?.removeAllRanges()
+    sel?.addRange(range)
+    // execCommand is deprecated but is the only fallback where the async clipboard is refused.
+    return document.execCommand('copy')
+  }
+}
+
+function keyRow (k: ApiKey, revoke: (k: ApiKey) => void): HTMLTableRowElement {
+  const date = (t: string | number | null, none: string): Node | string =>
+    t === null || t === '' ? none : h('span', { title: fullTime(t) }, when(t))
+  const actions = h('td', { class: 'actions' })
+  if (k.status === 'active') {
+    const b = h('button', { type: 'button', class: 'danger quiet', 'data-testid': 'revoke-key' }, 'Revoke')
+    b.addEventListener('click', () => revoke(k))
+    actions.appendChild(b)
+  }
+  return h('tr', { 'data-testid': 'key-row', 'data-key-id': k.id, class: k.status === 'active' ? null : 'inactive' },
+    h('td', { 'data-col': 'name' }, k.name),
+    h('td', { 'data-col': 'prefix' }, h('code', null, `${k.prefix}…`)),
+    h('td', { 'data-col': 'scope' }, k.scope),
+    h('td', { 'data-col': 'created' }, date(k.created_at, '—')),
+    h('td', { 'data-col': 'expires' }, date(k.expires_at, 'never')),
+    h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never')),
+    h('td', { 'data-col': 'status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
+    actions)
+}
+
+export const keys: Page = (root) => {
+  const create = h('button', { type: 'button', class: 'primary', 'data-testid': 'create-key' }, 'Create API Key')
+
+  const name = h('input', { name: 'name', required: true, maxlength: 100, placeholder: 'e.g. backend production' })
+  const scope = h('select', { name: 'scope' }, ...options(SCOPES, 'proxy'))
+  const expires = h('select', { name: 'expires' }, ...options(EXPIRES, 'never'))
+  const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'create-key-submit' }, 'Create key')
+  const cancel = h('button', { type: 'button', class: 'quiet' }, 'Cancel')
+  const formError = h('p', { class: 'error', role: 'alert', hidden: true })
+  const form = h('form', { class: 'card create-key', 'data-testid': 'create-key-form', hidden: true },
+    h('h2', null, 'Create API Key'),
+    h('div', { class: 'form-row' },
+      h('label', null, h('span', null, 'Name'), name),
+      h('label', null, h('span', null, 'Scope'), scope),
+      h('label', null, h('span', null, 'Expires'), expires)),
+    formError,
+    h('div', { class: 'form-actions' }, submit, cancel))
+
+  const created = h('div', { class: 'card created-key', 'data-testid': 'created-key', hidden: true })
+  const body = h('tbody')
+  const listError = h('p', { class: 'error', hidden: true })
+  const table = h('table', { class: 'list', 'data-testid': 'key-list' },
+    h('thead', null, h('tr', null, ...['Name', 'Prefix', 'Scope', 'Created', 'Expires', 'Last used', 'Status', ''].map((x) => h('th', null, x)))),
+    body)
+
+  const target = h('strong')
+  const revokeError = h('p', { class: 'error', role: 'alert', hidden: true })
+  const yes = h('button', { type: 'button', class: 'danger', 'data-testid': 'confirm-revoke-yes' }, 'Revoke key')
+  const no = h('button', { type: 'button', class: 'quiet', 'data-testid': 'confirm-revoke-no' }, 'Cancel')
+  const dialog = h('dialog', { 'data-testid': 'confirm-revoke', class: 'confirm' },
+    h('h2', null, 'Revoke this key?'),
+    h('p', null, 'Key ', target, ' will stop working at once: every call made with it is refused. This cannot be undone.'),
+    revokeError,
+    h('div', { class: 'form-actions' }, yes, no))
+
+  replace(root,
+    h('div', { class: 'page-head' }, h('h1', null, 'API Keys'), create),
+    form, created, listError,
+    h('section', { class: 'card' }, h('div', { class: 'table-wrap' }, table)),
+    dialog)
+
+  let pending: ApiKey | null = null
+  const revoke = (k: ApiKey): void => {
+    pending = k
+    replace(target, `${k.name} (${k.prefix}…)`)
+    revokeError.hidden = true
+    yes.disabled = false
+    dialog.showModal()
+  }
+
+  const load = (): void => {
+    get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
+      listError.hidden = true
+      const frag = document.createDocumentFragment()
+      for (const k of keys) frag.appendChild(keyRow(k, revoke))
+      if (keys.length === 0) frag.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 8, class: 'muted' }, 'No keys yet.')))
+      replace(body, frag)
+    }).catch((e: unknown) => {
+      replace(listError, `Could not load keys: ${message(e)}`)
+      listError.hidden = false
+    })
+  }
+
+  create.addEventListener('click', () => {
+    form.hidden = false
+    created.hidden = true
+    formError.hidden = true
+    name.focus()
+  })
+  cancel.addEventListener('click', () => { form.hidden = true; form.reset() })
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault()
+    submit.disabled = true
+    formError.hidden = true
+    const days = expires.value === 'never' ? null : Number(expires.value)
+    post<{ key: ApiKey & { key: string } }>('/api/ui/keys', { name: name.value.trim(), scope: scope.value, expires_in_days: days })
+      .then(({ key }) => {
+        form.hidden = true
+        form.reset()
+        const value = h('code', { class: 'key-value', 'data-testid': 'created-key-value' }, key.key)
+        const copyBtn = h('button', { type: 'button', 'data-testid': 'copy-key' }, 'Copy')
+        copyBtn.addEventListener('click', () => {
+          void copy(key.key, value).then((ok) => { replace(copyBtn, ok ? 'Copied' : 'Select and copy') })
+        })
+        const done = h('button', { type: 'button', class: 'quiet' }, 'Done')
+        done.addEventListener('click', () => { created.hidden = true; created.textContent = '' })
+        replace(created,
+          h('h2', null, `Key “${key.name}” created`),
+          h('p', { class: 'warning', 'data-testid': 'created-key-warning' },
+            'Copy this key now. It is shown only this once and cannot be shown again; if you lose it, revoke it and create a new one.'),
+          h('div', { class: 'key-box' }, value, copyBtn),
+          h('div', { class: 'form-actions' }, done))
+        created.hidden = false
+        load()
+      })
+      .catch((err: unknown) => {
+        replace(formError, message(err))
+        formError.hidden = false
+      })
+      .finally(() => { submit.disabled = false })
+  })
+
+  no.addEventListener('click', () => { dialog.close(); pending = null })
+  yes.addEventListener('click', () => {
+    const k = pending
+    if (k === null) return
+    yes.disabled = true
+    post<{ key: ApiKey }>(`/api/ui/keys/${encodeURIComponent(k.id)}/revoke`)
+      .then(() => { dialog.close(); pending = null; load() })
+      .catch((e: unknown) => {
+        replace(revokeError, message(e))
+        revokeError.hidden = false
+        yes.disabled = false
+      })
+  })
+
+  load()
+  return () => { if (dialog.open) dialog.close() }
+}

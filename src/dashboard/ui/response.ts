@@ -1,0 +1,142 @@
+// The assistant's answer from a stored response, per dialect: a JSON body or an SSE stream of chunks.
+// The stored response can be cut at the capture limit: a cut JSON body is shown raw, a cut stream
+// gives the text of its whole events.
+import { arr, obj, parse, show, str, type Json } from './json.js'
+
+export interface Answer {
+  /** The assistant's text (tool calls written as `→ name(arguments)`), an error message, or the raw text. */
+  readonly text: string
+  readonly kind: 'text' | 'error' | 'raw'
+  /** Why the text may be incomplete or raw. */
+  readonly note: string | null
+}
+
+/** Collects text per choice or candidate index, in arrival order. */
+class Texts {
+  readonly #by = new Map<number, string[]>()
+  add (index: unknown, text: string | null): void {
+    if (text === null || text === '') return
+    const i = typeof index === 'number' ? index : 0
+    let list = this.#by.get(i)
+    if (list === undefined) { list = []; this.#by.set(i, list) }
+    list.push(text)
+  }
+
+  join (): string {
+    const keys = [...this.#by.keys()].sort((a, b) => a - b)
+    if (keys.length === 1) return this.#by.get(keys[0]!)!.join('')
+    return keys.map((k) => `[${k}] ${this.#by.get(k)!.join('')}`).join('\n\n')
+  }
+}
+
+const call = (name: unknown, args: unknown): string => `\n→ ${str(name) ?? 'tool'}(${typeof args === 'string' ? args : JSON.stringify(args ?? {})})\n`
+
+/** A provider's or tracegate's error body: `{error: {message}}` (alpha, gamma, tracegate) or `{type: 'error', error}` (beta). */
+function errorOf (v: Json): string | null {
+  const e = obj(v.error)
+  if (e === null) return typeof v.error === 'string' ? v.error : null
+  const code = str(e.code) ?? str(e.type) ?? str(e.status) ?? (typeof e.code === 'number' ? String(e.code) : null)
+  const message = str(e.message) ?? show(e)
+  return code !== null ? `${code}: ${message}` : message
+}
+
+function alphaBody (v: Json, t: Texts): void {
+  for (const c of arr(v.choices)) {
+    const choice = obj(c)
+    const msg = obj(choice?.message) ?? obj(choice?.delta)
+    if (msg === null) { t.add(choice?.index, str(choice?.text)); continue }
+    t.add(choice?.index, str(msg.content))
+    t.add(choice?.index, str(msg.refusal))
+    for (const tc of arr(msg.tool_calls)) {
+      const fn = obj(obj(tc)?.function)
+      // A stream sends the name once, then pieces of the arguments.
+      if (choice?.delta !== undefined) {
+        if (str(fn?.name) !== null) t.add(choice?.index, `\n→ ${str(fn?.name)}(`)
+        t.add(choice?.index, str(fn?.arguments))
+      } else {
+        t.add(choice?.index, call(fn?.name, fn?.arguments))
+      }
+    }
+  }
+}
+
+function betaBody (v: Json, t: Texts): void {
+  for (const b of arr(v.content)) {
+    const block = obj(b)
+    if (block?.type === 'text') t.add(0, str(block.text))
+    else if (block?.type === 'tool_use') t.add(0, call(block.name, block.input))
+  }
+}
+
+function betaEvent (v: Json, t: Texts): void {
+  if (v.type === 'content_block_start') {
+    const block = obj(v.content_block)
+    if (block?.type === 'tool_use') t.add(0, `\n→ ${str(block.name) ?? 'tool'}(`)
+    else if (block?.type === 'text') t.add(0, str(block.text))
+  } else if (v.type === 'content_block_delta') {
+    const d = obj(v.delta)
+    if (d?.type === 'text_delta') t.add(0, str(d.text))
+    else if (d?.type === 'input_json_delta') t.add(0, str(d.partial_json))
+  }
+}
+
+function gammaBody (v: Json, t: Texts): void {
+  for (const c of arr(v.candidates)) {
+    const cand = obj(c)
+    for (const p of arr(obj(cand?.content)?.parts)) {
+      const part = obj(p)
+      if (part === null || part.thought === true) continue
+      t.add(cand?.index, str(part.text))
+      const fc = obj(part.functionCall)
+      if (fc !== null) t.add(cand?.index, call(fc.name, fc.args))
+    }
+  }
+}
+
+function fromJson (provider: string, v: unknown, t: Texts, streamEvent: boolean): string | null {
+  for (const item of Array.isArray(v) ? v : [v]) {
+    const o = obj(item)
+    if (o === null) continue
+    const err = errorOf(o)
+    if (err !== null) return err
+    if (provider === 'alpha') alphaBody(o, t)
+    else if (provider === 'beta') (streamEvent ? betaEvent : betaBody)(o, t)
+    else if (provider === 'gamma') gammaBody(o, t)
+  }
+  return null
+}
+
+export function answer (provider: string, response: string, truncated: boolean): Answer | null {
+  if (response === '') return null
+  const start = response.trimStart()
+  if (start.startsWith('{') || start.startsWith('[')) {
+    const p = parse(response)
+    if (!p.ok) {
+      return { text: response, kind: 'raw', note: truncated ? 'The stored response was cut at the capture limit; shown as stored.' : 'Not valid JSON; shown as stored.' }
+    }
+    const t = new Texts()
+    const err = fromJson(provider, p.value, t, false)
+    if (err !== null) return { text: err, kind: 'error', note: null }
+    return { text: t.join().trim(), kind: 'text', note: null }
+  }
+  // Server-sent events: the data of each event, whole lines only.
+  const t = new Texts()
+  let events = 0
+  let partial = false
+  for (const line of response.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue
+    const data = line.slice(5).trim()
+    if (data === '[DONE]' || data === '') continue
+    const p = parse(data)
+    if (!p.ok) { partial = true; continue }
+    events++
+    const err = fromJson(provider, p.value, t, true)
+    if (err !== null) return { text: err, kind: 'error', note: events > 1 ? 'The stream ended with an error.' : null }
+  }
+  if (events === 0) return { text: response, kind: 'raw', note: truncated ? 'The stored response was cut at the capture limit; shown as stored.' : null }
+  return {
+    text: t.join().trim(),
+    kind: 'text',
+    note: truncated || partial ? 'The stored stream was cut at the capture limit: this is the text up to the cut. The raw capture is below.' : null,
+  }
+}

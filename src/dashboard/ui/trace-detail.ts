@@ -1,0 +1,230 @@
+// /traces/{id}: one trace to the last detail. The conversation is drawn from the stored request per
+// dialect, findings are marked in its text, and everything from the trace is set as text.
+import { ApiError, get } from './api.js'
+import { conversation, messages, type Part } from './conversation.js'
+import { h, replace, type Child } from './dom.js'
+import { bytes, fullTime, int, ms, usd } from './format.js'
+import { parse, prettyJson } from './json.js'
+import type { Page } from './main.js'
+import { answer } from './response.js'
+import type { ApiKey, Finding, TraceDetail } from './types.js'
+
+interface Span { start: number, end: number, findings: Finding[] }
+
+/** The findings' spans within one text, clamped, sorted and merged where they overlap. */
+function spans (text: string, findings: readonly Finding[]): Span[] {
+  const list: Span[] = []
+  for (const f of findings) {
+    const [a, b] = Array.isArray(f.span) ? f.span : [0, 0]
+    const start = Math.max(0, Math.min(text.length, Number(a)))
+    const end = Math.max(start, Math.min(text.length, Number(b)))
+    if (end > start) list.push({ start, end, findings: [f] })
+  }
+  list.sort((x, y) => x.start - y.start || y.end - x.end)
+  const merged: Span[] = []
+  for (const s of list) {
+    const last = merged[merged.length - 1]
+    if (last !== undefined && s.start < last.end) {
+      last.end = Math.max(last.end, s.end)
+      last.findings.push(...s.findings)
+    } else {
+      merged.push(s)
+    }
+  }
+  return merged
+}
+
+/** Text with the flagged spans as <mark> elements; every piece is a text node. */
+let marks = 0
+
+export function highlighted (text: string, findings: readonly Finding[], ids: Map<Finding, string>): DocumentFragment {
+  const frag = document.createDocumentFragment()
+  let at = 0
+  for (const s of spans(text, findings)) {
+    if (s.start > at) frag.appendChild(document.createTextNode(text.slice(at, s.start)))
+    const first = s.findings[0]!
+    const mark = h('mark', {
+      'data-testid': 'finding-span',
+      'data-category': first.category,
+      class: `sev-${first.severity}`,
+      title: s.findings.map((f) => `${f.category}: ${f.kind} (${f.severity})`).join('\n'),
+    }, text.slice(s.start, s.end))
+    mark.id = `finding-span-${marks++}`
+    for (const f of s.findings) if (!ids.has(f)) ids.set(f, mark.id)
+    frag.appendChild(mark)
+    at = s.end
+  }
+  if (at < text.length) frag.appendChild(document.createTextNode(text.slice(at)))
+  return frag
+}
+
+function partEl (p: Part, findings: readonly Finding[], ids: Map<Finding, string>): HTMLElement {
+  const mine = p.segment === null ? [] : findings.filter((f) => f.segment === p.segment)
+  const text = mine.length === 0 && p.display !== null ? p.display : p.text
+  const el = h('div', { class: `part${p.code || (mine.length === 0 && p.display !== null) ? ' code' : ''}`, 'data-label': p.label })
+  el.appendChild(mine.length === 0 ? document.createTextNode(text) : highlighted(text, mine, ids))
+  return el
+}
+
+function conversationEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Finding, string>): HTMLElement {
+  const box = h('div', { class: 'conversation', 'data-testid': 'conversation' })
+  if (t.confidential) {
+    box.appendChild(h('p', { class: 'muted' }, 'Confidential: the conversation was not stored.'))
+    return box
+  }
+  const p = parse(t.prompt)
+  const parts = p.ok ? conversation(t.provider, p.value) : null
+  if (parts === null) {
+    box.appendChild(h('p', { class: 'muted' }, t.prompt === ''
+      ? 'No request body was stored.'
+      : t.prompt_truncated
+        ? `The stored request was cut at the capture limit (${bytes(size(t.prompt))} of ${bytes(t.request_bytes)}), so it cannot be read as messages. It is shown raw below.`
+        : 'The request is not a JSON object; it is shown raw below.'))
+    return box
+  }
+  if (parts.length === 0) box.appendChild(h('p', { class: 'muted' }, 'The request carries no messages.'))
+  for (const m of messages(parts)) {
+    box.appendChild(h('div', {
+      class: `message role-${/^[a-z_]+$/.test(m.role) ? m.role : 'other'}`,
+      'data-testid': 'message',
+      'data-role': m.role,
+      'data-message': m.message,
+    }, ...m.parts.map((x) => partEl(x, findings, ids))))
+  }
+  return box
+}
+
+function stat (label: string, testid: string, value: string, sub?: Child): HTMLElement {
+  return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), sub))
+}
+
+function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Finding, string>): HTMLElement {
+  const d = t.detection
+  let summary: string
+  if (t.confidential) summary = 'Not run: confidential requests are not inspected.'
+  else if (d === null) summary = 'Detection did not run for this request.'
+  else if (!d.ran) summary = `Detection could not judge this request (${d.failure ?? 'unknown failure'}).`
+  else {
+    summary = `Injection score ${(d.score ?? 0).toFixed(3)}${d.blocked === true ? ' — blocked' : ''}` +
+      `${d.categories !== undefined && d.categories.length > 0 ? ` · ${d.categories.join(', ')}` : ''}` +
+      `${d.ms !== undefined ? ` · judged in ${ms(d.ms)}` : ''}`
+  }
+  const list = h('ul', { class: 'findings' })
+  for (const f of findings) {
+    const go = h('button', { type: 'button', class: 'link' }, 'show')
+    go.addEventListener('click', () => {
+      const id = ids.get(f)
+      const el = id === undefined ? null : document.getElementById(id)
+      el?.scrollIntoView({ block: 'center', behavior: 'smooth' })
+      el?.classList.add('flash')
+      setTimeout(() => el?.classList.remove('flash'), 1200)
+    })
+    list.appendChild(h('li', { class: `finding sev-${f.severity}`, 'data-testid': 'finding', 'data-category': f.category },
+      h('span', { class: `badge cat-${f.category}` }, f.category),
+      h('span', { class: 'kind' }, f.kind),
+      h('span', { class: 'severity' }, f.severity),
+      h('span', { class: 'detail' }, f.detail),
+      h('span', { class: 'muted where' }, f.message === -1 ? 'system prompt' : `message ${f.message}`),
+      ids.has(f) ? go : null))
+  }
+  return h('section', { class: 'card' }, h('h2', null, 'Detection'), h('p', null, summary),
+    findings.length > 0 ? list : h('p', { class: 'muted' }, 'No findings.'))
+}
+
+function responseEl (t: TraceDetail): HTMLElement {
+  const a = answer(t.provider, t.response, t.response_truncated)
+  let text: string
+  let cls = 'response-text'
+  if (t.confidential) text = 'Not stored (confidential).'
+  else if (a === null) text = t.blocked ? 'Blocked: nothing was sent to the provider.' : 'No response was stored.'
+  else { text = a.text === '' ? '(empty)' : a.text; cls += a.kind === 'text' ? '' : ` ${a.kind}` }
+  if (t.confidential || a === null) cls += ' muted'
+  return h('section', { class: 'card' }, h('h2', null, 'Response'),
+    a?.note != null ? h('p', { class: 'note' }, a.note) : null,
+    h('div', { class: cls, 'data-testid': 'response-text' }, text))
+}
+
+const size = (s: string): number => new TextEncoder().encode(s).length
+
+function rawEl (t: TraceDetail): HTMLElement {
+  const req = t.confidential ? 'Not stored (confidential).' : (prettyJson(t.prompt) ?? t.prompt)
+  const res = t.confidential ? 'Not stored (confidential).' : (prettyJson(t.response) ?? t.response)
+  const cut = (stored: number, whole: number, truncated: boolean): string =>
+    truncated ? ` — cut: ${bytes(stored)} of ${bytes(whole)} stored` : ` — ${bytes(whole)}`
+  return h('section', { class: 'card raw' },
+    h('details', { open: true },
+      h('summary', null, `Raw request${t.confidential ? '' : cut(size(t.prompt), t.request_bytes, t.prompt_truncated)}`),
+      h('pre', { 'data-testid': 'raw-request' }, req)),
+    h('details', { open: true },
+      h('summary', null, `Raw response${t.confidential ? '' : cut(size(t.response), t.response_bytes, t.response_truncated)}`),
+      h('pre', { 'data-testid': 'raw-response' }, res)))
+}
+
+function render (root: HTMLElement, t: TraceDetail): void {
+  const findings = (Array.isArray(t.issues) ? t.issues : []).slice().sort((a, b) => a.message - b.message || a.span[0] - b.span[0])
+  const ids = new Map<Finding, string>()
+  // The conversation first: it gives the marks their ids, which the findings' "show" buttons use.
+  const convo = conversationEl(t, findings, ids)
+  const keyName = h('span', { class: 'mono' }, t.key_id)
+  get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
+    const k = keys.find((x) => x.id === t.key_id)
+    if (k !== undefined) replace(keyName, `${k.name} (${k.prefix}…)`)
+  }).catch(() => {})
+
+  const costNote = t.cost_status === 'unknown_model' ? 'no price known for this model' : t.cost_status === 'not_called' ? 'provider not called' : null
+  replace(root, h('div', { class: 'detail', 'data-testid': 'trace-detail' },
+    h('div', { class: 'page-head' },
+      h('a', { class: 'back', href: '/traces' }, '← Traces'),
+      h('h1', null, 'Trace ', h('code', { 'data-testid': 'trace-id' }, t.trace_id)),
+      h('span', { class: `badge outcome-${t.outcome === 'ok' ? 'ok' : 'bad'}`, 'data-testid': 'outcome' }, t.outcome),
+      t.blocked ? h('span', { class: 'badge badge-blocked', 'data-testid': 'blocked-badge' }, 'blocked') : null),
+    t.confidential
+      ? h('div', { class: 'banner confidential', 'data-testid': 'confidential-mark' },
+        h('strong', null, 'Confidential. '), 'The caller marked this request confidential: its prompt and response were not stored and detection did not run. Counts, timings and cost are kept.')
+      : null,
+    h('dl', { class: 'facts' },
+      h('div', null, h('dt', null, 'Time'), h('dd', null, fullTime(t.time))),
+      h('div', null, h('dt', null, 'Provider'), h('dd', null, t.provider)),
+      h('div', null, h('dt', null, 'Model'), h('dd', null, t.model === '' ? '—' : t.model)),
+      h('div', null, h('dt', null, 'Endpoint'), h('dd', null, t.endpoint)),
+      h('div', null, h('dt', null, 'Streaming'), h('dd', null, t.streaming ? 'yes' : 'no')),
+      h('div', null, h('dt', null, 'Status'), h('dd', null, t.status === 0 ? '—' : String(t.status), t.error_code !== '' ? h('span', { class: 'muted' }, ` ${t.error_code}`) : null)),
+      h('div', null, h('dt', null, 'Key'), h('dd', null, keyName))),
+    h('div', { class: 'cards' },
+      h('section', { class: 'card' }, h('h2', null, 'Tokens'), h('dl', { class: 'stats' },
+        stat('Input', 'tokens-input', int(t.input_tokens)),
+        stat('Output', 'tokens-output', int(t.output_tokens)),
+        stat('Cached input', 'tokens-cached', int(t.cached_input_tokens)),
+        stat('Source', 'tokens-source', t.token_source))),
+      h('section', { class: 'card' }, h('h2', null, 'Cost'), h('dl', { class: 'stats' },
+        stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null))),
+      h('section', { class: 'card' }, h('h2', null, 'Latency'), h('dl', { class: 'stats' },
+        stat('End to end', 'latency-total', ms(t.latency_ms)),
+        stat('First byte', 'latency-ttfb', ms(t.ttfb_ms)),
+        stat('First token', 'latency-ttft', ms(t.ttft_ms)),
+        stat('Provider', 'latency-provider', ms(t.provider_ms)),
+        stat('Proxy overhead', 'latency-overhead', ms(t.overhead_ms))))),
+    detectionEl(t, findings, ids),
+    h('section', { class: 'card' }, h('h2', null, 'Conversation'), convo),
+    responseEl(t),
+    rawEl(t)))
+}
+
+export const traceDetail: Page = (root, _ctx, [id]) => {
+  let gone = false
+  replace(root, h('p', { class: 'muted' }, 'Loading…'))
+  get<TraceDetail>(`/api/ui/traces/${encodeURIComponent(id ?? '')}`).then((t) => {
+    if (!gone) render(root, t)
+  }).catch((e: unknown) => {
+    if (gone) return
+    if (e instanceof ApiError && (e.status === 404 || e.code === 'invalid_parameter')) {
+      replace(root, h('div', { class: 'empty', 'data-testid': 'not-found' },
+        h('h1', null, 'Trace not found'),
+        h('p', { class: 'muted' }, 'No trace of this account has this id.'),
+        h('a', { href: '/traces' }, 'Back to traces')))
+    } else {
+      replace(root, h('p', { class: 'error' }, `Could not load the trace: ${e instanceof Error ? e.message : String(e)}`))
+    }
+  })
+  return () => { gone = true }
+}
