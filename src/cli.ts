@@ -73,6 +73,7 @@ async function serve (config: Config, mockProviders: boolean): Promise<void> {
       `  proxy key: ${first.proxyKey}\n\n`)
   }
   process.stdout.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
+  process.stdout.write(`dashboard on http://${config.host}:${tg.dashboardPort}\n`)
   if (tg.mock !== null) process.stdout.write(`mock providers on ${tg.mock.url}\n`)
   let stopping = false
   const stop = (signal: string): void => {

@@ -23,6 +23,8 @@ export interface Config {
   readonly host: string
   readonly proxyPort: number
   readonly dashboardPort: number
+  /** The dashboard sits behind a reverse proxy: believe its x-forwarded-for/-host/-proto headers. */
+  readonly dashboardTrustProxy: boolean
   readonly dataDir: string
   readonly maxBodyBytes: number
   readonly providers: Readonly<Record<ProviderName, ProviderConfig>>
@@ -172,6 +174,7 @@ export function loadConfig (env: Env = process.env): Config {
     host,
     proxyPort: int(env, 'TRACEGATE_PROXY_PORT', 8080, 0, 65535),
     dashboardPort: int(env, 'TRACEGATE_DASHBOARD_PORT', 8081, 0, 65535),
+    dashboardTrustProxy: bool(env, 'TRACEGATE_DASHBOARD_TRUST_PROXY', false),
     dataDir: resolve(str(env, 'TRACEGATE_DATA_DIR', './data')),
     maxBodyBytes: int(env, 'TRACEGATE_MAX_BODY_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     providers: Object.freeze(providers),

@@ -8,6 +8,7 @@ export type ErrorType =
   | 'permission_error'
   | 'not_found_error'
   | 'provider_error'
+  | 'rate_limit_error'
   | 'api_error'
 
 export interface ErrorSpec {
@@ -38,6 +39,15 @@ export const ERRORS = {
   not_found: { status: 404, type: 'not_found_error', message: 'No such endpoint.' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'This endpoint does not accept that method.' },
   unauthorized: { status: 401, type: 'authentication_error', message: 'Authentication is required.' },
+  // Dashboard and read API.
+  invalid_credentials: { status: 401, type: 'authentication_error', message: 'The email or the password is wrong.' },
+  too_many_attempts: { status: 429, type: 'rate_limit_error', message: 'Too many failed sign-ins; try again later.' },
+  unauthenticated: { status: 401, type: 'authentication_error', message: 'Sign in first; the session is missing or has expired.' },
+  csrf_failed: { status: 403, type: 'permission_error', message: 'The request failed the cross-site request forgery check.' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error', message: 'The body must be JSON (content-type: application/json).' },
+  invalid_parameter: { status: 400, type: 'invalid_request_error', message: 'A parameter has a value that is not allowed.' },
+  trace_not_found: { status: 404, type: 'not_found_error', message: 'No such trace.' },
+  key_not_found: { status: 404, type: 'not_found_error', message: 'No such key.' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS

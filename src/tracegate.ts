@@ -1,5 +1,5 @@
-// One tracegate server: the store worker, the key cache, the upstream pool, the proxy port and the local
-// admin socket, started in that order and closed in the reverse one (STYLE 6).
+// One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
+// port and the local admin socket, started in that order and closed in the reverse one (STYLE 6).
 import { mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type { Agent } from 'undici'
@@ -19,6 +19,7 @@ import { Pricing, PricingError } from './pricing/index.js'
 import { TraceSink } from './proxy/trace-sink.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
+import { DashboardServer } from './dashboard/server.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -56,6 +57,7 @@ export class Tracegate {
   readonly keys: KeyCache
   readonly admin: AdminOps
   readonly proxyPort: number
+  readonly dashboardPort: number
   readonly adminPort: number
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
@@ -66,6 +68,7 @@ export class Tracegate {
   readonly rejectedBeforeAuth = new Map<string, number>()
   readonly metrics: Metrics
   readonly #adminServer: AdminServer
+  readonly #dashboard: DashboardServer
   readonly #listenSocket: unknown
   readonly #log: Logger | null
   #closing = false
@@ -76,13 +79,14 @@ export class Tracegate {
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null
+    detection: DetectionPool | null; dashboard: DashboardServer
   }, listen: { socket: unknown; port: number }, adminPort: number) {
     this.config = parts.config
     this.store = parts.store
     this.keys = parts.keys
     this.admin = parts.admin
     this.#adminServer = parts.adminServer
+    this.#dashboard = parts.dashboard
     this.#upstream = parts.upstream
     this.#sink = parts.sink
     this.#detection = parts.detection
@@ -92,6 +96,7 @@ export class Tracegate {
     this.#log = parts.log
     this.#listenSocket = listen.socket
     this.proxyPort = listen.port
+    this.dashboardPort = parts.dashboard.port
     this.adminPort = adminPort
   }
 
@@ -160,8 +165,20 @@ export class Tracegate {
         ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
       })
       const bound = await listen(app, config.host, config.proxyPort)
-      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection }, bound, endpoint.port)
+      let dashboard: DashboardServer
+      try {
+        dashboard = await DashboardServer.start({
+          store, keys, admin, dataDir: config.dataDir, trustProxy: config.dashboardTrustProxy, log,
+          isClosing: () => self !== null && self.#closing,
+        }, config.host, config.dashboardPort)
+      } catch (err) {
+        uws.us_listen_socket_close(bound.socket as never)
+        adminServer.close()
+        throw err
+      }
+      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
+      log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
       await detection?.close()
@@ -199,6 +216,7 @@ export class Tracegate {
         })
       }
       this.#adminServer.close()
+      this.#dashboard.close()
       await this.#upstream.destroy().catch(() => {})
       await this.#detection?.close().catch(() => {})
       // Every finished exchange reaches the store worker before it flushes and closes.

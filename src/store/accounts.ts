@@ -1,7 +1,7 @@
 // Account, user and key reads and writes. Every query is parameterised; rows are versioned
 // (ReplacingMergeTree by updated_at) and read with FINAL.
 import { chTime } from './connect.js'
-import type { AccountRow, KeyInfo, KeyRow, StoreOps } from './protocol.js'
+import type { AccountRow, KeyInfo, KeyRow, StoreOps, UserRow } from './protocol.js'
 import type { ClientHolder } from './trace-writer.js'
 
 export class StoreOpError extends Error {
@@ -16,6 +16,7 @@ type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 
 // UUIDs and DateTime64 values come out of JSONEachRow as strings already.
 const KEY_COLUMNS = 'id, account_id, name, prefix, scope, created_at, expires_at, revoked_at'
+const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
 
 export class AccountStore {
   readonly #holder: ClientHolder
@@ -94,6 +95,21 @@ export class AccountStore {
       format: 'JSONEachRow',
     })
     return { id, email }
+  }
+
+  /** The user behind a sign-in, with the password hash (it never leaves the server). */
+  async findUserByEmail ({ email }: Args<'findUserByEmail'>): Promise<(UserRow & { password_hash: string }) | null> {
+    const rows = await this.#rows<UserRow & { password_hash: string }>(`SELECT ${USER_COLUMNS}, password_hash
+        FROM users FINAL WHERE email = {email:String} LIMIT 1`, { email })
+    const row = rows[0]
+    return row === undefined ? null : { ...row, disabled: Boolean(row.disabled) }
+  }
+
+  async getUser ({ accountId, id }: Args<'getUser'>): Promise<UserRow | null> {
+    const rows = await this.#rows<UserRow>(`SELECT ${USER_COLUMNS}
+        FROM users FINAL WHERE account_id = {accountId:UUID} AND id = {id:UUID} LIMIT 1`, { accountId, id })
+    const row = rows[0]
+    return row === undefined ? null : { ...row, disabled: Boolean(row.disabled) }
   }
 
   async createKey (args: Args<'createKey'>): Promise<KeyRow> {

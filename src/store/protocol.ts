@@ -2,6 +2,7 @@
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import type { TraceRow } from './rows.js'
 import type { RawTrace, TraceStats } from './trace-types.js'
+import type { TraceFilter, TracePage } from './trace-queries.js'
 import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './usage-queries.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
@@ -49,6 +50,14 @@ export interface KeyRow {
   readonly revoked_at: string | null
 }
 
+export interface UserRow {
+  readonly id: string
+  readonly account_id: string
+  readonly email: string
+  readonly role: string
+  readonly disabled: boolean
+}
+
 export interface StoreOps {
   ping (): boolean
   migrate (): string[]
@@ -60,6 +69,13 @@ export interface StoreOps {
   createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null }): KeyRow
   revokeKey (args: { id: string }): { key: KeyRow; hash: string } | null
   listKeys (args: { accountId: string }): KeyRow[]
+  /** Sign-in: the user with that (lower-case) email, with the password hash. */
+  findUserByEmail (args: { email: string }): (UserRow & { password_hash: string }) | null
+  getUser (args: { accountId: string; id: string }): UserRow | null
+  /** The dashboard's trace list: filters, newest first, keyset pages. */
+  listTraces (args: TraceFilter): TracePage
+  /** Per key of the account, the last minute it was used in (from the usage rollup). */
+  keysLastUsed (args: { accountId: string }): Array<{ key_id: string; last_used_at: string }>
   /** Inserts what is queued now (tests and shutdown; the timer does it otherwise). */
   flushTraces (): TraceStats
   traceStats (): TraceStats

@@ -13,6 +13,7 @@ import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
 import type { TraceRow } from './rows.js'
 import type { TraceSummary } from './trace-types.js'
+import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 
 const data = workerData as StoreWorkerData
@@ -94,6 +95,10 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'createKey': return store.createKey(args as never)
     case 'revokeKey': return store.revokeKey(args as never)
     case 'listKeys': return store.listKeys(args as never)
+    case 'findUserByEmail': return store.findUserByEmail(args as never)
+    case 'getUser': return store.getUser(args as never)
+    case 'listTraces': return listTraces(ch, args as never)
+    case 'keysLastUsed': return keysLastUsed(ch, (args as { accountId: string }).accountId)
     case 'flushTraces':
       await traces?.flush()
       return traces?.stats ?? null

@@ -1,0 +1,173 @@
+// The dashboard port's request plumbing: what a handler needs of the request (copied out of uWS's `req`
+// before the handler's first await), the security headers every answer carries, JSON bodies, and the
+// one wrapper that turns a handler's result or error into a response.
+import { newRequestId } from '../ids.js'
+import { TracegateError } from '../errors.js'
+import { asTracegateError, errorBody, statusLine } from '../server/respond.js'
+import { readBody } from '../server/body.js'
+import type { HttpRequest, HttpResponse } from '../server/uws.js'
+
+export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['content-security-policy', "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"],
+  ['x-content-type-options', 'nosniff'],
+  ['referrer-policy', 'no-referrer'],
+  ['x-frame-options', 'DENY'],
+]
+
+/** UI bodies are small JSON objects. */
+const BODY_LIMIT = 64 * 1024
+
+export interface Req {
+  readonly id: string
+  readonly method: string
+  readonly path: string
+  readonly query: URLSearchParams
+  /** Route parameters (`:id`), in pattern order. */
+  readonly params: readonly string[]
+  readonly headers: ReadonlyMap<string, string>
+  /** The TCP peer (or the PROXY protocol's client) as text. */
+  readonly peer: string
+  body: unknown
+}
+
+export interface Reply {
+  readonly status: number
+  /** JSON-serialised unless it is a Buffer or a string (then sent as is). */
+  readonly body?: unknown
+  readonly headers?: ReadonlyArray<readonly [string, string]>
+}
+
+export type Handler = (req: Req) => Promise<Reply> | Reply
+
+const decoder = new TextDecoder()
+
+/** Copies what a handler needs out of uWS's `req`, which is gone after the first await. */
+export function readRequest (res: HttpResponse, req: HttpRequest, paramCount = 0): Req {
+  const headers = new Map<string, string>()
+  req.forEach((k, v) => { headers.set(k, v) })
+  const params: string[] = []
+  for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''))
+  const proxied = decoder.decode(res.getProxiedRemoteAddressAsText())
+  return {
+    id: newRequestId(),
+    method: req.getMethod().toUpperCase(),
+    path: req.getUrl(),
+    query: new URLSearchParams(req.getQuery() ?? ''),
+    params,
+    headers,
+    peer: proxied !== '' ? proxied : decoder.decode(res.getRemoteAddressAsText()),
+    body: undefined,
+  }
+}
+
+/** Writes the answer, corked (it may come after an await, outside uWS's callback). */
+export function send (res: HttpResponse, id: string, reply: Reply): void {
+  let body: string | Buffer
+  let type: string | null = 'application/json'
+  if (reply.body === undefined) {
+    body = ''
+    type = null
+  } else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) {
+    body = reply.body
+    type = null
+  } else {
+    body = JSON.stringify(reply.body)
+  }
+  res.cork(() => {
+    res.writeStatus(statusLine(reply.status))
+    for (const [k, v] of SECURITY_HEADERS) res.writeHeader(k, v)
+    res.writeHeader('x-request-id', id)
+    if (type !== null) res.writeHeader('content-type', type)
+    const headers = reply.headers ?? []
+    // API answers are per user and never cached; static files say otherwise.
+    if (!headers.some(([k]) => k === 'cache-control')) res.writeHeader('cache-control', 'no-store')
+    for (const [k, v] of headers) res.writeHeader(k, v)
+    if (reply.status === 204 || reply.status === 304) res.endWithoutBody()
+    else res.end(body)
+  })
+}
+
+export function errorReply (err: unknown, id: string, headers: ReadonlyArray<readonly [string, string]> = []): Reply {
+  const e = asTracegateError(err)
+  return { status: e.status, body: errorBody(e, id), headers: [['content-type', 'application/json'], ...headers] }
+}
+
+/** An error thrown with extra headers for its answer (retry-after, www-authenticate). */
+export class HttpError extends TracegateError {
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  constructor (code: ConstructorParameters<typeof TracegateError>[0], options: ConstructorParameters<typeof TracegateError>[1] & { headers?: ReadonlyArray<readonly [string, string]> } = {}) {
+    super(code, options)
+    this.headers = options.headers ?? []
+  }
+}
+
+export interface RouteOptions {
+  /** Number of `:param` segments in the pattern. */
+  readonly params?: number
+  /** Read a JSON object body first (POST). */
+  readonly json?: boolean
+  /** Answer 503 while the server closes. */
+  readonly isClosing?: () => boolean
+  /** Called with faults that became internal_error (never with their request's secrets). */
+  readonly onFault?: (err: unknown) => void
+}
+
+/** Wraps a handler for uWS: copies the request, reads the body, sends the reply or the error. */
+export function route (handler: Handler, options: RouteOptions = {}) {
+  return (res: HttpResponse, ureq: HttpRequest): void => {
+    const req = readRequest(res, ureq, options.params ?? 0)
+    let aborted = false
+    res.onAborted(() => { aborted = true })
+    const finish = (reply: Reply): void => { if (!aborted) send(res, req.id, reply) }
+    const fail = (err: unknown): void => {
+      if (!(err instanceof TracegateError)) options.onFault?.(err)
+      finish(errorReply(err, req.id, err instanceof HttpError ? err.headers : []))
+    }
+    const run = (): void => {
+      try {
+        Promise.resolve(handler(req)).then(finish, fail)
+      } catch (err) {
+        fail(err)
+      }
+    }
+    if (options.isClosing?.() === true) {
+      fail(new TracegateError('service_unavailable'))
+      return
+    }
+    if (options.json !== true) {
+      run()
+      return
+    }
+    const type = req.headers.get('content-type') ?? ''
+    // A cross-site form cannot send application/json without a CORS preflight, which this port never grants.
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      fail(new TracegateError('unsupported_media_type'))
+      return
+    }
+    const length = Number(req.headers.get('content-length') ?? -1)
+    if (length > BODY_LIMIT) {
+      fail(new TracegateError('body_too_large'))
+      return
+    }
+    readBody(res, Number.isInteger(length) && length >= 0 ? length : -1, BODY_LIMIT, (r) => {
+      if (aborted) return
+      if (!r.ok) {
+        fail(new TracegateError('body_too_large'))
+        return
+      }
+      let body: unknown
+      try {
+        body = JSON.parse(r.body.toString('utf8'))
+      } catch {
+        body = undefined
+      }
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+        fail(new TracegateError('invalid_json'))
+        return
+      }
+      req.body = body
+      run()
+    })
+  }
+}

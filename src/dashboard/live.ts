@@ -1,0 +1,105 @@
+// The live trace list: a WebSocket per signed-in page, subscribed to its account's topic. The store
+// worker reports rows once they are stored (StoreClient.onWritten), so what appears live is what a reload
+// would show; they are grouped by account and published to that account's topic only.
+import type { StoreClient } from '../store/client.js'
+import type { TraceSummary } from '../store/trace-types.js'
+import { uws, type TemplatedApp } from '../server/uws.js'
+import type { WebSocket } from 'uWebSockets.js'
+import { listItem } from './data-routes.js'
+import type { Guards } from './guards.js'
+import { errorReply, readRequest, send } from './http.js'
+
+interface LiveData {
+  readonly accountId: string
+  readonly sid: string
+  readonly expiresAt: number
+}
+
+type Socket = WebSocket<LiveData>
+
+export const LIVE_PATH = '/api/ui/live'
+
+function topic (accountId: string): string {
+  return `account:${accountId}`
+}
+
+export class LiveFeed {
+  readonly #app: TemplatedApp
+  readonly #sockets = new Map<Socket, NodeJS.Timeout>()
+  readonly #unsubscribe: () => void
+
+  constructor (app: TemplatedApp, store: StoreClient, guards: Guards) {
+    this.#app = app
+    app.ws<LiveData>(LIVE_PATH, {
+      compression: uws.DISABLED,
+      // The client has nothing to say; anything large is a misuse.
+      maxPayloadLength: 4 * 1024,
+      idleTimeout: 60,
+      sendPingsAutomatically: true,
+      maxBackpressure: 4 * 1024 * 1024,
+      upgrade: (res, ureq, context) => {
+        const req = readRequest(res, ureq)
+        const key = ureq.getHeader('sec-websocket-key')
+        const protocol = ureq.getHeader('sec-websocket-protocol')
+        const extensions = ureq.getHeader('sec-websocket-extensions')
+        let data: LiveData
+        try {
+          // A browser always sends Origin on a WebSocket; a foreign one is cross-site hijacking.
+          guards.origin(req)
+          const s = guards.session(req)
+          data = { accountId: s.accountId, sid: s.sid, expiresAt: s.expiresAt }
+        } catch (err) {
+          send(res, req.id, errorReply(err, req.id))
+          return
+        }
+        res.upgrade(data, key, protocol, extensions, context)
+      },
+      open: (ws) => {
+        const d = ws.getUserData()
+        ws.subscribe(topic(d.accountId))
+        // The socket does not outlive its session.
+        const timer = setTimeout(() => { this.#end(ws) }, Math.max(0, d.expiresAt - Date.now()))
+        timer.unref()
+        this.#sockets.set(ws, timer)
+      },
+      close: (ws) => {
+        clearTimeout(this.#sockets.get(ws))
+        this.#sockets.delete(ws)
+      },
+    })
+    this.#unsubscribe = store.onWritten((traces) => { this.#publish(traces) })
+  }
+
+  #publish (traces: readonly TraceSummary[]): void {
+    const byAccount = new Map<string, TraceSummary[]>()
+    for (const t of traces) {
+      let list = byAccount.get(t.account_id)
+      if (list === undefined) byAccount.set(t.account_id, list = [])
+      list.push(t)
+    }
+    for (const [accountId, list] of byAccount) {
+      const name = topic(accountId)
+      if (this.#app.numSubscribers(name) === 0) continue
+      this.#app.publish(name, JSON.stringify({ type: 'traces', traces: list.map(listItem) }))
+    }
+  }
+
+  #end (ws: Socket): void {
+    clearTimeout(this.#sockets.get(ws))
+    if (this.#sockets.delete(ws)) ws.end(1000, 'session ended')
+  }
+
+  /** Closes the sockets of a signed-out session. */
+  dropSession (sid: string): void {
+    for (const ws of [...this.#sockets.keys()]) if (ws.getUserData().sid === sid) this.#end(ws)
+  }
+
+  close (): void {
+    this.#unsubscribe()
+    for (const ws of [...this.#sockets.keys()]) {
+      clearTimeout(this.#sockets.get(ws))
+      this.#sockets.delete(ws)
+      ws.end(1001, 'server closing')
+    }
+  }
+}

@@ -1,0 +1,125 @@
+// Query strings of the trace list and usage endpoints, checked once: a bad value is 400
+// invalid_parameter naming it. An empty value means the parameter was not given (a form's empty filter).
+import { PROVIDERS } from '../config.js'
+import { TracegateError } from '../errors.js'
+import type { TraceCursor, TraceFilter } from '../store/trace-queries.js'
+import type { Bucket } from '../store/usage-queries.js'
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
+const CH_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,3})?$/
+
+export const DEFAULT_LIMIT = 50
+export const MAX_LIMIT = 200
+
+function bad (param: string): TracegateError {
+  return new TracegateError('invalid_parameter', { param })
+}
+
+function get (q: URLSearchParams, name: string): string | null {
+  const v = q.get(name)
+  return v === null || v === '' ? null : v
+}
+
+/** Epoch milliseconds or an ISO 8601 date/time. */
+export function parseTime (q: URLSearchParams, name: string): number | null {
+  const v = get(q, name)
+  if (v === null) return null
+  const ms = /^\d{1,15}$/.test(v) ? Number(v) : /^\d{4}-\d\d-\d\d/.test(v) ? Date.parse(v) : NaN
+  if (!Number.isFinite(ms) || ms < 0 || ms > 253402300799999) throw bad(name)
+  return ms
+}
+
+export function encodeCursor (c: TraceCursor): string {
+  return Buffer.from(JSON.stringify([c.time, c.traceId])).toString('base64url')
+}
+
+export function decodeCursor (text: string): TraceCursor {
+  try {
+    const v = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown
+    if (Array.isArray(v) && typeof v[0] === 'string' && CH_TIME.test(v[0]) && typeof v[1] === 'string' && UUID.test(v[1])) {
+      return { time: v[0], traceId: v[1].toLowerCase() }
+    }
+  } catch { /* falls through */ }
+  throw bad('cursor')
+}
+
+/** Also takes `range=hour|day|7d|30d|all` in place of `from` (the list's time filter). */
+export function traceFilter (accountId: string, q: URLSearchParams, now = Date.now()): TraceFilter {
+  let from = parseTime(q, 'from')
+  const range = get(q, 'range')
+  if (from === null && range !== null && range !== 'all') {
+    const r = Object.hasOwn(RANGES, range) ? RANGES[range] : undefined
+    if (r === undefined) throw bad('range')
+    from = now - r.span
+  }
+  const to = parseTime(q, 'to')
+  if (from !== null && to !== null && from >= to) throw bad('to')
+  const provider = get(q, 'provider')
+  if (provider !== null && !(PROVIDERS as readonly string[]).includes(provider)) throw bad('provider')
+  const model = get(q, 'model')
+  if (model !== null && model.length > 256) throw bad('model')
+  const outcome = get(q, 'outcome')
+  if (outcome !== null && !OUTCOMES.includes(outcome)) throw bad('outcome')
+  const keyId = get(q, 'key')
+  if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  const text = get(q, 'q')
+  if (text !== null && text.length > 1000) throw bad('q')
+  const rawLimit = get(q, 'limit')
+  const limit = rawLimit === null ? DEFAULT_LIMIT : /^\d{1,4}$/.test(rawLimit) ? Number(rawLimit) : NaN
+  if (!(limit >= 1 && limit <= MAX_LIMIT)) throw bad('limit')
+  const cursor = get(q, 'cursor')
+  return {
+    accountId,
+    from,
+    to,
+    provider,
+    model,
+    outcome,
+    keyId: keyId?.toLowerCase() ?? null,
+    q: text,
+    limit,
+    cursor: cursor === null ? null : decodeCursor(cursor),
+  }
+}
+
+export interface UsageWindow {
+  readonly from: number
+  readonly to: number
+  readonly bucket: Bucket
+}
+
+const BUCKET_MS: Readonly<Record<Bucket, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }
+const RANGES: Readonly<Record<string, { span: number; bucket: Bucket }>> = {
+  hour: { span: 3_600_000, bucket: 'minute' },
+  day: { span: 86_400_000, bucket: 'hour' },
+  '7d': { span: 7 * 86_400_000, bucket: 'day' },
+  '30d': { span: 30 * 86_400_000, bucket: 'day' },
+}
+/** More points than any chart can show. */
+const MAX_POINTS = 5_000
+
+export function bucketMs (b: Bucket): number {
+  return BUCKET_MS[b]
+}
+
+/** `range=hour|day|7d|30d` (default day), or `from` [, `to`, `bucket`]. */
+export function usageWindow (q: URLSearchParams, now = Date.now()): UsageWindow {
+  const from = parseTime(q, 'from')
+  const toGiven = parseTime(q, 'to')
+  const rawBucket = get(q, 'bucket')
+  if (rawBucket !== null && !(rawBucket in BUCKET_MS)) throw bad('bucket')
+  if (from === null) {
+    if (toGiven !== null) throw bad('from')
+    const name = get(q, 'range') ?? 'day'
+    const range = Object.hasOwn(RANGES, name) ? RANGES[name] : undefined
+    if (range === undefined) throw bad('range')
+    return { from: now - range.span, to: now, bucket: (rawBucket as Bucket | null) ?? range.bucket }
+  }
+  const to = toGiven ?? now
+  if (from >= to) throw bad('to')
+  const span = to - from
+  const bucket = (rawBucket as Bucket | null) ?? (span <= 3 * 3_600_000 ? 'minute' : span <= 3 * 86_400_000 ? 'hour' : 'day')
+  if (span / BUCKET_MS[bucket] > MAX_POINTS) throw bad('bucket')
+  return { from, to, bucket }
+}

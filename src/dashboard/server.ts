@@ -1,0 +1,101 @@
+// The dashboard port: the UI's pages and files, its JSON API (session cookie, CSRF), the live WebSocket,
+// and the read API (Bearer read keys). A second uWS app in the same process as the proxy.
+import type { AdminOps } from '../admin/ops.js'
+import type { KeyCache } from '../auth/cache.js'
+import type { Logger } from '../log.js'
+import { TracegateError } from '../errors.js'
+import { newRequestId } from '../ids.js'
+import { listen } from '../server/proxy-app.js'
+import { uws, type HttpResponse } from '../server/uws.js'
+import type { StoreClient } from '../store/client.js'
+import { AuthRoutes } from './auth-routes.js'
+import { getTrace, listTraces, usage } from './data-routes.js'
+import { Guards } from './guards.js'
+import { errorReply, route, send, type Handler, type RouteOptions } from './http.js'
+import { KeyRoutes } from './key-routes.js'
+import { LiveFeed } from './live.js'
+import { ReadApi } from './read-api.js'
+import { Sessions } from './session.js'
+import { Assets } from './static.js'
+
+export interface DashboardDeps {
+  readonly store: StoreClient
+  readonly keys: KeyCache
+  readonly admin: AdminOps
+  readonly dataDir: string
+  readonly trustProxy: boolean
+  readonly log: Logger | null
+  readonly isClosing: () => boolean
+}
+
+export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/settings/keys', '/settings/account']
+
+function answer (code: 'not_found' | 'method_not_allowed', allow?: string) {
+  return (res: HttpResponse): void => {
+    const id = newRequestId()
+    send(res, id, errorReply(new TracegateError(code), id, allow === undefined ? [] : [['allow', allow]]))
+  }
+}
+
+export class DashboardServer {
+  readonly port: number
+  readonly #socket: unknown
+  readonly #live: LiveFeed
+
+  private constructor (socket: unknown, port: number, live: LiveFeed) {
+    this.#socket = socket
+    this.port = port
+    this.#live = live
+  }
+
+  static async start (deps: DashboardDeps, host: string, port: number): Promise<DashboardServer> {
+    const app = uws.App()
+    const guards = new Guards(new Sessions(deps.dataDir), { trustProxy: deps.trustProxy })
+    const assets = new Assets()
+    const live = new LiveFeed(app, deps.store, guards)
+    const auth = new AuthRoutes(deps.store, guards, (sid) => { live.dropSession(sid) })
+    const keys = new KeyRoutes(deps.store, deps.admin, guards)
+    const read = new ReadApi(deps.store, deps.keys)
+    const base: RouteOptions = {
+      isClosing: deps.isClosing,
+      onFault: (err) => { deps.log?.error({ err }, 'dashboard request failed') },
+    }
+    const routes: Array<[method: 'get' | 'post', pattern: string, handler: Handler, options?: RouteOptions]> = [
+      ['post', '/api/ui/signin', auth.signIn, { json: true }],
+      ['post', '/api/ui/signout', auth.signOut],
+      ['get', '/api/ui/session', auth.current],
+      ['get', '/api/ui/account', async (req) => ({ status: 200, body: (await auth.body(guards.session(req))).account })],
+      ['get', '/api/ui/traces', async (req) => ({ status: 200, body: await listTraces(deps.store, guards.session(req).accountId, req.query) })],
+      ['get', '/api/ui/traces/:id', async (req) => ({ status: 200, body: await getTrace(deps.store, guards.session(req).accountId, req.params[0] ?? '') }), { params: 1 }],
+      ['get', '/api/ui/usage', async (req) => ({ status: 200, body: await usage(deps.store, guards.session(req).accountId, req.query) })],
+      ['get', '/api/ui/keys', keys.list],
+      ['post', '/api/ui/keys', keys.create, { json: true }],
+      ['post', '/api/ui/keys/:id/revoke', keys.revoke, { params: 1 }],
+      ['get', '/api/v1/traces', read.traces],
+      ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
+      ['get', '/api/v1/usage', read.usage],
+      ...PAGES.map((p): [ 'get', string, Handler ] => ['get', p, () => assets.shell()]),
+      ['get', '/assets/*', (req) => assets.asset(req.path)],
+    ]
+    const allowed = new Map<string, string>()
+    for (const [method, pattern, handler, options] of routes) {
+      app[method](pattern, route(handler, { ...base, ...options }))
+      const m = method.toUpperCase()
+      const before = allowed.get(pattern)
+      allowed.set(pattern, before === undefined ? m : `${before}, ${m}`)
+    }
+    for (const [pattern, allow] of allowed) app.any(pattern, answer('method_not_allowed', allow))
+    app.any('/*', answer('not_found'))
+    const bound = await listen(app, host, port).catch((err: unknown) => {
+      live.close()
+      throw err
+    })
+    return new DashboardServer(bound.socket, bound.port, live)
+  }
+
+  /** Stops accepting and closes the live sockets; requests in flight finish. */
+  close (): void {
+    uws.us_listen_socket_close(this.#socket as never)
+    this.#live.close()
+  }
+}

@@ -1,0 +1,106 @@
+// The dashboard's and the read API's trace queries. Every value is a query parameter and every query is
+// filtered by the caller's account. The list pages with a keyset on (time, trace_id), the table's own
+// sort order after account_id, so page N costs what page 1 costs (never OFFSET).
+import type { ClickHouseClient } from '@clickhouse/client'
+import { chTime } from './connect.js'
+import type { TraceSummary } from './trace-types.js'
+
+export interface TraceCursor {
+  /** ClickHouse's DateTime64(3) text of the last row shown. */
+  readonly time: string
+  readonly traceId: string
+}
+
+export interface TraceFilter {
+  readonly accountId: string
+  /** Epoch ms, inclusive; null: no bound. */
+  readonly from: number | null
+  /** Epoch ms, exclusive; null: no bound. */
+  readonly to: number | null
+  readonly provider: string | null
+  readonly model: string | null
+  readonly outcome: string | null
+  readonly keyId: string | null
+  /** Case-insensitive text in the prompt or the response. */
+  readonly q: string | null
+  readonly limit: number
+  /** Rows strictly older than this one (the last row of the previous page). */
+  readonly cursor: TraceCursor | null
+}
+
+export interface TracePage {
+  readonly traces: TraceSummary[]
+  /** The cursor of the next page, or null when this page is the last. */
+  readonly next: TraceCursor | null
+}
+
+// The columns of TraceSummary (trace-types.ts), the live list's shape.
+const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
+  outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd`
+
+/** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */
+function where (f: TraceFilter): { sql: string; params: Record<string, unknown> } {
+  const parts = ['account_id = {accountId:UUID}']
+  const params: Record<string, unknown> = { accountId: f.accountId }
+  if (f.from !== null) {
+    parts.push("time >= {from:DateTime64(3, 'UTC')}")
+    params.from = chTime(f.from)
+  }
+  if (f.to !== null) {
+    parts.push("time < {to:DateTime64(3, 'UTC')}")
+    params.to = chTime(f.to)
+  }
+  if (f.provider !== null) {
+    parts.push('provider = {provider:String}')
+    params.provider = f.provider
+  }
+  if (f.model !== null) {
+    parts.push('model = {model:String}')
+    params.model = f.model
+  }
+  if (f.outcome !== null) {
+    parts.push('outcome = {outcome:String}')
+    params.outcome = f.outcome
+  }
+  if (f.keyId !== null) {
+    parts.push('key_id = {keyId:UUID}')
+    params.keyId = f.keyId
+  }
+  if (f.cursor !== null) {
+    parts.push("(time, trace_id) < ({cursorTime:DateTime64(3, 'UTC')}, {cursorId:UUID})")
+    params.cursorTime = f.cursor.time
+    params.cursorId = f.cursor.traceId
+  }
+  if (f.q !== null) {
+    parts.push('(positionCaseInsensitiveUTF8(prompt, {q:String}) > 0 OR positionCaseInsensitiveUTF8(response, {q:String}) > 0)')
+    params.q = f.q
+  }
+  return { sql: parts.join(' AND '), params }
+}
+
+export async function listTraces (ch: ClickHouseClient, f: TraceFilter): Promise<TracePage> {
+  const w = where(f)
+  // One row more than asked tells whether another page exists.
+  const rs = await ch.query({
+    query: `SELECT ${SUMMARY_COLUMNS} FROM traces WHERE ${w.sql}
+      ORDER BY time DESC, trace_id DESC LIMIT {limit:UInt32}`,
+    query_params: { ...w.params, limit: f.limit + 1 },
+    format: 'JSONEachRow',
+  })
+  const rows = await rs.json<TraceSummary>()
+  const more = rows.length > f.limit
+  const traces = more ? rows.slice(0, f.limit) : rows
+  const last = traces[traces.length - 1]
+  return { traces, next: more && last !== undefined ? { time: last.time, traceId: last.trace_id } : null }
+}
+
+/** The last minute each key of the account was used in, from the usage rollup (no write per request). */
+export async function keysLastUsed (ch: ClickHouseClient, accountId: string): Promise<Array<{ key_id: string; last_used_at: string }>> {
+  const rs = await ch.query({
+    query: `SELECT key_id, toDateTime64(max(minute), 3, 'UTC') AS last_used_at FROM usage_minute
+      WHERE account_id = {accountId:UUID} GROUP BY key_id`,
+    query_params: { accountId },
+    format: 'JSONEachRow',
+  })
+  return rs.json()
+}
