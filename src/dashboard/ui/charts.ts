@@ -15,11 +15,14 @@ export interface ChartSpec {
   readonly lines: readonly Line[]
   /** Formats a value for the axis and the legend. */
   readonly format: (v: number) => string
+  /** Counts: ticks on whole numbers only. */
+  readonly integer?: boolean
   /** The x range to show even where the series has no points: [from, to] in seconds. */
   readonly range: readonly [number, number]
 }
 
 const HEIGHT = 180
+const COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12]
 
 function fillOf (color: string): string {
   // #rrggbb → a faint fill of the same colour.
@@ -68,6 +71,7 @@ export class Charts {
           grid: { stroke: '#eef0f3', width: 1 },
           ticks: { stroke: '#dde1e6', width: 1 },
           size: 64,
+          ...(spec.integer === true ? { incrs: COUNT_STEPS } : {}),
           values: (_u, splits) => splits.map((v) => fmt(v)),
         },
       ],

@@ -5,6 +5,7 @@ const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
 const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 })
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
 const dated = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
+const calendar = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' })
 const full = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
 
 /** `12,345` */
@@ -30,7 +31,7 @@ export function ms (n: number | null | undefined): string {
   if (n >= 10_000) return `${decimal.format(n / 1000)} s`
   if (n >= 100) return `${integer.format(n)} ms`
   if (n >= 1) return `${decimal.format(n)} ms`
-  return `${n.toFixed(2)} ms`
+  return n === 0 ? '0 ms' : `${n.toFixed(2)} ms`
 }
 
 export function bytes (n: number): string {
@@ -52,11 +53,17 @@ export function toMs (t: string | number | null | undefined): number | null {
   return Number.isNaN(v) ? null : v
 }
 
-/** Time of day for today's entries, with the date for older ones. */
+/** Time of day for today's entries, with the date for any other day. */
 export function when (t: string | number | null | undefined, now = Date.now()): string {
   const v = toMs(t)
   if (v === null) return '—'
-  return now - v < 20 * 3600_000 && new Date(v).getDate() === new Date(now).getDate() ? clock.format(v) : dated.format(v)
+  return Math.abs(now - v) < 86_400_000 && new Date(v).toDateString() === new Date(now).toDateString() ? clock.format(v) : dated.format(v)
+}
+
+/** A calendar date: `Nov 23, 2026`. */
+export function day (t: string | number | null | undefined): string {
+  const v = toMs(t)
+  return v === null ? '—' : calendar.format(v)
 }
 
 export function fullTime (t: string | number | null | undefined): string {

@@ -1,7 +1,7 @@
 // Settings → API Keys: create (the value is shown once), list, revoke behind a confirmation dialog.
 import { get, post } from './api.js'
 import { h, options, replace } from './dom.js'
-import { fullTime, when } from './format.js'
+import { day, fullTime, when } from './format.js'
 import type { Page } from './main.js'
 import type { ApiKey } from './types.js'
 
@@ -31,8 +31,8 @@ async function copy (text: string, el: HTMLElement): Promise<boolean> {
 }
 
 function keyRow (k: ApiKey, revoke: (k: ApiKey) => void): HTMLTableRowElement {
-  const date = (t: string | number | null, none: string): Node | string =>
-    t === null || t === '' ? none : h('span', { title: fullTime(t) }, when(t))
+  const date = (t: string | number | null, none: string, show = day): Node | string =>
+    t === null || t === '' ? none : h('span', { title: fullTime(t) }, show(t))
   const actions = h('td', { class: 'actions' })
   if (k.status === 'active') {
     const b = h('button', { type: 'button', class: 'danger quiet', 'data-testid': 'revoke-key' }, 'Revoke')
@@ -45,7 +45,7 @@ function keyRow (k: ApiKey, revoke: (k: ApiKey) => void): HTMLTableRowElement {
     h('td', { 'data-col': 'scope' }, k.scope),
     h('td', { 'data-col': 'created' }, date(k.created_at, '—')),
     h('td', { 'data-col': 'expires' }, date(k.expires_at, 'never')),
-    h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never')),
+    h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never', when)),
     h('td', { 'data-col': 'status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
     actions)
 }

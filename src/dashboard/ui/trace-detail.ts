@@ -36,6 +36,7 @@ function spans (text: string, findings: readonly Finding[]): Span[] {
 
 /** Text with the flagged spans as <mark> elements; every piece is a text node. */
 let marks = 0
+const size = (s: string): number => new TextEncoder().encode(s).length
 
 export function highlighted (text: string, findings: readonly Finding[], ids: Map<Finding, string>): DocumentFragment {
   const frag = document.createDocumentFragment()
@@ -128,7 +129,7 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
       ids.has(f) ? go : null))
   }
   return h('section', { class: 'card' }, h('h2', null, 'Detection'), h('p', null, summary),
-    findings.length > 0 ? list : h('p', { class: 'muted' }, 'No findings.'))
+    findings.length > 0 ? list : d?.ran === true ? h('p', { class: 'muted' }, 'No findings.') : null)
 }
 
 function responseEl (t: TraceDetail): HTMLElement {
@@ -144,11 +145,10 @@ function responseEl (t: TraceDetail): HTMLElement {
     h('div', { class: cls, 'data-testid': 'response-text' }, text))
 }
 
-const size = (s: string): number => new TextEncoder().encode(s).length
-
 function rawEl (t: TraceDetail): HTMLElement {
-  const req = t.confidential ? 'Not stored (confidential).' : (prettyJson(t.prompt) ?? t.prompt)
-  const res = t.confidential ? 'Not stored (confidential).' : (prettyJson(t.response) ?? t.response)
+  const shown = (text: string): string => (t.confidential ? 'Not stored (confidential).' : text === '' ? '(nothing stored)' : prettyJson(text) ?? text)
+  const req = shown(t.prompt)
+  const res = shown(t.response)
   const cut = (stored: number, whole: number, truncated: boolean): string =>
     truncated ? ` — cut: ${bytes(stored)} of ${bytes(whole)} stored` : ` — ${bytes(whole)}`
   return h('section', { class: 'card raw' },
@@ -191,12 +191,11 @@ function render (root: HTMLElement, t: TraceDetail): void {
       h('div', null, h('dt', null, 'Status'), h('dd', null, t.status === 0 ? '—' : String(t.status), t.error_code !== '' ? h('span', { class: 'muted' }, ` ${t.error_code}`) : null)),
       h('div', null, h('dt', null, 'Key'), h('dd', null, keyName))),
     h('div', { class: 'cards' },
-      h('section', { class: 'card' }, h('h2', null, 'Tokens'), h('dl', { class: 'stats' },
-        stat('Input', 'tokens-input', int(t.input_tokens)),
-        stat('Output', 'tokens-output', int(t.output_tokens)),
-        stat('Cached input', 'tokens-cached', int(t.cached_input_tokens)),
-        stat('Source', 'tokens-source', t.token_source))),
-      h('section', { class: 'card' }, h('h2', null, 'Cost'), h('dl', { class: 'stats' },
+      h('section', { class: 'card' }, h('h2', null, 'Tokens and cost'), h('dl', { class: 'stats' },
+        stat('Input tokens', 'tokens-input', int(t.input_tokens)),
+        stat('Output tokens', 'tokens-output', int(t.output_tokens)),
+        stat('Cached input tokens', 'tokens-cached', int(t.cached_input_tokens)),
+        stat('Counted by', 'tokens-source', t.token_source),
         stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null))),
       h('section', { class: 'card' }, h('h2', null, 'Latency'), h('dl', { class: 'stats' },
         stat('End to end', 'latency-total', ms(t.latency_ms)),

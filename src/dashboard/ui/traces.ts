@@ -1,7 +1,7 @@
 // /traces: the live list. Newest first; keyset pages through "Load more"; new traces arrive over the
 // WebSocket and go on top. Filters live in the address (?range=&provider=…) so a filtered view is a link.
 import { get, type Query } from './api.js'
-import { byTestId, h, options, replace } from './dom.js'
+import { h, options, replace } from './dom.js'
 import { int, ms, usd, when, fullTime, toMs } from './format.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
@@ -146,7 +146,7 @@ export const traces: Page = (root, ctx) => {
     showNote()
   }
 
-  /** New traces the socket cannot vouch for (text and model filters are the server's): ask for the first page and put the unseen ones on top. */
+  /** New traces the socket cannot vouch for (the text filter is the server's): ask for the first page and put the unseen ones on top. */
   let mergeTimer: ReturnType<typeof setTimeout> | null = null
   const mergeNewest = (): void => {
     if (mergeTimer !== null) return
@@ -172,6 +172,7 @@ export const traces: Page = (root, ctx) => {
 
   const matches = (t: TraceListItem): boolean =>
     (f.provider === '' || t.provider === f.provider) &&
+    (f.model.trim() === '' || t.model === f.model.trim()) &&
     (f.outcome === '' || t.outcome === f.outcome) &&
     (f.key === '' || t.key_id === f.key)
 
@@ -179,7 +180,7 @@ export const traces: Page = (root, ctx) => {
     traces (items) {
       const ok = items.filter(matches)
       if (ok.length === 0) return
-      if (f.q.trim() !== '' || f.model.trim() !== '') mergeNewest()
+      if (f.q.trim() !== '') mergeNewest()
       else prepend(ok)
     },
     state (s: LiveState) {
@@ -234,7 +235,6 @@ export const traces: Page = (root, ctx) => {
   }).catch(() => {})
 
   void load(true)
-  byTestId(root, 'filter-range')
 
   return () => {
     generation++

@@ -84,12 +84,12 @@ export const usage: Page = (root) => {
     const to = Math.floor((toMs(u.to) ?? ((x[x.length - 1] ?? 0) + bucketS) * 1000) / 1000)
     const range: [number, number] = [Math.min(from, x[0] ?? from), Math.max(to, x[x.length - 1] ?? to)]
     const col = (k: keyof UsageMeasures): Array<number | null> => u.series.map((p) => (p[k] ?? null) as number | null)
-    charts.draw(reqEl, { x, range, format: count, lines: [
+    charts.draw(reqEl, { x, range, format: count, integer: true, lines: [
       { label: 'Requests', color: COLORS.blue, values: col('requests'), fill: true },
       { label: 'Blocked', color: COLORS.red, values: col('blocked') },
     ] })
-    charts.draw(errEl, { x, range, format: count, lines: [{ label: 'Errors', color: COLORS.amber, values: col('errors'), fill: true }] })
-    charts.draw(tokEl, { x, range, format: count, lines: [
+    charts.draw(errEl, { x, range, format: count, integer: true, lines: [{ label: 'Errors', color: COLORS.amber, values: col('errors'), fill: true }] })
+    charts.draw(tokEl, { x, range, format: count, integer: true, lines: [
       { label: 'Input', color: COLORS.purple, values: col('input_tokens'), fill: true },
       { label: 'Output', color: COLORS.green, values: col('output_tokens'), fill: true },
     ] })
