@@ -68,7 +68,8 @@ export const keys: Page = (root) => {
     formError,
     h('div', { class: 'form-actions' }, submit, cancel))
 
-  const created = h('div', { class: 'card created-key', 'data-testid': 'created-key', hidden: true })
+  // Holds the created key while it is shown; empty otherwise, so the value exists in the page only then.
+  const created = h('div')
   const body = h('tbody')
   const listError = h('p', { class: 'error', hidden: true })
   const table = h('table', { class: 'list', 'data-testid': 'key-list' },
@@ -115,7 +116,7 @@ export const keys: Page = (root) => {
 
   create.addEventListener('click', () => {
     form.hidden = false
-    created.hidden = true
+    created.textContent = ''
     formError.hidden = true
     name.focus()
   })
@@ -136,14 +137,13 @@ export const keys: Page = (root) => {
           void copy(key.key, value).then((ok) => { replace(copyBtn, ok ? 'Copied' : 'Select and copy') })
         })
         const done = h('button', { type: 'button', class: 'quiet' }, 'Done')
-        done.addEventListener('click', () => { created.hidden = true; created.textContent = '' })
-        replace(created,
+        done.addEventListener('click', () => { created.textContent = '' })
+        replace(created, h('div', { class: 'card created-key', 'data-testid': 'created-key' },
           h('h2', null, `Key “${key.name}” created`),
           h('p', { class: 'warning', 'data-testid': 'created-key-warning' },
             'Copy this key now. It is shown only this once and cannot be shown again; if you lose it, revoke it and create a new one.'),
           h('div', { class: 'key-box' }, value, copyBtn),
-          h('div', { class: 'form-actions' }, done))
-        created.hidden = false
+          h('div', { class: 'form-actions' }, done)))
         load()
       })
       .catch((err: unknown) => {
