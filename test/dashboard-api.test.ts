@@ -156,6 +156,8 @@ t.test('CSRF: state changes need the token and this origin', async (t) => {
   t.equal((await c.get('/api/ui/keys')).json.keys.length, before, 'nothing was created')
   t.equal((await c.get('/api/ui/session')).status, 200, 'still signed in')
   await t.rejects(c.live('http://evil.example'), 'the live socket checks the origin')
+  await t.rejects(c.live(c.base, null), 'and the CSRF token')
+  await t.rejects(c.live(c.base, 'x' + c.csrf!.slice(1)), 'the right one')
   await t.rejects(s.client().live(), 'and needs a session')
   const ok = await c.live()
   ok.close()

@@ -75,8 +75,8 @@ export class UiClient {
   }
 
   /** Opens the live socket with this client's cookie; resolves once open, or rejects when refused. */
-  live (origin: string = this.base): Promise<LiveSocket> {
-    const url = this.base.replace(/^http/, 'ws') + '/api/ui/live'
+  live (origin: string = this.base, csrf: string | null = this.csrf): Promise<LiveSocket> {
+    const url = this.base.replace(/^http/, 'ws') + '/api/ui/live' + (csrf === null ? '' : `?csrf=${encodeURIComponent(csrf)}`)
     const headers: Record<string, string> = { origin }
     if (this.cookie !== null) headers.cookie = this.cookie
     const ws = new WebSocket(url, { headers } as any)

@@ -1,6 +1,7 @@
-// The live trace list: a WebSocket per signed-in page, subscribed to its account's topic. The store
+// The live trace list: a WebSocket per signed-in page (session cookie, same origin, CSRF token), subscribed to its account's topic. The store
 // worker reports rows once they are stored (StoreClient.onWritten), so what appears live is what a reload
 // would show; they are grouped by account and published to that account's topic only.
+import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import type { TraceSummary } from '../store/trace-types.js'
 import { uws, type TemplatedApp } from '../server/uws.js'
@@ -44,9 +45,11 @@ export class LiveFeed {
         const extensions = ureq.getHeader('sec-websocket-extensions')
         let data: LiveData
         try {
-          // A browser always sends Origin on a WebSocket; a foreign one is cross-site hijacking.
+          // A browser always sends Origin on a WebSocket; a foreign one is cross-site hijacking. It cannot
+          // add headers to the handshake, so the CSRF token comes in the query (?csrf=).
           guards.origin(req)
           const s = guards.session(req)
+          if (!guards.sessions.checkCsrf(s, req.query.get('csrf') ?? undefined)) throw new TracegateError('csrf_failed')
           data = { accountId: s.accountId, sid: s.sid, expiresAt: s.expiresAt }
         } catch (err) {
           send(res, req.id, errorReply(err, req.id))
