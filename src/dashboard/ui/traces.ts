@@ -8,6 +8,8 @@ import type { Page } from './main.js'
 import type { ApiKey, TraceList, TraceListItem } from './types.js'
 
 const PAGE = 50
+/** Rows kept while live traces pour in; older ones are dropped from the bottom and come back through "Load more". */
+const MAX_ROWS = 1000
 
 export const RANGES: ReadonlyArray<readonly [string, string]> = [
   ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['all', 'All time'],
@@ -34,10 +36,11 @@ function readFilters (): Filters {
   }
 }
 
-function query (f: Filters, cursor: string | null): Query {
+function query (f: Filters, cursor: string | null, to: number | null = null): Query {
   const span = RANGE_MS[f.range]
   return {
     from: span === undefined ? null : Date.now() - span,
+    to,
     provider: f.provider,
     model: f.model.trim(),
     outcome: f.outcome,
@@ -63,7 +66,7 @@ export function traceRow (t: TraceListItem, now: number): HTMLTableRowElement {
     ? '—'
     : `${int(t.input_tokens)} / ${int(t.output_tokens)}`
   return h('tr', { 'data-testid': 'trace-row', 'data-trace-id': t.trace_id, class: t.blocked ? 'row-blocked' : null, tabindex: 0 },
-    h('td', { 'data-col': 'time', title: fullTime(t.time) }, h('a', { href }, when(t.time, now))),
+    h('td', { 'data-col': 'time', 'data-time': t.time, title: fullTime(t.time) }, h('a', { href }, when(t.time, now))),
     h('td', { 'data-col': 'provider' }, t.provider),
     h('td', { 'data-col': 'model' }, t.model === '' ? '—' : t.model),
     outcomeCell(t),
@@ -114,6 +117,9 @@ export const traces: Page = (root, ctx) => {
 
   const seen = new Set<string>()
   let cursor: string | null = null
+  // Set when rows were dropped from the bottom: the next page starts just after the last kept row's
+  // time (rows of that same millisecond that are still shown are skipped by `seen`).
+  let anchorTo: number | null = null
   let generation = 0
   let loading = false
 
@@ -126,13 +132,15 @@ export const traces: Page = (root, ctx) => {
   const load = async (reset: boolean): Promise<void> => {
     const g = reset ? ++generation : generation
     loading = true
-    if (reset) { cursor = null; more.hidden = true; showNote() }
+    if (reset) { cursor = null; anchorTo = null; more.hidden = true; showNote() }
     more.disabled = true
     try {
-      const page = await get<TraceList>('/api/ui/traces', query(f, reset ? null : cursor))
+      const to = reset ? null : anchorTo
+      const page = await get<TraceList>('/api/ui/traces', query(f, reset || to !== null ? null : cursor, to))
       if (g !== generation) return
       if (reset) { body.textContent = ''; seen.clear() }
       body.appendChild(traceRows(page.traces, seen))
+      anchorTo = null
       cursor = page.next_cursor
       more.hidden = cursor === null
     } catch (e) {
@@ -164,10 +172,25 @@ export const traces: Page = (root, ctx) => {
     const fresh = items.filter((t) => !seen.has(t.trace_id))
     if (fresh.length === 0) return
     fresh.sort((a, b) => (toMs(b.time) ?? 0) - (toMs(a.time) ?? 0))
-    const frag = traceRows(fresh, seen)
+    const frag = traceRows(fresh.slice(0, MAX_ROWS), seen)
     for (const tr of frag.children) tr.classList.add('fresh')
     body.insertBefore(frag, body.firstChild)
+    if (body.childElementCount > MAX_ROWS) trim()
     showNote()
+  }
+
+  const trim = (): void => {
+    while (body.childElementCount > MAX_ROWS) {
+      const tr = body.lastElementChild as HTMLTableRowElement
+      seen.delete(tr.dataset.traceId ?? '')
+      tr.remove()
+    }
+    const last = body.lastElementChild as HTMLTableRowElement | null
+    const t = toMs(last?.querySelector('td[data-col=time]')?.getAttribute('data-time') ?? null)
+    if (t === null) return
+    anchorTo = t + 1
+    cursor = null
+    more.hidden = false
   }
 
   const matches = (t: TraceListItem): boolean =>
@@ -187,7 +210,7 @@ export const traces: Page = (root, ctx) => {
       status.dataset.state = s
       replace(status, s)
       // A socket that keeps failing may mean the session ended: any API call then shows sign-in.
-      if (s === 'offline') get('/api/ui/session').catch(() => {})
+      if (s === 'offline') get('/api/ui/account').catch(() => {})
     },
     reconnected: mergeNewest,
   })
