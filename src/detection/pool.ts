@@ -3,11 +3,13 @@
 // replaced by piscina without taking the process down. What happens when detection cannot judge a
 // request is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
 //
-// Requests are handed over in batches: every body that arrives in one turn of the event loop (uWS
-// delivers a burst of requests in one poll phase) is copied once into one buffer, which is moved to a
-// worker as one piscina task (no structured clone of the bodies). A piscina task costs the front
-// thread tens of µs (task object, message, answer); one per burst instead of one per request is what
-// keeps detection from halving the proxy's throughput. Each request keeps its own deadline.
+// Requests are handed over in batches, copied once into one buffer that is moved to a worker as one
+// piscina task (no structured clone of the bodies). A piscina task costs the front thread tens of µs
+// (task object, message, waking the worker, its answer waking us), so the pool sends at most one batch
+// per thread at a time: while every worker is busy, new requests wait here (where they would otherwise
+// wait in piscina's queue) and leave together when a worker comes free. At low load a request leaves
+// at the end of the event-loop turn it arrived in, so batching adds no latency; under load a batch
+// grows to what arrived during the previous one. Each request keeps its own deadline.
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
@@ -70,6 +72,7 @@ export class DetectionPool {
   /** Requests of this turn, not yet handed to piscina. */
   #pending: Pending[] = []
   #flushScheduled = false
+  #pendingTimer: NodeJS.Timeout | null = null
   /** Batches handed to piscina, in the order they were sent (piscina starts them in that order). */
   readonly #inFlight = new Set<Batch>()
   readonly #watchdog: NodeJS.Timeout
@@ -100,7 +103,7 @@ export class DetectionPool {
     this.#watchdog.unref()
   }
 
-  /** Requests waiting for a worker: this turn's, plus those in batches behind the ones running. */
+  /** Requests waiting for a worker: those held here, plus those in batches behind the ones running. */
   #queued (): number {
     let queued = this.#pending.length
     let running = this.#threads
@@ -116,9 +119,10 @@ export class DetectionPool {
     return new Promise((resolve) => {
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
-      const due = performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB))
-      this.#pending.push(new Pending(provider, body, due, resolve))
-      if (!this.#flushScheduled) {
+      const p = new Pending(provider, body, performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve)
+      this.#pending.push(p)
+      if (this.#pendingTimer === null) this.#armPending(p.due)
+      if (!this.#flushScheduled && this.#inFlight.size < this.#threads) {
         this.#flushScheduled = true
         // After the poll phase: every request of this burst is in the batch.
         setImmediate(this.#flush)
@@ -126,22 +130,54 @@ export class DetectionPool {
     })
   }
 
+  /** Sends held requests to the threads that are free, within the batch bounds. */
   #flushPending (): void {
     this.#flushScheduled = false
+    const free = this.#threads - this.#inFlight.size
+    if (free <= 0) return
     const all = this.#pending
-    this.#pending = []
-    // Spread a burst over the threads, within the batch bounds.
-    const per = Math.min(BATCH_MAX, Math.ceil(all.length / this.#threads))
+    // A request answered by its deadline while it waited here is not judged any more.
     let i = 0
-    while (i < all.length) {
+    while (i < all.length && all[i]!.settled) i++
+    const left = all.length - i
+    if (left === 0) { this.#pending = []; this.#clearPendingTimer(); return }
+    const per = Math.min(BATCH_MAX, Math.ceil(left / free))
+    for (let sent = 0; sent < free && i < all.length; sent++) {
       const items: Pending[] = []
       let bytes = 0
       while (i < all.length && items.length < per && (items.length === 0 || bytes + all[i]!.body.length <= BATCH_BYTES)) {
-        bytes += all[i]!.body.length
-        items.push(all[i++]!)
+        const p = all[i++]!
+        if (p.settled) continue
+        bytes += p.body.length
+        items.push(p)
       }
-      this.#send(items, bytes, true)
+      if (items.length > 0) this.#send(items, bytes, true)
     }
+    this.#pending = i === all.length ? [] : all.slice(i)
+    this.#clearPendingTimer()
+    if (this.#pending.length > 0) this.#armPending(this.#earliestDue(this.#pending))
+  }
+
+  #earliestDue (items: readonly Pending[]): number {
+    let due = Infinity
+    for (const p of items) if (!p.settled && p.due < due) due = p.due
+    return due
+  }
+
+  /** One timer for the held requests, at the earliest deadline among them. */
+  #armPending (due: number): void {
+    if (due === Infinity) return
+    this.#pendingTimer = setTimeout(() => {
+      this.#pendingTimer = null
+      const now = performance.now()
+      for (const p of this.#pending) if (!p.settled && p.due <= now + 1) p.settle(DEADLINE)
+      this.#armPending(this.#earliestDue(this.#pending))
+    }, Math.max(0, due - performance.now()))
+  }
+
+  #clearPendingTimer (): void {
+    if (this.#pendingTimer !== null) clearTimeout(this.#pendingTimer)
+    this.#pendingTimer = null
   }
 
   #send (items: Pending[], bytes: number, retry: boolean): void {
@@ -203,6 +239,8 @@ export class DetectionPool {
   #done (batch: Batch): void {
     this.#inFlight.delete(batch)
     if (batch.timer !== null) clearTimeout(batch.timer)
+    // A thread is free: what waited for it leaves now (this runs in a promise job, after the answer).
+    if (this.#pending.length > 0 && !this.#flushScheduled) this.#flushPending()
   }
 
   /**
@@ -220,6 +258,7 @@ export class DetectionPool {
 
   close (): Promise<void> {
     clearInterval(this.#watchdog)
+    this.#clearPendingTimer()
     return this.#pool.destroy()
   }
 }
