@@ -190,6 +190,19 @@ const PLACES: readonly Place[] = [
     message: 1,
     segment: toolArgs,
   },
+  {
+    name: 'alpha assistant legacy function_call arguments',
+    provider: 'alpha',
+    body: bodyFor('alpha', {
+      messages: [
+        { role: 'user', content: 'Search for something.' },
+        { role: 'assistant', content: null, function_call: { name: 'search', arguments: toolArgs } },
+        { role: 'function', name: 'search', content: 'No results.' },
+      ],
+    }),
+    message: 1,
+    segment: toolArgs,
+  },
   // beta: Anthropic Messages
   {
     name: 'beta top-level system string',
@@ -244,6 +257,19 @@ const PLACES: readonly Place[] = [
     message: 2,
     segment: inPage,
   },
+  {
+    name: 'beta assistant tool_use input',
+    provider: 'beta',
+    body: bodyFor('beta', {
+      messages: [
+        { role: 'user', content: 'Search for something.' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Let me search.' }, { type: 'tool_use', id: 'toolu_1', name: 'search', input: { query: INJECTION, options: { limit: 3 } } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'No results.' }] },
+      ],
+    }),
+    message: 1,
+    segment: INJECTION,
+  },
   // gamma: Gemini generateContent
   {
     name: 'gamma systemInstruction parts',
@@ -277,6 +303,19 @@ const PLACES: readonly Place[] = [
     }),
     message: 2,
     segment: inPage,
+  },
+  {
+    name: 'gamma model functionCall args',
+    provider: 'gamma',
+    body: bodyFor('gamma', {
+      contents: [
+        { role: 'user', parts: [{ text: 'Search for something.' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'search', args: { query: INJECTION, limit: 3 } } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'search', response: { content: 'No results.' } } }] },
+      ],
+    }),
+    message: 1,
+    segment: INJECTION,
   },
 ]
 

@@ -1,6 +1,8 @@
 // The text each dialect carries, as segments with their message index, role and JSON path: system
 // prompts, user and assistant messages, content parts, tool and function results, Gemini
-// systemInstruction and contents parts.
+// systemInstruction and contents parts, and the arguments a model gave its tool calls (alpha
+// tool_calls and function_call, beta tool_use input, gamma functionCall args): a conversation sent back
+// carries them, and an injected tool call is as much the attacker's text as a tool result.
 import type { Segment } from '../../src/detection/types.js'
 
 type Json = Record<string, unknown>
@@ -38,6 +40,10 @@ function anthropicContent (out: Segment[], i: number, role: string, base: string
       anthropicContent(out, i, 'tool', `${base}[${j}].content`, block.content)
       return
     }
+    if (block.type === 'tool_use') {
+      push(out, i, role, `${base}[${j}].input`, strings(block.input).join('\n'))
+      return
+    }
     push(out, i, role, `${base}[${j}].text`, block.text)
     const source = obj(block.source)
     if (block.type === 'document' && source?.type === 'text') push(out, i, role, `${base}[${j}].source.data`, source.data)
@@ -51,6 +57,8 @@ function geminiParts (out: Segment[], i: number, role: string, base: string, par
     push(out, i, role, `${base}[${j}].text`, part.text)
     const fr = obj(part.functionResponse)
     if (fr !== null) push(out, i, 'tool', `${base}[${j}].functionResponse.response`, strings(fr.response).join('\n'))
+    const fc = obj(part.functionCall)
+    if (fc !== null) push(out, i, role, `${base}[${j}].functionCall.args`, strings(fc.args).join('\n'))
   })
 }
 
@@ -67,6 +75,8 @@ export function extractSegments (provider: 'alpha' | 'beta' | 'gamma', body: unk
       arr(msg.tool_calls).forEach((c, j) => {
         push(out, i, role, `messages[${i}].tool_calls[${j}].function.arguments`, obj(obj(c)?.function)?.arguments)
       })
+      // The legacy single call of the functions API.
+      push(out, i, role, `messages[${i}].function_call.arguments`, obj(msg.function_call)?.arguments)
     })
   } else if (provider === 'beta') {
     anthropicContent(out, -1, 'system', 'system', b.system)
