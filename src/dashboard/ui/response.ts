@@ -14,6 +14,9 @@ export interface Answer {
 /** Collects text per choice or candidate index, in arrival order. */
 class Texts {
   readonly #by = new Map<number, string[]>()
+  /** Indexes with a streamed tool call whose arguments are still arriving. */
+  readonly #open = new Set<number>()
+
   add (index: unknown, text: string | null): void {
     if (text === null || text === '') return
     const i = typeof index === 'number' ? index : 0
@@ -22,7 +25,21 @@ class Texts {
     list.push(text)
   }
 
+  /** A streamed tool call starts: its arguments follow in pieces. */
+  openCall (index: unknown, name: unknown): void {
+    const i = typeof index === 'number' ? index : 0
+    this.closeCall(i)
+    this.add(i, `\n→ ${str(name) ?? 'tool'}(`)
+    this.#open.add(i)
+  }
+
+  closeCall (index: unknown): void {
+    const i = typeof index === 'number' ? index : 0
+    if (this.#open.delete(i)) this.add(i, ')\n')
+  }
+
   join (): string {
+    for (const i of [...this.#open]) this.closeCall(i)
     const keys = [...this.#by.keys()].sort((a, b) => a - b)
     if (keys.length === 1) return this.#by.get(keys[0]!)!.join('')
     return keys.map((k) => `[${k}] ${this.#by.get(k)!.join('')}`).join('\n\n')
@@ -45,13 +62,14 @@ function alphaBody (v: Json, t: Texts): void {
     const choice = obj(c)
     const msg = obj(choice?.message) ?? obj(choice?.delta)
     if (msg === null) { t.add(choice?.index, str(choice?.text)); continue }
+    if (choice?.delta !== undefined && str(msg.content) !== null && str(msg.content) !== '') t.closeCall(choice?.index)
     t.add(choice?.index, str(msg.content))
     t.add(choice?.index, str(msg.refusal))
     for (const tc of arr(msg.tool_calls)) {
       const fn = obj(obj(tc)?.function)
       // A stream sends the name once, then pieces of the arguments.
       if (choice?.delta !== undefined) {
-        if (str(fn?.name) !== null) t.add(choice?.index, `\n→ ${str(fn?.name)}(`)
+        if (str(fn?.name) !== null) t.openCall(choice?.index, fn?.name)
         t.add(choice?.index, str(fn?.arguments))
       } else {
         t.add(choice?.index, call(fn?.name, fn?.arguments))
@@ -71,12 +89,14 @@ function betaBody (v: Json, t: Texts): void {
 function betaEvent (v: Json, t: Texts): void {
   if (v.type === 'content_block_start') {
     const block = obj(v.content_block)
-    if (block?.type === 'tool_use') t.add(0, `\n→ ${str(block.name) ?? 'tool'}(`)
+    if (block?.type === 'tool_use') t.openCall(0, block.name)
     else if (block?.type === 'text') t.add(0, str(block.text))
   } else if (v.type === 'content_block_delta') {
     const d = obj(v.delta)
     if (d?.type === 'text_delta') t.add(0, str(d.text))
     else if (d?.type === 'input_json_delta') t.add(0, str(d.partial_json))
+  } else if (v.type === 'content_block_stop') {
+    t.closeCall(0)
   }
 }
 
@@ -131,7 +151,10 @@ export function answer (provider: string, response: string, truncated: boolean):
     if (!p.ok) { partial = true; continue }
     events++
     const err = fromJson(provider, p.value, t, true)
-    if (err !== null) return { text: err, kind: 'error', note: events > 1 ? 'The stream ended with an error.' : null }
+    if (err !== null) {
+      const before = t.join().trim()
+      return { text: before === '' ? err : `${before}\n\n${err}`, kind: 'error', note: events > 1 ? 'The stream ended with an error.' : null }
+    }
   }
   if (events === 0) return { text: response, kind: 'raw', note: truncated ? 'The stored response was cut at the capture limit; shown as stored.' : null }
   return {

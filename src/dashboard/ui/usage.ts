@@ -27,7 +27,8 @@ function totals (t: UsageMeasures): HTMLElement {
     item('Input tokens', 'usage-total-input-tokens', String(t.input_tokens), int(t.input_tokens)),
     item('Output tokens', 'usage-total-output-tokens', String(t.output_tokens), int(t.output_tokens)),
     item('Cost', 'usage-total-cost', usd(t.cost_usd).replace(/,/g, ''), `$${t.cost_usd}`),
-    item('Latency p50 / p95', 'usage-total-latency', `${ms(t.latency_p50_ms)} / ${ms(t.latency_p95_ms)}`, ''))
+    item('Latency p50', 'usage-total-latency-p50', ms(t.latency_p50_ms), ''),
+    item('Latency p95', 'usage-total-latency-p95', ms(t.latency_p95_ms), ''))
 }
 
 function breakdown (testid: string, title: string, rows: readonly UsageGroup[], label: (g: UsageGroup) => string): HTMLElement {
