@@ -100,7 +100,7 @@ function stat (label: string, testid: string, value: string, sub?: Child): HTMLE
 }
 
 function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Finding, string>): HTMLElement {
-  const d = t.detection
+  const d = typeof t.detection === 'object' ? t.detection : null
   let summary: string
   if (t.confidential) summary = 'Not run: confidential requests are not inspected.'
   else if (d === null) summary = 'Detection did not run for this request.'
@@ -161,7 +161,9 @@ function rawEl (t: TraceDetail): HTMLElement {
 }
 
 function render (root: HTMLElement, t: TraceDetail): void {
-  const findings = (Array.isArray(t.issues) ? t.issues : []).slice().sort((a, b) => a.message - b.message || a.span[0] - b.span[0])
+  const findings = (Array.isArray(t.issues) ? t.issues : [])
+    .filter((f): f is Finding => typeof f === 'object' && f !== null)
+    .sort((a, b) => (a.message ?? 0) - (b.message ?? 0) || (a.span?.[0] ?? 0) - (b.span?.[0] ?? 0))
   const ids = new Map<Finding, string>()
   // The conversation first: it gives the marks their ids, which the findings' "show" buttons use.
   const convo = conversationEl(t, findings, ids)
