@@ -11,7 +11,7 @@ const PAGE = 50
 /** Rows kept while live traces pour in; older ones are dropped from the bottom and come back through "Load more". */
 const MAX_ROWS = 1000
 
-export const RANGES: ReadonlyArray<readonly [string, string]> = [
+const RANGES: ReadonlyArray<readonly [string, string]> = [
   ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['all', 'All time'],
 ]
 const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
@@ -254,7 +254,9 @@ export const traces: Page = (root, ctx) => {
   // Key names for the key filter.
   get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
     const current = key.value
-    replace(key, ...options([['', 'All keys'], ...keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`] as const)], current))
+    const pairs: Array<readonly [string, string]> = [['', 'All keys'], ...keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`] as const)]
+    if (!pairs.some(([id]) => id === current)) pairs.push([current, current])
+    replace(key, ...options(pairs, current))
   }).catch(() => {})
 
   void load(true)
