@@ -62,9 +62,12 @@ export interface TracegateProc {
   stop (): Promise<void>
 }
 
+/** Extra node flags for the tracegate process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+const TRACEGATE_NODE_ARGS = (process.env.BENCH_TRACEGATE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+
 export async function startTracegate (mockUrl: string, env: Record<string, string> = {}): Promise<TracegateProc> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-'))
-  const { proc, matches } = await spawnUntil(process.execPath, [CLI, 'serve'], {
+  const { proc, matches } = await spawnUntil(process.execPath, [...TRACEGATE_NODE_ARGS, CLI, 'serve'], {
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_PROXY_PORT: '0',
     TRACEGATE_DASHBOARD_PORT: '0',

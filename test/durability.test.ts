@@ -176,9 +176,10 @@ interface SpoolFile { readonly name: string; readonly rows: Array<Record<string,
 function spoolFiles (): SpoolFile[] {
   let names: string[] = []
   try { names = readdirSync(spoolDir) } catch { return [] }
-  return names.filter((n) => n.endsWith('.ndjson')).sort().map((name) => ({
+  return names.filter((n) => n.endsWith('.tsv')).sort().map((name) => ({
     name,
-    rows: readFileSync(join(spoolDir, name), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
+    // A spool file's first line lists the batch's rows (their summaries); the TabSeparated batch follows.
+    rows: JSON.parse(readFileSync(join(spoolDir, name), 'utf8').split('\n', 1)[0]!) as Array<Record<string, unknown>>,
   }))
 }
 

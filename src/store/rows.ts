@@ -1,12 +1,15 @@
-// Turns what the front thread handed over into a trace row: texts capped with truncated flags, tokens
-// from the provider's usage (or estimated), time to first token, and cost. Confidential calls keep
-// their counts and timings and nothing of their text.
+// Turns what the front thread handed over into a trace record: texts capped with truncated flags,
+// tokens from the provider's usage (or estimated), time to first token, and cost. Confidential calls
+// keep their counts and timings and nothing of their text. Prompt and response stay UTF-8 bytes (views
+// on the buffer the front thread transferred) until they are escaped into the insert batch.
+import { isUtf8 } from 'node:buffer'
 import type { Pricing } from '../pricing/index.js'
-import { chTime } from './connect.js'
 import { estimateTokens } from './tokens.js'
-import type { RawTrace } from './trace-types.js'
+import type { RawTrace, TraceSummary } from './trace-types.js'
+import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './usage.js'
 
+/** A row of the traces table as queries read it back. */
 export interface TraceRow {
   account_id: string
   time: string
@@ -41,17 +44,79 @@ export interface TraceRow {
   issues: string
 }
 
+/** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
+export interface TraceRecord {
+  readonly summary: TraceSummary
+  readonly endpoint: string
+  readonly prompt: Uint8Array
+  readonly promptTruncated: boolean
+  readonly response: Uint8Array
+  readonly responseTruncated: boolean
+  readonly requestBytes: number
+  readonly responseBytes: number
+  readonly ttfbMs: number | null
+  readonly ttftMs: number | null
+  readonly providerMs: number | null
+  readonly overheadMs: number
+  readonly costStatus: TraceRow['cost_status']
+  readonly detection: string
+  readonly issues: string
+}
+
+/** The traces table's columns in the order `encodeRecord` writes them. */
+export const TRACE_COLUMNS: readonly string[] = [
+  'account_id', 'time', 'trace_id', 'key_id', 'provider', 'model', 'endpoint', 'streaming', 'confidential',
+  'status', 'outcome', 'error_code', 'prompt', 'prompt_truncated', 'response', 'response_truncated',
+  'request_bytes', 'response_bytes', 'input_tokens', 'output_tokens', 'cached_input_tokens', 'token_source',
+  'latency_ms', 'ttfb_ms', 'ttft_ms', 'provider_ms', 'overhead_ms', 'cost_usd', 'cost_status', 'detection', 'issues',
+]
+
+export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
+  const s = r.summary
+  w.string(s.account_id).string(s.time).string(s.trace_id).string(s.key_id).string(s.provider).string(s.model)
+    .string(r.endpoint).bool(s.streaming).bool(s.confidential).number(s.status).string(s.outcome).string(s.error_code)
+    .bytes(r.prompt).bool(r.promptTruncated).bytes(r.response).bool(r.responseTruncated)
+    .number(r.requestBytes).number(r.responseBytes).number(s.input_tokens).number(s.output_tokens)
+    .number(s.cached_input_tokens).string(s.token_source).number(s.latency_ms).number(r.ttfbMs).number(r.ttftMs)
+    .number(r.providerMs).number(r.overheadMs).number(s.cost_usd).string(r.costStatus).string(r.detection)
+    .string(r.issues)
+    .endRow()
+}
+
+const EMPTY = new Uint8Array(0)
+
+/**
+ * The stored form of a captured text: whole characters only (a capture limit can cut one), and valid
+ * UTF-8 (a provider may send anything; such text is stored with replacement characters).
+ */
+function storedText (bytes: Uint8Array): Uint8Array {
+  const whole = bytes.subarray(0, utf8End(bytes, bytes.length))
+  return isUtf8(whole) ? whole : Buffer.from(Buffer.from(whole).toString('utf8'))
+}
+
+let timeSecond = -1
+let timePrefix = ''
+/** ClickHouse's DateTime64(3) text form in UTC, with the date part kept per second (rows come in runs). */
+function rowTime (ms: number): string {
+  const second = Math.floor(ms / 1000)
+  if (second !== timeSecond) {
+    timeSecond = second
+    timePrefix = new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ')
+  }
+  const frac = ms - second * 1000
+  return `${timePrefix}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${Math.floor(frac)}`
+}
+
 /** The arrival time of the chunk holding byte `offset` of the response. */
 function chunkTime (marks: readonly number[], offset: number): number | null {
   for (let i = 0; i < marks.length; i += 2) if (marks[i]! >= offset) return marks[i + 1]!
   return null
 }
 
-export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
+export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
   const bytes = Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength)
   const reqEnd = raw.requestLength
   const headEnd = reqEnd + raw.headLength
-  const request = bytes.toString('utf8', 0, reqEnd)
   const head = bytes.subarray(reqEnd, headEnd)
   const tail = bytes.subarray(headEnd)
   const whole = raw.responseBytes <= head.length + tail.length
@@ -92,7 +157,7 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
     const generating = raw.status > 0 && raw.status < 400
     const cut = raw.streaming && raw.outcome !== 'ok'
     if (generating && (reading.usage === null || cut)) {
-      if (input === 0) input = estimateTokens(promptText(p, request))
+      if (input === 0) input = estimateTokens(promptText(p, bytes.toString('utf8', 0, reqEnd)))
       const estimate = estimateTokens(reading.text)
       if (estimate > output) output = estimate
       if (reading.usage === null || estimate === output) source = 'estimated'
@@ -114,35 +179,37 @@ export function buildRow (raw: RawTrace, pricing: Pricing): TraceRow {
 
   const confidential = raw.confidential
   return {
-    account_id: raw.accountId,
-    time: chTime(raw.time),
-    trace_id: raw.traceId,
-    key_id: raw.keyId,
-    provider: p,
-    model: raw.model,
+    summary: {
+      account_id: raw.accountId,
+      trace_id: raw.traceId,
+      time: rowTime(raw.time),
+      key_id: raw.keyId,
+      provider: p,
+      model: raw.model,
+      streaming: raw.streaming,
+      confidential,
+      status: raw.status,
+      outcome: raw.outcome,
+      error_code: raw.errorCode,
+      input_tokens: input,
+      output_tokens: output,
+      cached_input_tokens: cached,
+      token_source: source,
+      latency_ms: raw.latencyMs,
+      cost_usd: costUsd,
+    },
     endpoint: raw.endpoint,
-    streaming: raw.streaming,
-    confidential,
-    status: raw.status,
-    outcome: raw.outcome,
-    error_code: raw.errorCode,
-    prompt: confidential ? '' : request,
-    prompt_truncated: !confidential && raw.requestBytes > raw.requestLength,
-    response: confidential ? '' : headText,
-    response_truncated: !confidential && raw.responseBytes > raw.headLength,
-    request_bytes: raw.requestBytes,
-    response_bytes: raw.responseBytes,
-    input_tokens: input,
-    output_tokens: output,
-    cached_input_tokens: cached,
-    token_source: source,
-    latency_ms: raw.latencyMs,
-    ttfb_ms: raw.ttfbMs,
-    ttft_ms: ttft,
-    provider_ms: raw.providerMs,
-    overhead_ms: raw.overheadMs,
-    cost_usd: costUsd,
-    cost_status: status,
+    prompt: confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd)),
+    promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
+    response: confidential ? EMPTY : storedText(head),
+    responseTruncated: !confidential && raw.responseBytes > raw.headLength,
+    requestBytes: raw.requestBytes,
+    responseBytes: raw.responseBytes,
+    ttfbMs: raw.ttfbMs,
+    ttftMs: ttft,
+    providerMs: raw.providerMs,
+    overheadMs: raw.overheadMs,
+    costStatus: status,
     detection: confidential ? '' : raw.detection,
     issues: confidential ? '' : raw.issues,
   }

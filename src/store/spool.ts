@@ -1,17 +1,21 @@
 // The disk spool: trace batches ClickHouse did not take, one file per batch named so that a directory
 // listing is their order, each carrying the batch's deduplication token in its name so a replay that
 // ClickHouse already took once is a no-op. Written to a temporary name and renamed, so a crash never
-// leaves half a batch behind. Bounded in bytes.
+// leaves half a batch behind. Bounded in bytes. A file is the batch's summaries (for the live list, as
+// one JSON line) followed by the batch itself, as the TabSeparated bytes that are inserted.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+
+import type { TraceSummary } from './trace-types.js'
 
 export interface SpooledBatch {
   readonly file: string
   readonly token: string
-  readonly rows: unknown[]
+  readonly summaries: TraceSummary[]
+  readonly tsv: Buffer
 }
 
-const NAME = /^(\d{16})-([0-9a-f-]{36})\.ndjson$/
+const NAME = /^(\d{16})-([0-9a-f-]{36})\.tsv$/
 
 export class Spool {
   readonly #dir: string
@@ -39,13 +43,13 @@ export class Spool {
   get batches (): number { return this.#files.length }
 
   /** False when the batch does not fit under the byte limit. */
-  append (token: string, rows: readonly unknown[]): boolean {
-    const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n'
-    const size = Buffer.byteLength(text)
+  append (token: string, summaries: readonly TraceSummary[], tsv: Uint8Array): boolean {
+    const head = Buffer.from(JSON.stringify(summaries) + '\n')
+    const size = head.length + tsv.length
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(++this.#seq).padStart(16, '0')}-${token}.ndjson`
+    const name = `${String(++this.#seq).padStart(16, '0')}-${token}.tsv`
     const tmp = join(this.#dir, name + '.tmp')
-    writeFileSync(tmp, text)
+    writeFileSync(tmp, Buffer.concat([head, tsv]))
     renameSync(tmp, join(this.#dir, name))
     this.#files.push(name)
     this.#bytes += size
@@ -56,9 +60,10 @@ export class Spool {
   oldest (): SpooledBatch | null {
     const f = this.#files[0]
     if (f === undefined) return null
-    const text = readFileSync(join(this.#dir, f), 'utf8')
-    const rows = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as unknown)
-    return { file: f, token: NAME.exec(f)![2]!, rows }
+    const bytes = readFileSync(join(this.#dir, f))
+    const nl = bytes.indexOf(0x0a)
+    const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
+    return { file: f, token: NAME.exec(f)![2]!, summaries, tsv: bytes.subarray(nl + 1) }
   }
 
   remove (file: string): void {

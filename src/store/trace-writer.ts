@@ -6,9 +6,11 @@
 import { randomUUID } from 'node:crypto'
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../pricing/index.js'
-import { buildRow, type TraceRow } from './rows.js'
+import { insertTsv } from './connect.js'
+import { buildRecord, encodeRecord, TRACE_COLUMNS, type TraceRecord } from './rows.js'
 import type { Spool } from './spool.js'
-import type { RawTrace, TraceStats } from './trace-types.js'
+import type { RawTrace, TraceStats, TraceSummary } from './trace-types.js'
+import { TsvWriter } from './tsv.js'
 
 export interface TraceWriterOptions {
   readonly flushMs: number
@@ -20,8 +22,10 @@ export interface ClientHolder {
   client: ClickHouseClient
 }
 
-export type WrittenListener = (rows: readonly TraceRow[]) => void
+export type WrittenListener = (rows: readonly TraceSummary[]) => void
 export type Warn = (msg: string, fields: Record<string, unknown>) => void
+
+const summaryOf = (r: TraceRecord): TraceSummary => r.summary
 
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
@@ -34,7 +38,9 @@ export class TraceWriter {
   readonly #opts: TraceWriterOptions
   readonly #onWritten: WrittenListener
   readonly #warn: Warn
-  #rows: TraceRow[] = []
+  #rows: TraceRecord[] = []
+  /** The insert batch's buffer, reused: ClickHouse has the bytes once the insert settles. */
+  readonly #tsv = new TsvWriter()
   #chain: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout
   #retry: NodeJS.Timeout | null = null
@@ -57,7 +63,7 @@ export class TraceWriter {
   add (raws: readonly RawTrace[]): void {
     for (const raw of raws) {
       try {
-        this.#rows.push(buildRow(raw, this.#pricing))
+        this.#rows.push(buildRecord(raw, this.#pricing))
       } catch (err) {
         this.stats.dropped++
         this.#warn('trace row could not be built', { trace_id: raw.traceId, err: (err as Error).message })
@@ -86,9 +92,9 @@ export class TraceWriter {
         continue
       }
       try {
-        await this.#insert(token, rows)
+        await this.#insert(token, this.#encode(rows, this.#tsv))
         this.stats.written += rows.length
-        this.#onWritten(rows)
+        this.#onWritten(rows.map(summaryOf))
       } catch (err) {
         this.#down(err)
         if (!this.#toSpool(token, rows)) return
@@ -96,18 +102,22 @@ export class TraceWriter {
     }
   }
 
-  #insert (token: string, rows: readonly unknown[]): Promise<unknown> {
-    return this.#ch.client.insert({
-      table: 'traces',
-      values: rows as unknown[],
-      format: 'JSONEachRow',
-      clickhouse_settings: { insert_deduplication_token: token, insert_deduplicate: 1 },
-    })
+  /** The batch as TabSeparated bytes, in `w`'s memory. */
+  #encode (rows: readonly TraceRecord[], w: TsvWriter): Buffer {
+    w.reset()
+    for (const r of rows) encodeRecord(w, r)
+    return w.view()
+  }
+
+  #insert (token: string, tsv: Uint8Array): Promise<void> {
+    return insertTsv(this.#ch.client, 'traces', TRACE_COLUMNS, tsv,
+      { insert_deduplication_token: token, insert_deduplicate: 1 })
   }
 
   /** False when the spool was full and the rows went back to memory (the caller stops flushing then). */
-  #toSpool (token: string, rows: TraceRow[]): boolean {
-    if (this.#spool.append(token, rows)) {
+  #toSpool (token: string, rows: TraceRecord[]): boolean {
+    // Its own buffer: an insert may still be reading the reused one (add() spools while a flush waits).
+    if (this.#spool.append(token, rows.map(summaryOf), this.#encode(rows, new TsvWriter(rows.length * 4096)))) {
       this.stats.spooled += rows.length
       this.stats.spoolBytes = this.#spool.bytes
       this.#scheduleReplay(this.#retryMs)
@@ -146,7 +156,7 @@ export class TraceWriter {
   async #replay (): Promise<void> {
     for (let batch = this.#spool.oldest(); batch !== null; batch = this.#spool.oldest()) {
       try {
-        await this.#insert(batch.token, batch.rows)
+        await this.#insert(batch.token, batch.tsv)
       } catch (err) {
         this.#down(err)
         this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2)
@@ -154,9 +164,9 @@ export class TraceWriter {
         return
       }
       this.#spool.remove(batch.file)
-      this.stats.replayed += batch.rows.length
+      this.stats.replayed += batch.summaries.length
       this.stats.spoolBytes = this.#spool.bytes
-      this.#onWritten(batch.rows as TraceRow[])
+      this.#onWritten(batch.summaries)
     }
     if (!this.stats.clickhouseUp) this.#warn('ClickHouse is back; the spool is replayed', { replayed: this.stats.replayed })
     this.stats.clickhouseUp = true

@@ -33,26 +33,7 @@ function warn (msg: string, fields: Record<string, unknown>): void {
 }
 
 /** Stored rows, summarised for the dashboard's live list on the front thread. */
-function written (rows: readonly TraceRow[]): void {
-  const summaries: TraceSummary[] = rows.map((r) => ({
-    account_id: r.account_id,
-    trace_id: r.trace_id,
-    time: r.time,
-    key_id: r.key_id,
-    provider: r.provider,
-    model: r.model,
-    streaming: r.streaming,
-    confidential: r.confidential,
-    status: r.status,
-    outcome: r.outcome,
-    error_code: r.error_code,
-    input_tokens: r.input_tokens,
-    output_tokens: r.output_tokens,
-    cached_input_tokens: r.cached_input_tokens,
-    token_source: r.token_source,
-    latency_ms: r.latency_ms,
-    cost_usd: r.cost_usd,
-  }))
+function written (summaries: readonly TraceSummary[]): void {
   port.postMessage({ written: summaries })
 }
 
@@ -106,6 +87,7 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'getTrace': {
       const a = args as { accountId: string; traceId: string }
       const rs = await ch.query({
+        // The bloom filter on trace_id finds the granule; account_id keeps it the caller's.
         query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',
         query_params: a,
         format: 'JSONEachRow',
