@@ -53,6 +53,7 @@ t.test('two accounts never see each other\'s traces, keys or usage', async (t) =
   t.same([foreign.status, foreign.json.error.code], [404, 'trace_not_found'], 'as if it did not exist')
   t.same((await ca.get('/api/ui/traces/00000000-0000-7000-8000-000000000000')).json.error.code, 'trace_not_found')
   t.same((await ca.get('/api/ui/traces/not-an-id')).json.error.code, 'trace_not_found')
+  t.same((await ca.get('/api/ui/traces/%E0%A4%A')).json.error.code, 'trace_not_found', 'a malformed escape')
   const own = await ca.get(`/api/ui/traces/${mine[0]}`)
   t.equal(own.status, 200)
   t.match(own.json, { trace_id: mine[0], account_id: a.accountId, blocked: false, outcome: 'ok', prompt: /"messages"/, response: /./, token_source: 'provider' })

@@ -5,7 +5,7 @@ import type { StoreClient } from '../store/client.js'
 import type { TraceRow } from '../store/rows.js'
 import type { TraceSummary } from '../store/trace-types.js'
 import type { UsageMeasures } from '../store/usage-queries.js'
-import { bucketMs, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
+import { bucketMs, chEpoch, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
 
 export type TraceListItem = TraceSummary & { readonly blocked: boolean }
 
@@ -49,10 +49,7 @@ function zero (): UsageMeasures {
   }
 }
 
-/** ClickHouse's `YYYY-MM-DD hh:mm:ss` (UTC) as epoch ms, and back. */
-function chEpoch (t: string): number {
-  return Date.parse(t.replace(' ', 'T') + 'Z')
-}
+/** Epoch ms as ClickHouse's `YYYY-MM-DD hh:mm:ss` (UTC). */
 function chSeconds (ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
 }

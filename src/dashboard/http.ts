@@ -42,12 +42,21 @@ export type Handler = (req: Req) => Promise<Reply> | Reply
 
 const decoder = new TextDecoder()
 
+/** A malformed escape stays as sent: it then matches no id and is answered as unknown. */
+function decodeParam (raw: string): string {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
 /** Copies what a handler needs out of uWS's `req`, which is gone after the first await. */
 export function readRequest (res: HttpResponse, req: HttpRequest, paramCount = 0): Req {
   const headers = new Map<string, string>()
   req.forEach((k, v) => { headers.set(k, v) })
   const params: string[] = []
-  for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''))
+  for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''))
   const proxied = decoder.decode(res.getProxiedRemoteAddressAsText())
   return {
     id: newRequestId(),

@@ -7,7 +7,7 @@ import type { StoreClient } from '../store/client.js'
 import { SCOPES, type KeyRow, type Scope } from '../store/protocol.js'
 import type { Guards } from './guards.js'
 import type { Reply, Req } from './http.js'
-import { UUID } from './params.js'
+import { chEpoch, UUID } from './params.js'
 
 export interface KeyView {
   readonly id: string
@@ -18,10 +18,6 @@ export interface KeyView {
   readonly expires_at: string | null
   readonly last_used_at: string | null
   readonly status: 'active' | 'expired' | 'revoked'
-}
-
-function chEpoch (t: string): number {
-  return Date.parse(t.replace(' ', 'T') + 'Z')
 }
 
 export function keyView (k: KeyRow, lastUsed: string | null, now = Date.now()): KeyView {

@@ -21,6 +21,11 @@ function get (q: URLSearchParams, name: string): string | null {
   return v === null || v === '' ? null : v
 }
 
+/** ClickHouse's `YYYY-MM-DD hh:mm:ss[.sss]` (UTC) as epoch ms. */
+export function chEpoch (t: string): number {
+  return Date.parse(t.replace(' ', 'T') + 'Z')
+}
+
 /** Epoch milliseconds or an ISO 8601 date/time. */
 export function parseTime (q: URLSearchParams, name: string): number | null {
   const v = get(q, name)
