@@ -2,8 +2,11 @@
 //
 // Findings point at text by segment index, in the order workers/detector/extract.ts walks the body.
 // This walk visits the same texts in the same order and numbers them the same way (a text part counts
-// only when it is a non-empty string), and adds what the detector does not read (tool calls, images,
-// function calls) as parts without a segment number. Keep the two in step.
+// only when it is a non-empty string), and adds what the detector does not read (images, thinking,
+// empty tool results) as parts without a segment number. Keep the two in step.
+// Tool-call arguments given as JSON (beta tool_use input, gamma functionCall args) are a segment of
+// their strings joined by newlines, as the detector reads them; they are shown as JSON unless a finding
+// points into them.
 import { arr, obj, show, str, type Json } from './json.js'
 
 export interface Part {
@@ -84,7 +87,8 @@ function alpha (w: Walk, body: Json): void {
       if (!w.text(i, role, fn?.arguments, name, { code: true }) && call !== null) w.other(i, role, name, fn?.arguments ?? call)
     })
     const legacy = obj(msg.function_call)
-    if (legacy !== null) w.other(i, role, `function call ${str(legacy.name) ?? ''}`, legacy.arguments ?? legacy)
+    const legacyName = `function call ${str(legacy?.name) ?? ''}`.trim()
+    if (!w.text(i, role, legacy?.arguments, legacyName, { code: true }) && legacy !== null) w.other(i, role, legacyName, legacy.arguments ?? legacy)
     if (str(msg.refusal) !== null) w.other(i, role, 'refusal', msg.refusal)
     if (w.parts.length === before) w.other(i, role, label, '(empty)')
   })
@@ -104,6 +108,11 @@ function anthropicContent (w: Walk, i: number, role: string, content: unknown, l
       if (w.parts.length === before) w.other(i, 'tool', head, '(empty)')
       return
     }
+    if (type === 'tool_use') {
+      const head = `tool use ${str(block.name) ?? ''} (${str(block.id) ?? ''})`
+      if (!w.text(i, role, strings(block.input).join('\n'), head, { display: show(block.input ?? {}), code: true })) w.other(i, role, head, block.input ?? {})
+      return
+    }
     const hadText = w.text(i, role, block.text, label)
     const source = obj(block.source)
     if (type === 'document' && source?.type === 'text') {
@@ -111,7 +120,7 @@ function anthropicContent (w: Walk, i: number, role: string, content: unknown, l
       return
     }
     if (hadText || type === 'text') return
-    if (type === 'tool_use' || type === 'server_tool_use') w.other(i, role, `tool use ${str(block.name) ?? ''} (${str(block.id) ?? ''})`, block.input ?? {})
+    if (type === 'server_tool_use') w.other(i, role, `tool use ${str(block.name) ?? ''} (${str(block.id) ?? ''})`, block.input ?? {})
     else if (type === 'thinking') w.other(i, role, 'thinking', str(block.thinking) ?? '')
     else if (type === 'redacted_thinking') w.other(i, role, 'redacted thinking', '…')
     else if (type === 'image' || type === 'document') w.other(i, role, type, str(source?.url) ?? str(source?.media_type) ?? '')
@@ -141,7 +150,10 @@ function geminiParts (w: Walk, i: number, role: string, parts: unknown): void {
       }
     }
     const fc = obj(part.functionCall)
-    if (fc !== null) w.other(i, role, `function call ${str(fc.name) ?? ''}`.trim(), fc.args ?? {})
+    if (fc !== null) {
+      const head = `function call ${str(fc.name) ?? ''}`.trim()
+      if (!w.text(i, role, strings(fc.args).join('\n'), head, { display: show(fc.args ?? {}), code: true })) w.other(i, role, head, fc.args ?? {})
+    }
     const inline = obj(part.inlineData ?? part.inline_data)
     if (inline !== null) w.other(i, role, 'inline data', str(inline.mimeType ?? inline.mime_type) ?? '')
     const file = obj(part.fileData ?? part.file_data)
