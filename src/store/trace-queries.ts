@@ -67,7 +67,11 @@ function where (f: TraceFilter): { sql: string; params: Record<string, unknown> 
     params.keyId = f.keyId
   }
   if (f.cursor !== null) {
-    parts.push("(time, trace_id) < ({cursorTime:DateTime64(3, 'UTC')}, {cursorId:UUID})")
+    // Spelled out rather than as a tuple comparison: `time <= …` lets the primary key skip every granule
+    // newer than the cursor (measured 1M rows in one account: a page near the end took 60-120 ms with a
+    // tuple `<` and ~10 ms this way, the same as the first page).
+    parts.push("time <= {cursorTime:DateTime64(3, 'UTC')}")
+    parts.push("(time < {cursorTime:DateTime64(3, 'UTC')} OR trace_id < {cursorId:UUID})")
     params.cursorTime = f.cursor.time
     params.cursorId = f.cursor.traceId
   }
