@@ -91,6 +91,8 @@ export async function signIn (page: Page, email: string, password: string): Prom
 
 export async function screenshot (page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
+  // From the top, so the sticky header is where a reader expects it.
+  await page.evaluate(() => { window.scrollTo(0, 0) })
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
 

@@ -160,7 +160,7 @@ t.test('another account sees none of the first account\'s traces: list, live fee
   const otherKey = await d.tg.admin.createKey({ account: account.id, scope: 'proxy', name: 'other key' })
 
   const mine = await callWith(d.admin.proxyKey, 'first-account')
-  t.equal(mine.status, 200)
+  t.equal(mine.status, 200, 'a call of the first account')
   await storedTrace(d.tg, accountId, mine.traceId)
 
   const other = await newPage(browser, d.base)
@@ -175,11 +175,12 @@ t.test('another account sees none of the first account\'s traces: list, live fee
   t.equal(await p2.locator('tr[data-testid=trace-row]').count(), 0, 'the other account has no traces yet')
 
   const theirs = await callWith(otherKey.key, 'other-account')
-  t.equal(theirs.status, 200)
+  t.equal(theirs.status, 200, 'a call of the other account')
   await rowOf(p2, theirs.traceId).waitFor()
   t.pass('the other account\'s own call arrives live in its list')
   // A call of the first account after it: once that one is shown live, the other's would have been too.
   const later = await callWith(d.admin.proxyKey, 'first-account-later')
+  t.equal(later.status, 200, 'a later call of the first account')
   await rowOf(page, later.traceId).waitFor()
   t.equal(await rowOf(page, theirs.traceId).count(), 0, 'the first account\'s live list never shows the other\'s call')
   await p2.waitForTimeout(300)

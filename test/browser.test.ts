@@ -278,10 +278,31 @@ t.test('a blocked injection shows as blocked, with its finding highlighted in th
   t.ok(categories.some((c) => c === 'prompt_injection' || c === 'jailbreak'), `an injection finding listed (${JSON.stringify(categories)})`)
   const user = page.locator('[data-testid=conversation] [data-testid=message][data-role=user]')
   t.match(await text(user), n, 'the blocked prompt is shown')
+  const prompt = `${INJECTION} ${n}`
   const marks = await user.locator('mark[data-testid=finding-span]').allTextContents()
   t.ok(marks.length > 0, `flagged span highlighted in the user message (${marks.length})`)
-  t.ok(marks.every((m) => m !== '' && `${INJECTION} ${n}`.includes(m)), `marks are slices of the prompt (${JSON.stringify(marks)})`)
+  t.ok(marks.every((m) => m !== '' && prompt.includes(m)), `marks are slices of the prompt (${JSON.stringify(marks)})`)
   t.match(marks.join(' '), /ignore|instructions|system prompt/i, 'the highlighted text is the injected phrase')
+  // Character by character, what is highlighted is the union of the stored findings' spans in this message.
+  const stored = await storedTrace(d.tg, accountId, sent.traceId)
+  const issues = JSON.parse(stored.issues === '' ? '[]' : stored.issues) as Array<{ message: number; span: [number, number] }>
+  const want = Array.from(prompt, (_, i) => issues.some((f) => f.message === 1 && f.span[0] <= i && i < f.span[1]) ? '^' : '.').join('')
+  const got = await user.evaluate((el, prompt) => {
+    const start = (el.textContent ?? '').indexOf(prompt)
+    if (start < 0) return 'prompt not found in the message'
+    const marked = Array.from(prompt, () => '.')
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
+    let pos = 0
+    for (let node = walk.nextNode(); node !== null; node = walk.nextNode()) {
+      const inMark = node.parentElement?.closest('mark[data-testid=finding-span]') != null
+      const len = node.textContent?.length ?? 0
+      for (let i = 0; i < len; i++) if (inMark && pos + i >= start && pos + i < start + prompt.length) marked[pos + i - start] = '^'
+      pos += len
+    }
+    return marked.join('')
+  }, prompt)
+  t.ok(want.includes('^'), 'the stored findings carry spans in the user message')
+  t.equal(got, want, 'the highlighted characters are exactly the stored spans')
   await screenshot(page, 'blocked-detail')
 })
 
@@ -367,11 +388,14 @@ t.test('filters: text, provider, outcome, model, range', async (t) => {
 t.test('100 traces: all arrive live, and after a reload load-more pages through them newest first', async (t) => {
   await openList()
   const hundred: string[] = []
+  const statuses: number[] = []
   const started = Date.now()
   for (let i = 0; i < 10; i++) {
     const batch = await Promise.all(Array.from({ length: 10 }, (_, j) => call('gamma', `bulk ${i * 10 + j} ${nonce('bulk')}`)))
-    for (const r of batch) { t.equal(r.status, 200); hundred.push(r.traceId) }
+    for (const r of batch) hundred.push(r.traceId)
+    statuses.push(...batch.map((r) => r.status))
   }
+  t.same(statuses.filter((s) => s !== 200), [], '100 calls answered 200')
   t.comment(`100 calls in ${Date.now() - started} ms`)
   await page.waitForFunction((ids) => ids.every((id) => document.querySelector(`tr[data-testid=trace-row][data-trace-id="${id}"]`) !== null), hundred, { timeout: 20_000 })
   t.ok(await page.locator('tr[data-testid=trace-row]').count() >= 100, '100 new rows rendered live')
@@ -415,15 +439,15 @@ t.test('the usage totals match the calls sent and the stored rows', async (t) =>
   })
   const want = {
     requests: traced.length,
-    blocked: 1,
-    errors: 1,
+    blocked: Number(sums?.blocked),
+    errors: Number(sums?.errors),
     input: Number(sums?.input),
     output: Number(sums?.output),
     cost: Number(sums?.cost),
   }
   t.equal(Number(sums?.requests), traced.length, `the store holds every call sent (${traced.length})`)
-  t.equal(Number(sums?.blocked), 1, 'one blocked in the store')
-  t.equal(Number(sums?.errors), 1, 'one error in the store')
+  t.ok(want.blocked >= 1, `the store holds the blocked call (${want.blocked})`)
+  t.equal(want.errors, 1, 'the store holds the one provider error')
 
   await page.locator('a[data-testid=nav-usage]').click()
   await page.waitForURL('**/usage')
