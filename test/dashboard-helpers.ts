@@ -156,9 +156,9 @@ export async function startDashboard (t: Tap, env: Record<string, string> = {}, 
 }
 
 /** One call through the proxy; returns its status and trace id. */
-export async function proxyCall (s: TestServer, key: string, provider: keyof typeof ROUTES = 'alpha', fields: Record<string, unknown> = {}): Promise<{ status: number; traceId: string }> {
+export async function proxyCall (s: TestServer, key: string, provider: keyof typeof ROUTES = 'alpha', fields: Record<string, unknown> = {}): Promise<{ status: number; traceId: string; text: string }> {
   const r = await post(s.url + ROUTES[provider], JSON.stringify(bodyFor(provider, { api_key: key, ...fields })))
-  return { status: r.status, traceId: String(r.headers['x-request-id']) }
+  return { status: r.status, traceId: String(r.headers['x-request-id']), text: r.body.toString('utf8') }
 }
 
 /** Waits until every given trace is stored (flushing the store worker's batch). */

@@ -17,7 +17,11 @@ async function signedIn (x: Tenant): Promise<UiClient> {
 
 async function calls (x: Tenant, n: number, provider: 'alpha' | 'beta' | 'gamma' = 'alpha', fields: Record<string, unknown> = {}, key = x.proxyKey): Promise<string[]> {
   const ids: string[] = []
-  for (let i = 0; i < n; i++) ids.push((await proxyCall(s, key, provider, fields)).traceId)
+  for (let i = 0; i < n; i++) {
+    const r = await proxyCall(s, key, provider, fields)
+    if (r.status !== 200 && fields.model !== 'mock-error-429') throw new Error(`proxy answered ${r.status}: ${r.text}`)
+    ids.push(r.traceId)
+  }
   await stored(s, x.accountId, ids)
   return ids
 }
@@ -121,7 +125,7 @@ t.test('filters: provider, model, outcome, key, text and time', async (t) => {
   const alpha = await calls(x, 2)
   const beta = await calls(x, 1, 'beta')
   const failed = await calls(x, 1, 'alpha', { model: 'mock-error-429' })
-  const texty = await calls(x, 1, 'alpha', { messages: [{ role: 'user', content: 'Tell me about the Zebra-Quokka migration' }] })
+  const texty = await calls(x, 1, 'alpha', { messages: [{ role: 'user', content: 'Hello from the Zebra-Quokka team' }] })
   const other = await calls(x, 1, 'gamma', {}, second.key)
   const cx = await signedIn(x)
   const ids = async (q: string): Promise<string[]> => {
