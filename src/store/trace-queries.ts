@@ -38,6 +38,14 @@ export interface TracePage {
 const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
   outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd`
 
+/** Filters that are one equality each: the filter's field, and its clause naming that same parameter. */
+const EQUALS: ReadonlyArray<readonly ['provider' | 'model' | 'outcome' | 'keyId', string]> = [
+  ['provider', 'provider = {provider:String}'],
+  ['model', 'model = {model:String}'],
+  ['outcome', 'outcome = {outcome:String}'],
+  ['keyId', 'key_id = {keyId:UUID}'],
+]
+
 /** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */
 function where (f: TraceFilter): { sql: string; params: Record<string, unknown> } {
   const parts = ['account_id = {accountId:UUID}']
@@ -50,21 +58,11 @@ function where (f: TraceFilter): { sql: string; params: Record<string, unknown> 
     parts.push("time < {to:DateTime64(3, 'UTC')}")
     params.to = chTime(f.to)
   }
-  if (f.provider !== null) {
-    parts.push('provider = {provider:String}')
-    params.provider = f.provider
-  }
-  if (f.model !== null) {
-    parts.push('model = {model:String}')
-    params.model = f.model
-  }
-  if (f.outcome !== null) {
-    parts.push('outcome = {outcome:String}')
-    params.outcome = f.outcome
-  }
-  if (f.keyId !== null) {
-    parts.push('key_id = {keyId:UUID}')
-    params.keyId = f.keyId
+  for (const [field, clause] of EQUALS) {
+    const value = f[field]
+    if (value === null) continue
+    parts.push(clause)
+    params[field] = value
   }
   if (f.cursor !== null) {
     // Spelled out rather than as a tuple comparison: `time <= …` lets the primary key skip every granule
