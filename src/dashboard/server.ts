@@ -86,9 +86,9 @@ export class DashboardServer {
     }
     for (const [pattern, allow] of allowed) app.any(pattern, answer('method_not_allowed', allow))
     app.any('/*', answer('not_found'))
-    const bound = await listen(app, host, port).catch((err: unknown) => {
+    const bound = await listen(app, host, port).catch(() => {
       live.close()
-      throw err
+      throw new Error(`the dashboard cannot listen on ${host}:${port} (TRACEGATE_DASHBOARD_PORT)`)
     })
     return new DashboardServer(bound.socket, bound.port, live)
   }
