@@ -14,7 +14,8 @@ import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../src/config.js'
 import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
-import type { RawTrace, TraceStats } from '../src/store/trace-types.js'
+import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
+import type { TraceStats } from '../src/store/trace-types.js'
 import { startMock, startTracegate } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
@@ -129,18 +130,14 @@ function sample (i: number): { request: Buffer; response: Buffer } {
 
 const SAMPLES = Array.from({ length: 64 }, (_, i) => sample(i))
 
-/** One batch as the sink builds it: each record packed into a fresh buffer that the post transfers. */
-function batch (n: number, seq: number): { traces: RawTrace[]; transfer: ArrayBuffer[] } {
-  const traces: RawTrace[] = []
-  const transfer: ArrayBuffer[] = []
+/** One batch as the sink builds it: every record appended to one buffer that the post transfers. */
+function batch (n: number, seq: number): EncodedTraces {
+  const w = new TraceBatchWriter()
   const now = Date.now()
   for (let i = 0; i < n; i++) {
     const { request, response } = SAMPLES[(seq + i) % SAMPLES.length]!
-    const bytes = new Uint8Array(request.length + response.length)
-    bytes.set(request, 0)
-    bytes.set(response, request.length)
     const providerMs = 300 + ((seq + i) % 200) + 0.125
-    traces.push({
+    w.add({
       traceId: newRequestId(),
       accountId: ACCOUNT_ID,
       keyId: KEY_ID,
@@ -153,10 +150,7 @@ function batch (n: number, seq: number): { traces: RawTrace[]; transfer: ArrayBu
       status: 200,
       outcome: 'ok',
       errorCode: '',
-      bytes,
-      requestLength: request.length,
       requestBytes: request.length,
-      headLength: response.length,
       responseBytes: response.length,
       chunkMarks: null,
       latencyMs: providerMs + 0.25,
@@ -165,10 +159,9 @@ function batch (n: number, seq: number): { traces: RawTrace[]; transfer: ArrayBu
       overheadMs: 0.25,
       detection: '',
       issues: '',
-    })
-    transfer.push(bytes.buffer)
+    }, request, request.length, [response], response.length, [], 0)
   }
-  return { traces, transfer }
+  return w.take()
 }
 
 async function storeWorkerCase (): Promise<void> {
@@ -196,7 +189,7 @@ async function storeWorkerCase (): Promise<void> {
     const t1 = performance.now()
     const b = batch(n, posted)
     const t2 = performance.now()
-    store.postTraces(b.traces, b.transfer)
+    store.postTraces(b, [b.buffer])
     postMs += performance.now() - t2
     buildMs += t2 - t1
     posted += n
@@ -216,7 +209,7 @@ async function storeWorkerCase (): Promise<void> {
     event_loop_delay_p99_ms: round2(delay.percentile(99) / 1e6),
     event_loop_delay_max_ms: round2(delay.max / 1e6),
     batch: ingestBatch,
-    // This thread's time per trace: packing (what the sink's pack() does, plus the id) and posting.
+    // This thread's time per trace: packing (what the sink does per exchange, plus the id) and posting.
     pack_us_per_trace: round2(buildMs * 1000 / posted),
     post_us_per_trace: round2(postMs * 1000 / posted),
     rows,

@@ -1,29 +1,15 @@
-// Hands finished exchanges to the store worker. Records are packed into one transferable buffer each
-// (so postMessage moves them without a copy) and sent in batches: every FLUSH_MS or MAX_BATCH records.
+// Hands finished exchanges to the store worker. Records are packed into one transferable buffer per
+// batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_BATCH
+// records.
 // A postMessage costs tens of microseconds on this thread while the worker is busy, so one per
 // event-loop turn (the first design) cost more than half the proxy's throughput under load.
-import type { RawTrace } from '../store/trace-types.js'
+import { TraceBatchWriter, type EncodedTraces, type TraceMeta } from '../store/trace-codec.js'
 import type { Exchange } from './exchange.js'
 
-export type TracePoster = (traces: RawTrace[], transfer: ArrayBuffer[]) => void
+export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[]) => void
 
 const MAX_BATCH = 512
 const FLUSH_MS = 20
-
-function pack (x: Exchange, requestLimit: number): { bytes: Uint8Array; requestLength: number; headLength: number } {
-  const req = x.body
-  const capture = x.capture
-  const requestLength = req === null ? 0 : Math.min(req.length, requestLimit)
-  const headLength = capture?.headBytes ?? 0
-  const bytes = new Uint8Array(requestLength + headLength + (capture?.tailBytes ?? 0))
-  if (req !== null) bytes.set(req.subarray(0, requestLength), 0)
-  if (capture !== null) {
-    let at = requestLength
-    for (const c of capture.head) { bytes.set(c, at); at += c.length }
-    for (const c of capture.tail) { bytes.set(c, at); at += c.length }
-  }
-  return { bytes, requestLength, headLength }
-}
 
 function detectionJson (x: Exchange): string {
   const v = x.verdict
@@ -34,8 +20,7 @@ function detectionJson (x: Exchange): string {
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
 
-export function toRawTrace (x: Exchange, requestLimit: number): RawTrace {
-  const { bytes, requestLength, headLength } = pack(x, requestLimit)
+export function traceMeta (x: Exchange): TraceMeta {
   const latency = x.endedAt - x.startedAt
   const providerMs = x.upstreamStartAt === 0 ? null : x.endedAt - x.upstreamStartAt
   return {
@@ -51,10 +36,7 @@ export function toRawTrace (x: Exchange, requestLimit: number): RawTrace {
     status: x.status,
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
-    bytes,
-    requestLength,
     requestBytes: x.body?.length ?? 0,
-    headLength,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,
     latencyMs: round(latency),
@@ -66,11 +48,12 @@ export function toRawTrace (x: Exchange, requestLimit: number): RawTrace {
   }
 }
 
+const NONE: readonly Buffer[] = []
+
 export class TraceSink {
   readonly #post: TracePoster
   readonly #requestLimit: number
-  #queue: RawTrace[] = []
-  #transfer: ArrayBuffer[] = []
+  #batch = new TraceBatchWriter()
   #timer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.flush() }
 
@@ -80,20 +63,18 @@ export class TraceSink {
   }
 
   push (x: Exchange): void {
-    const t = toRawTrace(x, this.#requestLimit)
-    this.#queue.push(t)
-    this.#transfer.push(t.bytes.buffer as ArrayBuffer)
-    if (this.#queue.length >= MAX_BATCH) this.flush()
+    const req = x.body
+    const c = x.capture
+    this.#batch.add(traceMeta(x), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
+      c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
+    if (this.#batch.count >= MAX_BATCH) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
   }
 
   flush (): void {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
-    if (this.#queue.length === 0) return
-    const batch = this.#queue
-    const transfer = this.#transfer
-    this.#queue = []
-    this.#transfer = []
-    this.#post(batch, transfer)
+    if (this.#batch.count === 0) return
+    const batch = this.#batch.take()
+    this.#post(batch, [batch.buffer])
   }
 }

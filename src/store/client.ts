@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
-import type { RawTrace, TraceSummary } from './trace-types.js'
+import type { EncodedTraces } from './trace-codec.js'
+import type { TraceSummary } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -109,8 +110,8 @@ export class StoreClient {
     return () => { this.#written.delete(fn) }
   }
 
-  /** Hands finished exchanges to the worker; their buffers move, not copy. */
-  postTraces (traces: RawTrace[], transfer: ArrayBuffer[]): void {
+  /** Hands a batch of finished exchanges to the worker; its buffer moves, not copies. */
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[]): void {
     if (this.#closed) return
     const msg: TraceMessage = { traces }
     this.#worker.postMessage(msg, transfer)

@@ -1,7 +1,8 @@
 // Messages between the front thread and the store worker. Both sides import these with `import type`.
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import type { TraceRow } from './rows.js'
-import type { RawTrace, TraceStats } from './trace-types.js'
+import type { EncodedTraces } from './trace-codec.js'
+import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './trace-queries.js'
 import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './usage-queries.js'
 
@@ -91,7 +92,7 @@ export interface StoreOps {
 
 /** Finished exchanges, sent without a reply. */
 export interface TraceMessage {
-  readonly traces: readonly RawTrace[]
+  readonly traces: EncodedTraces
 }
 
 export type OpName = keyof StoreOps

@@ -9,6 +9,7 @@ import type { Pricing } from '../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, type TraceRecord } from './rows.js'
 import type { Spool } from './spool.js'
+import { decodeTraces, type EncodedTraces } from './trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from './trace-types.js'
 import { TsvWriter } from './tsv.js'
 
@@ -60,7 +61,16 @@ export class TraceWriter {
     if (spool.batches > 0) this.#scheduleReplay(0)
   }
 
-  add (raws: readonly RawTrace[]): void {
+  add (batch: EncodedTraces): void {
+    let raws: RawTrace[]
+    try {
+      raws = decodeTraces(batch)
+    } catch (err) {
+      // A batch that does not decode is a bug in the codec; its traces are counted as dropped.
+      this.stats.dropped += batch.count
+      this.#warn('a trace batch could not be decoded', { traces: batch.count, err: (err as Error).message })
+      return
+    }
     for (const raw of raws) {
       try {
         this.#rows.push(buildRecord(raw, this.#pricing))
