@@ -115,6 +115,12 @@ export async function send (proxy: string, provider: Provider, body: Record<stri
   return { status: raw.status, traceId: id, body: parsed, raw }
 }
 
+/** The proxy's answer in a few words, for assertion messages: `200`, or `503 detection_unavailable`. */
+export function said (r: Sent): string {
+  const code = r.body?.error?.code
+  return typeof code === 'string' ? `${r.status} ${code}` : String(r.status)
+}
+
 /**
  * A body for each dialect with a system prompt and one user message holding `text`, so the detail page
  * can show the conversation by role as the dialect carries it.

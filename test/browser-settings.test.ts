@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { Locator, Page } from 'playwright-core'
 import {
-  chatBody, launchBrowser, newPage, screenshot, send, shownNumber, signIn, startDashboard, storedTrace,
+  chatBody, launchBrowser, newPage, said, screenshot, send, shownNumber, signIn, startDashboard, storedTrace,
   type Watched,
 } from './browser-helpers.js'
 
@@ -33,16 +33,18 @@ async function keyValue (p: Page): Promise<string> {
     (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement ? el.value : el.textContent ?? '').trim())
 }
 
-async function callWith (apiKey: string, label: string): Promise<{ status: number; traceId: string; code: unknown; nonce: string }> {
+async function callWith (apiKey: string, label: string): Promise<{ status: number; traceId: string; code: unknown; nonce: string; said: string }> {
   const n = nonce(label)
   const r = await send(d.proxy, 'alpha', chatBody('alpha', apiKey, `Hello ${n}`))
-  return { status: r.status, traceId: r.traceId, code: r.body?.error?.code, nonce: n }
+  return { status: r.status, traceId: r.traceId, code: r.body?.error?.code, nonce: n, said: said(r) }
 }
 
 // ---------------------------------------------------------------------------------------------------
 
 let createdId = ''
 let createdValue = ''
+/** Calls made with the created key that were traced (answered after authentication). */
+const createdKeyCalls: string[] = []
 
 t.test('Settings → API Keys: a created key is shown once with a copy button and a warning, and works', async (t) => {
   await signIn(page, d.admin.email, d.admin.password)
@@ -96,7 +98,8 @@ t.test('Settings → API Keys: a created key is shown once with a copy button an
   t.notOk((await page.content()).includes(createdValue.slice(4, 24)), 'not even a part past the prefix')
 
   const used = await callWith(createdValue, 'new-key')
-  t.equal(used.status, 200, 'the new key works against the proxy')
+  t.equal(used.status, 200, `the new key works against the proxy (${used.said})`)
+  createdKeyCalls.push(used.traceId)
   await storedTrace(d.tg, accountId, used.traceId)
   let lastUsed = ''
   for (let i = 0; i < 20; i++) {
@@ -125,7 +128,9 @@ t.test('revoke asks first: No keeps the key, Yes revokes it and the proxy answer
   await page.locator('button[data-testid=confirm-revoke-no]').click()
   await dialog.waitFor({ state: 'hidden' })
   t.match(await status(), /^active$/i, 'No: still active')
-  t.equal((await callWith(createdValue, 'kept')).status, 200, 'No: the key still works')
+  const kept = await callWith(createdValue, 'kept')
+  t.equal(kept.status, 200, `No: the key still works (${kept.said})`)
+  createdKeyCalls.push(kept.traceId)
 
   await row.locator('button[data-testid=revoke-key]').click()
   await dialog.waitFor()
@@ -140,6 +145,67 @@ t.test('revoke asks first: No keeps the key, Yes revokes it and the proxy answer
   await page.reload()
   await row.waitFor()
   t.match(await status(), /^revoked$/i, 'still revoked after a reload')
+})
+
+t.test('the key filter lists exactly the calls made with that key', async (t) => {
+  await openList(page)
+  // The key options are filled once the key list has loaded.
+  try {
+    await page.waitForFunction(() => document.querySelectorAll('select[data-testid=filter-key] option').length > 1)
+  } catch { /* the assertion below says what is offered */ }
+  const options = await page.locator('select[data-testid=filter-key] option').evaluateAll((els) =>
+    els.map((e) => ({ value: (e as HTMLOptionElement).value, text: e.textContent ?? '' })))
+  const option = options.find((o) => o.value === createdId) ?? options.find((o) => o.text.includes('browser test key'))
+  t.ok(option !== undefined, `the key is offered (${JSON.stringify(options.map((o) => o.text))})`)
+  if (option === undefined) return
+  await page.selectOption('select[data-testid=filter-key]', option.value)
+  const want = [...createdKeyCalls].sort()
+  try {
+    await page.waitForFunction((want) => {
+      const ids = [...document.querySelectorAll('tr[data-testid=trace-row]')].map((r) => r.getAttribute('data-trace-id')).sort()
+      return JSON.stringify(ids) === JSON.stringify(want)
+    }, want)
+  } catch { /* the assertion below says what is shown */ }
+  const ids = await page.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id')))
+  t.same([...ids].sort(), want, 'only that key\'s calls')
+})
+
+t.test('a read key made in the dashboard reads through the read API and is refused by the proxy', async (t) => {
+  await page.goto('/settings/keys')
+  await page.locator('button[data-testid=create-key]').click()
+  const form = page.locator('form[data-testid=create-key-form]')
+  await form.waitFor()
+  await form.locator('input[name=name]').fill('analytics')
+  await form.locator('select[name=scope]').selectOption('read')
+  await form.locator('select[name=expires]').selectOption('never')
+  await page.locator('button[data-testid=create-key-submit]').click()
+  await page.locator('[data-testid=created-key]').waitFor()
+  const value = await keyValue(page)
+  t.match(value, /^tgk_[A-Za-z0-9_-]{43}$/, 'the key is shown')
+  const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === 'analytics')
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${stored?.id}"]`)
+  await row.waitFor()
+  t.equal((await text(row.locator('td[data-col=scope]'))).trim(), 'read', 'scope read')
+  t.notMatch(await text(row.locator('td[data-col=expires]')), /\d/, 'expires: never, no date')
+  t.equal(stored?.expires_at ?? null, null, 'stored without an expiry')
+
+  const res = await fetch(`${d.base}/api/v1/traces?limit=5`, { headers: { authorization: `Bearer ${value}` } })
+  t.equal(res.status, 200, 'the read API answers the read key')
+  const body = await res.json() as { traces?: Array<{ trace_id: string }> }
+  t.ok(Array.isArray(body.traces) && body.traces.length > 0, 'with this account\'s traces')
+  const proxied = await callWith(value, 'read-key')
+  t.equal(proxied.status, 401, 'the proxy refuses a read key')
+  t.equal(proxied.code, 'wrong_key_scope', 'wrong_key_scope')
+})
+
+t.test('every page works as a deep link', async (t) => {
+  for (const [path, testid] of [['/traces', 'trace-list'], ['/usage', 'usage-total-requests'], ['/settings/keys', 'key-list'],
+    ['/settings/account', 'account-plan'], ['/', 'user-email']] as const) {
+    const res = await page.goto(path)
+    t.equal(res?.status(), 200, `${path}: 200`)
+    await page.locator(`[data-testid=${testid}]`).waitFor()
+    t.pass(`${path} shows ${testid}`)
+  }
 })
 
 t.test('Settings → Account shows the name, plan and server-side keys', async (t) => {
@@ -160,7 +226,7 @@ t.test('another account sees none of the first account\'s traces: list, live fee
   const otherKey = await d.tg.admin.createKey({ account: account.id, scope: 'proxy', name: 'other key' })
 
   const mine = await callWith(d.admin.proxyKey, 'first-account')
-  t.equal(mine.status, 200, 'a call of the first account')
+  t.equal(mine.status, 200, `a call of the first account (${mine.said})`)
   await storedTrace(d.tg, accountId, mine.traceId)
 
   const other = await newPage(browser, d.base)
@@ -175,12 +241,12 @@ t.test('another account sees none of the first account\'s traces: list, live fee
   t.equal(await p2.locator('tr[data-testid=trace-row]').count(), 0, 'the other account has no traces yet')
 
   const theirs = await callWith(otherKey.key, 'other-account')
-  t.equal(theirs.status, 200, 'a call of the other account')
+  t.equal(theirs.status, 200, `a call of the other account (${theirs.said})`)
   await rowOf(p2, theirs.traceId).waitFor()
   t.pass('the other account\'s own call arrives live in its list')
   // A call of the first account after it: once that one is shown live, the other's would have been too.
   const later = await callWith(d.admin.proxyKey, 'first-account-later')
-  t.equal(later.status, 200, 'a later call of the first account')
+  t.equal(later.status, 200, `a later call of the first account (${later.said})`)
   await rowOf(page, later.traceId).waitFor()
   t.equal(await rowOf(page, theirs.traceId).count(), 0, 'the first account\'s live list never shows the other\'s call')
   await p2.waitForTimeout(300)
@@ -235,9 +301,12 @@ t.test('signing out returns to the sign-in page and the session is refused after
   await page.locator('button[data-testid=signout]').click()
   await page.locator('form[data-testid=signin-form]').waitFor()
   t.equal(await page.locator('[data-testid=user-email]').count(), 0, 'the sign-in page, no signed-in email')
-  await page.goto('/traces')
-  await page.locator('form[data-testid=signin-form]').waitFor()
-  t.equal(await page.locator('table[data-testid=trace-list]').count(), 0, 'a page asks to sign in again')
+  for (const path of ['/traces', '/usage', '/settings/keys', '/settings/account', `/traces/${randomUUID()}`]) {
+    await page.goto(path)
+    await page.locator('form[data-testid=signin-form]').waitFor()
+    t.equal(await page.locator('[data-testid=user-email]').count(), 0, `${path} asks to sign in again`)
+  }
+  t.equal(await page.locator('table[data-testid=trace-list]').count(), 0, 'no trace list')
   t.equal((await page.request.get('/api/ui/session')).status(), 401, 'the session API says signed out')
 
   // The old cookie, replayed in a fresh context, is refused: sign-out ends the session, not just the cookie.

@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { Locator } from 'playwright-core'
 import {
-  chatBody, launchBrowser, newPage, roundsTo, screenshot, send, shownMs, shownNumber, startDashboard,
+  chatBody, launchBrowser, newPage, roundsTo, said, screenshot, send, shownMs, shownNumber, startDashboard,
   storedTrace, type Provider, type Sent,
 } from './browser-helpers.js'
 import type { TraceRow } from '../src/store/rows.js'
@@ -180,7 +180,7 @@ t.test('calls through the proxy appear live at the top of the list within 2 s, w
     const n = nonce(`live-${provider}`)
     const sent = await call(provider, `Tell me about ${n}`, { stream })
     const ended = Date.now()
-    t.equal(sent.status, 200, `${provider}: 200`)
+    t.equal(sent.status, 200, `${provider}: 200 (${said(sent)})`)
     calls[provider] = { sent, nonce: n, provider, stream }
     await appearsWithin(t, rowOf(sent.traceId), LIVE_MS, ended, `${provider} trace in the list`)
     order.unshift(sent.traceId)
@@ -252,6 +252,77 @@ t.test('a trace opens at its own address: conversation, response, tokens, cost, 
   t.equal(await page.locator('[data-testid=trace-detail]').count(), 0, 'an unknown id shows not-found, no detail')
 })
 
+t.test('a conversation with tool calls shows every message by its role, in order', async (t) => {
+  const n = nonce('tools')
+  const body = {
+    model: 'gpt-4o-mini',
+    messages: [
+      { role: 'system', content: 'You are a weather bot.' },
+      { role: 'user', content: `What is the weather in Paris? ${n}` },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: `Sunny, 21 C ${n}` },
+      { role: 'user', content: 'Thanks, and tomorrow?' },
+    ],
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+    api_key: key,
+    alpha_api_key: 'sk-client',
+  }
+  const sent = await send(d.proxy, 'alpha', body)
+  traced.push(sent.traceId)
+  t.equal(sent.status, 200, `answered (${said(sent)})`)
+  await storedTrace(d.tg, accountId, sent.traceId)
+  await page.goto(`/traces/${sent.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  const messages = page.locator('[data-testid=conversation] [data-testid=message]')
+  const parts = await messages.evaluateAll((els) => els.map((e) => ({ role: e.getAttribute('data-role'), text: e.textContent ?? '' })))
+  const roles = parts.map((p) => p.role).filter((r, i, all) => i === 0 || all[i - 1] !== r)
+  t.same(roles, ['system', 'user', 'assistant', 'tool', 'user'], `roles in order (${JSON.stringify(parts.map((p) => p.role))})`)
+  // What a reader sees of the assistant's turn: its text and any label drawn by CSS (::before / ::after).
+  const assistant = await page.locator('[data-testid=conversation] [data-testid=message][data-role=assistant]').evaluateAll((els) => els.map((m) =>
+    [m, ...m.querySelectorAll('*')].map((e) => ['::before', '::after'].map((p) => {
+      const c = getComputedStyle(e, p).content
+      return c === 'none' || c === 'normal' ? '' : c
+    }).join(' ')).join(' ') + ' ' + (m.textContent ?? '')))
+  t.ok(assistant.some((a) => a.includes('get_weather')), `the assistant's tool call names the function (${JSON.stringify(assistant)})`)
+  t.ok(assistant.some((a) => a.includes('Paris')), 'and shows its arguments')
+  t.ok(parts.some((p) => p.role === 'tool' && p.text.includes(`Sunny, 21 C ${n}`)), 'the tool result is shown under role tool')
+  t.ok(parts.some((p) => p.role === 'user' && p.text.includes('Thanks, and tomorrow?')), 'the last user turn')
+})
+
+t.test('a confidential call is marked, with tokens and latency but nothing of its text', async (t) => {
+  await openList()
+  const n = nonce('secret')
+  const body = { ...chatBody('alpha', key, `Confidential plan ${n}`), is_confidential: true }
+  const sent = await send(d.proxy, 'alpha', body)
+  traced.push(sent.traceId)
+  t.equal(sent.status, 200, `forwarded (${said(sent)})`)
+  await rowOf(sent.traceId).waitFor()
+  await rowOf(sent.traceId).click()
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  const row = await storedTrace(d.tg, accountId, sent.traceId)
+  t.equal(await page.locator('[data-testid=confidential-mark]').count(), 1, 'marked confidential')
+  t.notOk((await page.content()).includes(n), 'none of the prompt is on the page')
+  t.equal(await page.locator('[data-testid=conversation] [data-testid=message]').filter({ hasText: n }).count(), 0, 'no message holds it')
+  checkInt(t, await text(page.locator('[data-testid=tokens-input]')), row.input_tokens, 'input tokens still shown')
+  checkMs(t, await text(page.locator('[data-testid=latency-total]')), row.latency_ms, 'latency still shown')
+})
+
+t.test('a live list with a filter only takes in the calls that match it', async (t) => {
+  await openList()
+  await page.selectOption('select[data-testid=filter-provider]', 'beta')
+  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-testid=trace-row] td[data-col=provider]')].every((c) => c.textContent?.trim() === 'beta'))
+  await page.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
+  const alpha = await call('alpha', `filtered out ${nonce('live-filter')}`)
+  const beta = await call('beta', `filtered in ${nonce('live-filter')}`)
+  t.equal(alpha.status, 200, `alpha answered (${said(alpha)})`)
+  t.equal(beta.status, 200, `beta answered (${said(beta)})`)
+  await rowOf(beta.traceId).waitFor()
+  t.pass('the matching call arrives live')
+  await storedTrace(d.tg, accountId, alpha.traceId)
+  await page.waitForTimeout(300)
+  t.equal(await rowOf(alpha.traceId).count(), 0, 'the other provider\'s call, stored as well, is not taken in')
+})
+
 let blockedId = ''
 
 t.test('a blocked injection shows as blocked, with its finding highlighted in the prompt', async (t) => {
@@ -260,7 +331,7 @@ t.test('a blocked injection shows as blocked, with its finding highlighted in th
   const sent = await call('alpha', `${INJECTION} ${n}`)
   blockedId = sent.traceId
   const ended = Date.now()
-  t.equal(sent.status, 403, 'the proxy answered 403')
+  t.equal(sent.status, 403, `the proxy answered 403 (${said(sent)})`)
   t.equal(sent.body?.error?.code, 'prompt_injection_detected', 'prompt_injection_detected')
   const row = rowOf(sent.traceId)
   await appearsWithin(t, row, LIVE_MS, ended, 'the blocked trace in the list')
@@ -388,14 +459,14 @@ t.test('filters: text, provider, outcome, model, range', async (t) => {
 t.test('100 traces: all arrive live, and after a reload load-more pages through them newest first', async (t) => {
   await openList()
   const hundred: string[] = []
-  const statuses: number[] = []
+  const statuses: string[] = []
   const started = Date.now()
   for (let i = 0; i < 10; i++) {
     const batch = await Promise.all(Array.from({ length: 10 }, (_, j) => call('gamma', `bulk ${i * 10 + j} ${nonce('bulk')}`)))
     for (const r of batch) hundred.push(r.traceId)
-    statuses.push(...batch.map((r) => r.status))
+    statuses.push(...batch.map(said))
   }
-  t.same(statuses.filter((s) => s !== 200), [], '100 calls answered 200')
+  t.same(statuses.filter((s) => s !== '200'), [], '100 calls answered 200')
   t.comment(`100 calls in ${Date.now() - started} ms`)
   await page.waitForFunction((ids) => ids.every((id) => document.querySelector(`tr[data-testid=trace-row][data-trace-id="${id}"]`) !== null), hundred, { timeout: 20_000 })
   t.ok(await page.locator('tr[data-testid=trace-row]').count() >= 100, '100 new rows rendered live')
@@ -427,7 +498,7 @@ t.test('100 traces: all arrive live, and after a reload load-more pages through 
 
 t.test('the usage totals match the calls sent and the stored rows', async (t) => {
   const failed = await call('alpha', `fail ${nonce('err')}`, { model: 'gpt-4o-mini-error-500' })
-  t.equal(failed.status, 500, 'a provider error for the errors total')
+  t.equal(failed.status, 500, `a provider error for the errors total (${said(failed)})`)
   await storedTrace(d.tg, accountId, failed.traceId)
   await d.tg.store.call('flushTraces')
   const [sums] = await d.tg.store.call('testQuery', {
