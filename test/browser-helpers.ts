@@ -63,13 +63,25 @@ export interface Watched {
   readonly dialogs: string[]
   readonly pageErrors: string[]
   readonly cspViolations: string[]
+  /** Dashboard responses without the contract's security headers: "GET /path: header". */
+  readonly missingHeaders: string[]
 }
+
+/** The headers the contract puts on every dashboard response. */
+const SECURITY_HEADERS = ['content-security-policy', 'x-content-type-options', 'referrer-policy', 'x-frame-options', 'x-request-id']
 
 export async function newPage (browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page; watched: Watched }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, baseURL: base })
   context.setDefaultTimeout(10_000)
   const page = await context.newPage()
-  const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [] }
+  const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [], missingHeaders: [] }
+  page.on('response', (r) => {
+    if (!r.url().startsWith(base + '/')) return
+    const h = r.headers()
+    for (const name of SECURITY_HEADERS) {
+      if (h[name] === undefined) watched.missingHeaders.push(`${r.request().method()} ${r.url().slice(base.length)} (${r.status()}): ${name}`)
+    }
+  })
   page.on('dialog', (d) => { watched.dialogs.push(`${d.type()}: ${d.message()}`); d.dismiss().catch(() => {}) })
   page.on('pageerror', (e) => { watched.pageErrors.push(String(e)) })
   page.on('console', (m) => {

@@ -52,7 +52,9 @@ t.test('Settings → API Keys: a created key is shown once with a copy button an
   await page.waitForURL('**/settings/keys')
   await page.locator('table[data-testid=key-list]').waitFor()
   const [first] = await d.tg.admin.listKeys({ account: accountId })
-  t.equal(await page.locator(`tr[data-testid=key-row][data-key-id="${first?.id}"]`).count(), 1, 'the first-start key is listed')
+  const firstRow = page.locator(`tr[data-testid=key-row][data-key-id="${first?.id}"]`)
+  try { await firstRow.waitFor() } catch { /* the assertion below says it */ }
+  t.equal(await firstRow.count(), 1, 'the first-start key is listed')
 
   await page.locator('button[data-testid=create-key]').click()
   const form = page.locator('form[data-testid=create-key-form]')
@@ -86,6 +88,8 @@ t.test('Settings → API Keys: a created key is shown once with a copy button an
   t.equal(await cell('scope'), 'proxy', 'scope cell')
   t.match(await cell('status'), /^active$/i, 'status active')
   t.match(await cell('expires'), /\d/, 'expires cell shows a date')
+  const expiresAt = stored?.expires_at === null || stored?.expires_at === undefined ? NaN : Date.parse(stored.expires_at.replace(' ', 'T') + (/[zZ]|[+-]\d\d:?\d\d$/.test(stored.expires_at) ? '' : 'Z'))
+  t.ok(Math.abs(expiresAt - (Date.now() + 30 * 86_400_000)) < 10 * 60_000, `stored to expire in 30 days (${stored?.expires_at})`)
   t.not(await cell('created'), '', 'created cell')
 
   const before = await page.request.get('/api/ui/keys')
@@ -196,6 +200,48 @@ t.test('a read key made in the dashboard reads through the read API and is refus
   const proxied = await callWith(value, 'read-key')
   t.equal(proxied.status, 401, 'the proxy refuses a read key')
   t.equal(proxied.code, 'wrong_key_scope', 'wrong_key_scope')
+})
+
+t.test('a key name holding HTML is shown as text everywhere it appears, and runs nothing', async (t) => {
+  const name = '<img src=x onerror="window.__pwned=4;alert(4)">'
+  await page.goto('/settings/keys')
+  await page.locator('button[data-testid=create-key]').click()
+  const form = page.locator('form[data-testid=create-key-form]')
+  await form.waitFor()
+  await form.locator('input[name=name]').fill(name)
+  await form.locator('select[name=scope]').selectOption('proxy')
+  await page.locator('button[data-testid=create-key-submit]').click()
+  await page.locator('[data-testid=created-key]').waitFor()
+  const value = await keyValue(page)
+  const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === name)
+  t.ok(stored !== undefined, 'stored with its name as typed')
+  const used = await callWith(value, 'html-name')
+  t.equal(used.status, 200, `the key works (${used.said})`)
+  await storedTrace(d.tg, accountId, used.traceId)
+
+  const nothingRan = async (where: string): Promise<void> => {
+    await page.waitForTimeout(200)
+    t.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, `${where}: nothing ran`)
+    t.equal(await page.evaluate(() => document.querySelectorAll('img[src="x"]').length), 0, `${where}: no <img src=x> made`)
+  }
+  await page.reload()
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${stored?.id}"]`)
+  await row.waitFor()
+  t.equal((await text(row.locator('td[data-col=name]'))).trim(), name, 'the key list shows the name as text')
+  await nothingRan('keys')
+
+  await openList(page)
+  await page.waitForFunction(() => document.querySelectorAll('select[data-testid=filter-key] option').length > 1)
+  await nothingRan('trace list with the key filter')
+  await page.goto(`/traces/${used.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  await nothingRan('trace detail')
+  await page.goto('/usage')
+  await page.selectOption('select[data-testid=usage-range]', 'hour')
+  await page.locator('table[data-testid=breakdown-key] tr[data-testid=breakdown-row]').filter({ hasText: name }).waitFor()
+  t.pass('the usage breakdown by key shows the name as text')
+  await nothingRan('usage')
+  t.same(admin.watched.dialogs, [], 'no dialog opened')
 })
 
 t.test('every page works as a deep link', async (t) => {
@@ -322,5 +368,6 @@ t.test('no dialog, no uncaught error and no CSP violation on any page', async (t
     t.same(w.dialogs, [], `${who}: no dialogs`)
     t.same(w.pageErrors, [], `${who}: no uncaught errors`)
     t.same(w.cspViolations, [], `${who}: no CSP violations`)
+    t.same(w.missingHeaders, [], `${who}: every dashboard response carried the security headers`)
   }
 })
