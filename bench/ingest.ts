@@ -3,10 +3,11 @@
 // tracing on against off, and a check that the traced server stored one row per call it answered.
 // Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10), BENCH_INGEST_TRACES
 // (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per message, default 500,
-// the most the front thread's sink sends in one), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50),
+// about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN (traces packed per
+// event-loop turn, as exchanges end, default 25), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50),
 // BENCH_SKIP (comma list of: store, proxy).
 import autocannon from 'autocannon'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
@@ -21,6 +22,7 @@ import { startMock, startTracegate } from './processes.js'
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
 const ingestBatch = Number(process.env.BENCH_INGEST_BATCH ?? 500)
+const perTurn = Number(process.env.BENCH_INGEST_PER_TURN ?? 25)
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
@@ -130,9 +132,8 @@ function sample (i: number): { request: Buffer; response: Buffer } {
 
 const SAMPLES = Array.from({ length: 64 }, (_, i) => sample(i))
 
-/** One batch as the sink builds it: every record appended to one buffer that the post transfers. */
-function batch (n: number, seq: number): EncodedTraces {
-  const w = new TraceBatchWriter()
+/** Appends `n` records as the sink does when exchanges end: to one buffer that the post transfers. */
+function pack (w: TraceBatchWriter, n: number, seq: number): void {
   const now = Date.now()
   for (let i = 0; i < n; i++) {
     const { request, response } = SAMPLES[(seq + i) % SAMPLES.length]!
@@ -161,7 +162,6 @@ function batch (n: number, seq: number): EncodedTraces {
       issues: '',
     }, request, request.length, [response], response.length, [], 0)
   }
-  return w.take()
 }
 
 async function storeWorkerCase (): Promise<void> {
@@ -176,28 +176,41 @@ async function storeWorkerCase (): Promise<void> {
   let buildMs = 0
   let postMs = 0
   delay.enable()
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const deadline = t0 + ingestSeconds * 1000
   let stats: TraceStats = await store.call('traceStats')
+  const w = new TraceBatchWriter()
+  let packed = 0
   while (performance.now() < deadline && posted < ingestTraces) {
-    const n = Math.min(ingestBatch, ingestTraces - posted)
-    if (stats.queued + (posted - stats.written) + n > bound) {
+    if (stats.queued + (packed - stats.written) + perTurn > bound) {
       stats = await store.call('traceStats')
-      if (stats.queued + (posted - stats.written) + n > bound) await sleep(2)
+      if (stats.queued + (packed - stats.written) + perTurn > bound) await sleep(2)
       continue
     }
+    // A turn of the proxy thread: a few exchanges end and are packed; a full batch is posted.
+    const n = Math.min(perTurn, ingestTraces - packed)
     const t1 = performance.now()
-    const b = batch(n, posted)
+    pack(w, n, packed)
+    packed += n
     const t2 = performance.now()
-    store.postTraces(b, [b.buffer])
-    postMs += performance.now() - t2
     buildMs += t2 - t1
-    posted += n
-    // One post per event-loop turn, as the sink does, so the loop stays free for requests.
+    if (w.count >= ingestBatch || packed >= ingestTraces) {
+      const b = w.take()
+      store.postTraces(b, [b.buffer])
+      posted += b.count
+      postMs += performance.now() - t2
+    }
     await turn()
+  }
+  if (w.count > 0) {
+    const b = w.take()
+    store.postTraces(b, [b.buffer])
+    posted += b.count
   }
   const flushed = await store.call('flushTraces')
   const seconds = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
   delay.disable()
   const { rows } = await countRows(store)
   await store.close()
@@ -209,8 +222,13 @@ async function storeWorkerCase (): Promise<void> {
     event_loop_delay_p99_ms: round2(delay.percentile(99) / 1e6),
     event_loop_delay_max_ms: round2(delay.max / 1e6),
     batch: ingestBatch,
+    per_turn: perTurn,
     // This thread's time per trace: packing (what the sink does per exchange, plus the id) and posting.
     pack_us_per_trace: round2(buildMs * 1000 / posted),
+    // Every thread of this process (the posting thread, the store worker, chDB's insert and merge
+    // threads): on a busy machine the rate falls with the CPU left over, this much less so.
+    cpu_us_per_trace: round2((cpu.user + cpu.system) / posted),
+    cores_used: round2((cpu.user + cpu.system) / 1e6 / seconds),
     post_us_per_trace: round2(postMs * 1000 / posted),
     rows,
     dropped: flushed.dropped,
@@ -228,9 +246,17 @@ async function storeWorkerCase (): Promise<void> {
 
 const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
 
-interface Run { rps: number; ok: number; non2xx: number; errors: number }
+interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number }
 
-async function load (url: string, key: string, seconds: number): Promise<Run> {
+/** CPU time (user + system, all threads) a process has used, in µs, from /proc (clock ticks of 10 ms). */
+function processCpuUs (pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+async function load (url: string, key: string, seconds: number, pid: number): Promise<Run> {
+  const cpu0 = processCpuUs(pid)
   const r = await autocannon({
     url: `${url}/api/alpha_service/chat_completion`,
     method: 'POST',
@@ -242,7 +268,8 @@ async function load (url: string, key: string, seconds: number): Promise<Run> {
   })
   // autocannon counts responses per status class; its typings here leave them out.
   const ok = Number((r as unknown as Record<string, unknown>)['2xx'] ?? 0)
-  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts }
+  const cpuUsPerRequest = (processCpuUs(pid) - cpu0) / Math.max(1, r.requests.total)
+  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest }
 }
 
 async function proxyCase (): Promise<void> {
@@ -262,24 +289,28 @@ async function proxyCase (): Promise<void> {
   let onNon2xx = 0
   let onRuns = 0
   const loadOn = async (seconds: number): Promise<Run> => {
-    const r = await load(on.url, on.key, seconds)
+    const r = await load(on.url, on.key, seconds, on.pid)
     responses += r.ok
     onNon2xx += r.non2xx
     onRuns++
     return r
   }
   const warm = Math.max(3, Math.round(duration / 2))
-  await load(off.url, off.key, warm)
+  await load(off.url, off.key, warm, off.pid)
   await loadOn(warm)
   // Alternate so drift (other load on the machine, the traced server's merges) falls on both alike.
   const rpsOff: number[] = []
   const rpsOn: number[] = []
+  const cpuOff: number[] = []
+  const cpuOn: number[] = []
   let errors = 0
   for (let i = 0; i < 2; i++) {
-    const a = await load(off.url, off.key, duration)
+    const a = await load(off.url, off.key, duration, off.pid)
     const b = await loadOn(duration)
     rpsOff.push(a.rps)
     rpsOn.push(b.rps)
+    cpuOff.push(a.cpuUsPerRequest)
+    cpuOn.push(b.cpuUsPerRequest)
     errors += a.errors + a.non2xx + b.errors + b.non2xx
   }
 
@@ -301,6 +332,11 @@ async function proxyCase (): Promise<void> {
     ratio: round3(mean(rpsOn) / mean(rpsOff)),
     rps_off_runs: rpsOff.map((x) => Math.round(x)),
     rps_on_runs: rpsOn.map((x) => Math.round(x)),
+    // tracegate's own CPU per request (all its threads, chDB's included): what tracing costs, read
+    // without the noise of whatever else the machine runs. Traces still queued at a run's end are
+    // paid for in the next run.
+    cpu_us_per_request_off: Math.round(mean(cpuOff)),
+    cpu_us_per_request_on: Math.round(mean(cpuOn)),
     errors,
     rows,
     rows_by_outcome: byOutcome,

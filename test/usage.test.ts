@@ -10,7 +10,10 @@ const sse = (events: unknown[], crlf = false): string => events.map((e) => `data
 
 t.test('alpha', async (t) => {
   const body = JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'Hi there' } }], usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 100 } } })
-  t.same(readResponse('alpha', false, body), { usage: { input: 120, output: 7, cached: 100 }, text: 'Hi there', firstTokenEnd: null })
+  const whole = readResponse('alpha', false, body)
+  t.same(whole.usage, { input: 120, output: 7, cached: 100 })
+  t.equal(whole.text(), 'Hi there')
+  t.equal(whole.firstTokenEnd, null)
   const stream = sse([
     { choices: [{ delta: { role: 'assistant' } }] },
     { choices: [{ delta: { content: 'Hel' } }] },
@@ -19,7 +22,7 @@ t.test('alpha', async (t) => {
   ]) + 'data: [DONE]\n\n'
   const r = readResponse('alpha', true, stream)
   t.same(r.usage, { input: 9, output: 2, cached: 0 })
-  t.equal(r.text, 'Hello')
+  t.equal(r.text(), 'Hello')
   t.ok(r.firstTokenEnd !== null && stream.slice(0, r.firstTokenEnd).includes('Hel') && !stream.slice(0, r.firstTokenEnd).includes('"lo"'))
   t.equal(readResponse('alpha', true, sse([{ choices: [{ delta: { content: 'x' } }] }])).usage, null, 'no include_usage: no usage')
   t.equal(promptText('alpha', JSON.stringify({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hello' }] }] })), 'Be brief.\nHello\n')
@@ -36,7 +39,7 @@ t.test('beta', async (t) => {
   ].join('\n\n') + '\n\n'
   const r = readResponse('beta', true, stream)
   t.same(r.usage, { input: 25, output: 12, cached: 0 })
-  t.equal(r.text, 'Hi')
+  t.equal(r.text(), 'Hi')
   t.equal(promptText('beta', JSON.stringify({ system: 'Sys', messages: [{ role: 'user', content: [{ type: 'tool_result', content: 'tool said' }, { type: 'text', text: 'q' }] }] })), 'Sys\ntool said\nq\n')
 })
 
@@ -46,14 +49,34 @@ t.test('gamma', async (t) => {
   t.equal(sseEvents(stream).length, 2, 'CRLF framing')
   const r = readResponse('gamma', true, stream)
   t.same(r.usage, { input: 50, output: 6, cached: 20 }, 'thinking tokens count as output')
-  t.equal(r.text, 'AB')
+  t.equal(r.text(), 'AB')
   t.equal(promptText('gamma', JSON.stringify({ systemInstruction: { parts: [{ text: 'S' }] }, contents: [{ parts: [{ text: 'U' }, { functionResponse: { name: 'f', response: { ok: 1 } } }] }] })), 'S\nU\n{"ok":1}\n')
+})
+
+t.test('a whole answer: usage found at its end, or by parsing the whole answer', async (t) => {
+  const usage = { prompt_tokens: 11, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 0 } }
+  // The answer's text talks about "usage" in JSON: escaped inside the string, so not taken for the key.
+  // It comes after the real key, so the last occurrence in the text is the quoted one.
+  const tricky = JSON.stringify({ usage, choices: [{ message: { content: 'reply {"usage": {"prompt_tokens": 999}} end' } }] })
+  t.same(readResponse('alpha', false, tricky).usage, { input: 11, output: 5, cached: 0 }, 'the top-level usage, not the quoted one')
+  const onlyQuoted = JSON.stringify({ choices: [{ message: { content: 'see "usage": {"prompt_tokens": 999}' } }] })
+  t.equal(readResponse('alpha', false, onlyQuoted).usage, null, 'no usage when only the text mentions it')
+  t.equal(readResponse('alpha', false, onlyQuoted).text(), 'see "usage": {"prompt_tokens": 999}')
+  const spaced = '{\n  "choices": [],\n  "usage" :  {"prompt_tokens": 3, "completion_tokens": 4, "note": "a } b"}\n}'
+  t.same(readResponse('alpha', false, spaced).usage, { input: 3, output: 4, cached: 0 }, 'spacing and a brace inside a string')
+  // The tail of a long answer kept past the capture limit: not JSON on its own, its usage still read.
+  const long = JSON.stringify({ choices: [{ message: { content: 'y'.repeat(5000) } }], usage })
+  t.same(readResponse('alpha', false, long.slice(4000)).usage, { input: 11, output: 5, cached: 0 }, 'usage from the tail of a cut answer')
+  t.equal(readResponse('alpha', false, long.slice(0, 3000)).usage, null, 'no usage in a head without it')
+  const gamma = JSON.stringify({ candidates: [{ content: { parts: [{ text: 'G' }] } }], usageMetadata: { promptTokenCount: 7, candidatesTokenCount: 2 }, modelVersion: 'g' })
+  t.same(readResponse('gamma', false, gamma).usage, { input: 7, output: 2, cached: 0 })
+  t.equal(readResponse('gamma', false, gamma).text(), 'G')
 })
 
 t.test('a cut stream keeps the events before the cut', async (t) => {
   const full = sse([{ choices: [{ delta: { content: 'a' } }] }, { choices: [{ delta: { content: 'b' } }] }])
   const r = readResponse('alpha', true, full.slice(0, full.length - 10))
-  t.equal(r.text, 'a')
+  t.equal(r.text(), 'a')
 })
 
 t.test('pricing arithmetic, matching and override', async (t) => {

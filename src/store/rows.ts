@@ -158,7 +158,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     const cut = raw.streaming && raw.outcome !== 'ok'
     if (generating && (reading.usage === null || cut)) {
       if (input === 0) input = estimateTokens(promptText(p, bytes.toString('utf8', 0, reqEnd)))
-      const estimate = estimateTokens(reading.text)
+      const estimate = estimateTokens(reading.text())
       if (estimate > output) output = estimate
       if (reading.usage === null || estimate === output) source = 'estimated'
     }

@@ -135,20 +135,60 @@ const READERS: Record<ProviderName, Reader> = {
 
 export interface ResponseReading {
   usage: ReportedUsage | null
-  /** The generated text (for estimates when no usage came). */
-  text: string
+  /** The generated text (for estimates when no usage came); worked out only when asked for. */
+  text: () => string
   /** Offset in the stream text where the first event with generated text ends; null if none. */
   firstTokenEnd: number | null
+}
+
+/** The key each dialect reports a whole answer's usage under, as it appears in the JSON text. */
+const USAGE_KEYS: Record<ProviderName, string> = { alpha: '"usage"', beta: '"usage"', gamma: '"usageMetadata"' }
+
+/**
+ * The object under the last `key` in a JSON text, parsed alone, or null when it cannot be told apart
+ * cheaply (the caller then parses the whole answer). Usage sits at the end of every dialect's answer,
+ * so this reads a few hundred bytes instead of the whole body. An escaped occurrence (inside a string)
+ * or one not followed by `:` and an object is not taken.
+ */
+function lastObjectAt (text: string, key: string): Json | null {
+  const at = text.lastIndexOf(key)
+  if (at <= 0 || text.charCodeAt(at - 1) === 0x5c) return null
+  let i = at + key.length
+  while (i < text.length && text.charCodeAt(i) <= 0x20) i++
+  if (text.charCodeAt(i) !== 0x3a) return null
+  i++
+  while (i < text.length && text.charCodeAt(i) <= 0x20) i++
+  if (text.charCodeAt(i) !== 0x7b) return null
+  let depth = 0
+  let inString = false
+  for (let j = i; j < text.length; j++) {
+    const c = text.charCodeAt(j)
+    if (inString) {
+      if (c === 0x5c) j++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x7b) {
+      depth++
+    } else if (c === 0x7d && --depth === 0) {
+      try { return obj(JSON.parse(text.slice(i, j + 1))) } catch { return null }
+    }
+  }
+  return null
+}
+
+function parsed (text: string): Json | null {
+  try { return obj(JSON.parse(text)) } catch { return null }
 }
 
 export function readResponse (provider: ProviderName, streaming: boolean, text: string): ResponseReading {
   const reader = READERS[provider]
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
   let found = false
-  let out = ''
-  let firstTokenEnd: number | null = null
   const isStream = streaming || /^(event|data):/m.test(text.slice(0, 64))
   if (isStream) {
+    let out = ''
+    let firstTokenEnd: number | null = null
     for (const ev of sseEvents(text)) {
       if (reader.usage(ev.data, u)) found = true
       const t = reader.text(ev.data)
@@ -157,16 +197,26 @@ export function readResponse (provider: ProviderName, streaming: boolean, text: 
         firstTokenEnd ??= ev.end
       }
     }
-  } else {
-    try {
-      const data = obj(JSON.parse(text))
-      if (data !== null) {
-        found = reader.usage(data, u)
-        out = reader.text(data)
-      }
-    } catch { /* a cut or non-JSON answer: no usage */ }
+    return { usage: found ? u : null, text: () => out, firstTokenEnd }
   }
-  return { usage: found ? u : null, text: out, firstTokenEnd }
+  // A whole answer: its usage object alone when it can be found, else the whole answer parsed (a cut
+  // or non-JSON answer has no usage). The text is parsed out only if an estimate needs it.
+  const key = USAGE_KEYS[provider]
+  const usageObject = lastObjectAt(text, key)
+  let data: Json | null | undefined
+  if (usageObject !== null) found = reader.usage({ [key.slice(1, -1)]: usageObject }, u)
+  if (!found) {
+    data = parsed(text)
+    if (data !== null) found = reader.usage(data, u)
+  }
+  return {
+    usage: found ? u : null,
+    text: () => {
+      data ??= parsed(text)
+      return data === null ? '' : reader.text(data)
+    },
+    firstTokenEnd: null,
+  }
 }
 
 export function promptText (provider: ProviderName, body: string): string {
