@@ -549,6 +549,47 @@ t.test('the usage totals match the calls sent and the stored rows', async (t) =>
   await screenshot(page, 'usage')
 })
 
+t.test('while calls are being written, the usage page\'s totals agree with its own breakdowns', async (t) => {
+  // One page load is one answer of the usage API: its totals, series and breakdowns must describe the
+  // same rows even when the store writes new ones meanwhile. Each load below has a call waiting in the
+  // store's batch, flushed a few ms after the page asks for usage, so the write lands while it is answered.
+  let armed = false
+  await page.route('**/api/ui/usage?**', async (route) => {
+    if (!armed) { await route.continue(); return }
+    armed = false
+    const answered = route.continue()
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 6))
+    await d.tg.store.call('flushTraces')
+    await answered
+  })
+  const mismatches: string[] = []
+  for (let i = 0; i < 15; i++) {
+    const r = await call('alpha', `consistency ${i} ${nonce('usage')}`)
+    if (r.status !== 200) mismatches.push(`call ${i}: ${said(r)}`)
+    armed = true
+    await page.goto('/usage')
+    await page.locator('table[data-testid=breakdown-provider] tr[data-testid=breakdown-row]').first().waitFor()
+    await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid=usage-total-requests]')?.textContent ?? ''))
+    const { total, sums } = await page.evaluate(() => {
+      const total = Number((document.querySelector('[data-testid=usage-total-requests]')?.textContent ?? '').replace(/[^\d]/g, ''))
+      const sums: Record<string, number> = {}
+      for (const by of ['key', 'model', 'provider']) {
+        const table = document.querySelector(`table[data-testid=breakdown-${by}]`)
+        const heads = [...(table?.querySelectorAll('thead th') ?? [])].map((th) => th.textContent?.trim().toLowerCase())
+        const col = heads.indexOf('requests')
+        sums[by] = col < 0 ? NaN : [...(table?.querySelectorAll('tr[data-testid=breakdown-row]') ?? [])]
+          .reduce((a, tr) => a + Number((tr.children[col]?.textContent ?? '').replace(/[^\d]/g, '')), 0)
+      }
+      return { total, sums }
+    })
+    if (sums.key !== total || sums.model !== total || sums.provider !== total) {
+      mismatches.push(`load ${i}: requests total ${total}, by key ${sums.key}, by model ${sums.model}, by provider ${sums.provider}`)
+    }
+  }
+  await page.unroute('**/api/ui/usage?**')
+  t.same(mismatches, [], 'every load: the requests total equals the sum of each breakdown')
+})
+
 t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s own pages', async (t) => {
   t.same(watched.dialogs, [], 'no dialogs')
   t.same(watched.pageErrors, [], 'no uncaught errors')
