@@ -193,7 +193,6 @@ t.test('calls through the proxy appear live at the top of the list within 2 s, w
   for (const c of Object.values(calls)) {
     await t.test(`${c.provider} row`, async (t) => { await checkRow(t, c.sent.traceId, await storedTrace(d.tg, accountId, c.sent.traceId)) })
   }
-  await screenshot(page, 'traces')
 })
 
 t.test('a trace opens at its own address: conversation, response, tokens, cost, latency, raw JSON', async (t) => {
@@ -321,6 +320,22 @@ t.test('a live list with a filter only takes in the calls that match it', async 
   await storedTrace(d.tg, accountId, alpha.traceId)
   await page.waitForTimeout(300)
   t.equal(await rowOf(alpha.traceId).count(), 0, 'the other provider\'s call, stored as well, is not taken in')
+
+  // The text filter is the server's to judge: a call holding the text arrives, one without it does not.
+  const word = nonce('needle')
+  await openList()
+  await page.locator('input[data-testid=filter-text]').fill(word)
+  await page.waitForURL(/[?&]q=/)
+  await page.waitForFunction(() => document.querySelectorAll('tr[data-testid=trace-row]').length === 0)
+  const without = await call('alpha', `no match here ${nonce('hay')}`)
+  const holding = await call('gamma', `the ${word} is here`)
+  t.equal(without.status, 200, `answered (${said(without)})`)
+  t.equal(holding.status, 200, `answered (${said(holding)})`)
+  await rowOf(holding.traceId).waitFor()
+  t.pass('with a text filter, a matching call arrives without a reload')
+  await storedTrace(d.tg, accountId, without.traceId)
+  await page.waitForTimeout(500)
+  t.equal(await rowOf(without.traceId).count(), 0, 'a call without the text is not taken in')
 })
 
 let blockedId = ''
@@ -401,6 +416,7 @@ t.test('HTML in a prompt and in a model name is displayed as text and runs nothi
   await page.reload()
   await row.waitFor()
   await nothingRan(t, 'list after reload')
+  await screenshot(page, 'traces')
 
   await page.goto(`/traces/${xss.traceId}`)
   await page.locator('[data-testid=trace-detail]').waitFor()
