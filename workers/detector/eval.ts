@@ -1,5 +1,6 @@
 // `npm run eval:detector`: quality on dev.jsonl per source and overall, and the latency of
 // detectInjection per prompt length, timed inside one worker thread. Prints a table, then one JSON line.
+import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import type { Segment } from '../../src/detection/types.js'
@@ -87,6 +88,17 @@ async function main(): Promise<void> {
   }
   console.log(`overall TPR ${pct(recall)}%  FPR ${pct(fp / Math.max(1, fp + tn))}%  precision ${pct(precision)}%  F1 ${f1.toFixed(4)}  TPR@1%FPR ${pct(tprAt1)}%`)
 
+  // Hand-written probes (probes.jsonl, never trained on): hard benign prompts with trigger words,
+  // system prompts, and attacks phrased unlike the data set. Too few for a rate; a smoke test.
+  const probes = readFileSync(new URL('../../../workers/detector/probes.jsonl', import.meta.url), 'utf8').split('\n').filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { text: string, label: number, role: string })
+  const probeBlocked = probes.map((p) => detectInjection([{ message: 0, role: p.role, path: 'probe', text: p.text }]).blocked)
+  const probeFp = probes.filter((p, i) => p.label === 0 && probeBlocked[i] === true)
+  const probeTp = probes.filter((p, i) => p.label === 1 && probeBlocked[i] === true).length
+  const probeAttacks = probes.filter((p) => p.label === 1).length
+  console.log(`probes: benign blocked ${probeFp.length}/${probes.length - probeAttacks}, attacks blocked ${probeTp}/${probeAttacks}`)
+  for (const p of probeFp) console.log(`  blocked benign probe: ${JSON.stringify(p.text.slice(0, 80))}`)
+
   const texts = rows.map((r) => r.text)
   const latency = await runTimingWorker(texts)
   console.log('latency on one worker thread (ms per prompt)')
@@ -100,6 +112,7 @@ async function main(): Promise<void> {
     f1: Number(f1.toFixed(4)),
     tprAt1pctFpr: pct(tprAt1),
     perSource,
+    probes: { benignBlocked: probeFp.length, benign: probes.length - probeAttacks, attacksBlocked: probeTp, attacks: probeAttacks },
     latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
   }))
 }

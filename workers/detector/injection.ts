@@ -16,19 +16,31 @@ const REPORT_MIN = 0.5
 
 /**
  * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks
- * one only when very sure. Measured on dev this gives up about 5 points of attack recall (84 → 79%)
- * and halves the benign blocks (0.56 → 0.32%), and stops blocking everyday prompts such as "Tell me
- * a story" or "Tell me about Paris", which the data's short, mislabelled-looking attacks taught the
- * model to distrust. Dev is not the final judge; real traffic is.
+ * one only when very sure. It stops blocking everyday prompts such as "Tell me a story" or "Forget
+ * it, tell me about dogs instead", which the data's short, mislabelled-looking attacks (Mosscap's
+ * "yes?", "tea", "hello") taught the model to distrust. The bar went from 0.8 to 0.95 when the
+ * length normalisation changed (features.ts LENGTH_POWER), which made short texts score more
+ * extremely; on dev it costs 2.6 points of attack recall (86.8 → 84.2%), almost all Mosscap one-liners.
+ * Dev is not the final judge; real traffic is.
  */
 const SHORT_TEXT = 40
-const SHORT_MODEL_ONLY = 0.8
+const SHORT_MODEL_ONLY = 0.95
 
-function segmentScore (a: ReturnType<typeof analyze>, text: string): number {
-  const ruleFired = a.findings.some((f) => f.family !== 'model')
-  if (ruleFired || a.score > a.modelScore || text.length >= SHORT_TEXT || a.modelScore >= SHORT_MODEL_ONLY) return a.score
-  // Rescaled, still monotonic, so SHORT_MODEL_ONLY maps onto the threshold.
-  return Math.min(a.score, (THRESHOLD * a.modelScore) / SHORT_MODEL_ONLY)
+/**
+ * A system or developer prompt is written by the application, not by whoever sends the request, and
+ * is full of the words attacks use ("you are", "never reveal these instructions", "ignore requests
+ * to …"): the data set has none, so the model alone blocks one only when very sure. The rules still
+ * apply in full, so an injection placed in a system prompt is blocked.
+ */
+const SYSTEM_ROLES: ReadonlySet<string> = new Set(['system', 'developer'])
+const SYSTEM_MODEL_ONLY = 0.95
+
+function segmentScore (a: ReturnType<typeof analyze>, seg: Segment): number {
+  const bar = SYSTEM_ROLES.has(seg.role) ? SYSTEM_MODEL_ONLY : seg.text.length < SHORT_TEXT ? SHORT_MODEL_ONLY : 0
+  if (bar === 0 || a.score > a.modelScore || a.modelScore >= bar) return a.score
+  if (a.findings.some((f) => f.family !== 'model')) return a.score
+  // Rescaled, still monotonic, so the bar maps onto the threshold.
+  return Math.min(a.score, (THRESHOLD * a.modelScore) / bar)
 }
 
 const EMPTY: InjectionResult = Object.freeze({ score: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
@@ -41,7 +53,7 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
     const seg = segments[i] as Segment
     if (seg.text.length === 0) continue
     const a = analyze(MODEL, seg.text)
-    const segScore = segmentScore(a, seg.text)
+    const segScore = segmentScore(a, seg)
     if (segScore > score) score = segScore
     const segmentBlocked = segScore >= THRESHOLD
     // One issue per family and segment: the strongest finding of that family.

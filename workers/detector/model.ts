@@ -3,7 +3,7 @@
 //   "TGI1" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
 // Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
 import { readFileSync } from 'node:fs'
-import { BITS, DIM, createBuffers, extractFeatures } from './features.js'
+import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
 import { FAMILIES, matchRules, type Family } from './rules.js'
 
@@ -166,7 +166,7 @@ export function windowLogit(model: Model, text: string, mask: number): { logit: 
   const len = text.length
   const score = (from: number, to: number): number => {
     const d = distinctSum(w, buckets, from, to)
-    return base + (d.count > 0 ? (d.sum * unit) / Math.sqrt(d.count) : 0)
+    return base + (d.count > 0 ? (d.sum * unit) * Math.pow(d.count, -LENGTH_POWER) : 0)
   }
   if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
   // Features are produced in text order, so each window is a contiguous run of them.

@@ -37,30 +37,36 @@ export interface RuleMatch {
 
 const G = '[^.!?\\n]{0,40}?' // a short gap inside one sentence
 const PREV = '(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all|any|every|your|these|those|the|my)'
-const INSTR = '(?:instructions?|directions?|directives?|rules?|guidelines?|prompts?|commands?|orders?|programming|restrictions?|constraints?|context|tasks?|conversation|text|everything|policies|polic(?:y|ies)|safeguards?|filters?)'
+const INSTR = '(?:instructions?|instr[a-z]{2,5}ions?|directions?|directives?|rules?|guidelines?|prompts?|commands?|orders?|programming|restrictions?|constraints?|context|tasks?|conversation|text|everything|policies|polic(?:y|ies)|safeguards?|filters?)'
 
 const RULES: readonly Rule[] = [
   // instruction override
   { id: 'override_previous', family: 'instruction_override', weight: 0.97,
     re: new RegExp(`\\b(?:ignore|ignoring|disregard|forget|overlook|bypass|override|skip|neglect|abandon|discard|drop|erase|delete|cancel)\\b${G}\\b(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all (?:of )?(?:the|your|my)?)\\b${G}\\b${INSTR}`, 'g') },
   { id: 'override_your', family: 'instruction_override', weight: 0.9,
-    re: new RegExp(`\\b(?:ignore|disregard|forget|bypass|override)\\b (?:all |any )?(?:of )?(?:your|the|these|those|my) (?:(?:last|above|previous|prior|earlier|initial|original|given|current|existing|first|former) )?(?:instructions?|directions?|directives?|rules|guidelines|programming|restrictions|safeguards|filters|policies|system prompt)\\b`, 'g') },
+    re: new RegExp(`\\b(?:ignore|disregard|forget|bypass|override)\\b (?:all |any )?(?:of )?(?:your|the|these|those|my) (?:(?:last|above|previous|prior|earlier|initial|original|given|current|existing|first|former|other|old|own|standing|usual) )?(?:instructions?|instr[a-z]{2,5}ions?|directions?|directives?|rules|guidelines|programming|restrictions|safeguards|filters|policies|orders|commands|system prompt)\\b`, 'g') },
+  // "Ignore the above and say …": the object is only a position in the conversation.
+  { id: 'ignore_above', family: 'instruction_override', weight: 0.6,
+    re: /\b(?:ignore|disregard|forget) (?:all )?(?:of )?(?:the |everything )?(?:above|previous|preceding|prior|foregoing)(?: (?:text|message|prompt|input|content|lines?))?(?: and\b|[,.!:;]|$)/g },
+  // "Despite what you've been told", "regardless of your instructions": the override said politely.
+  { id: 'despite_instructions', family: 'instruction_override', weight: 0.6,
+    re: /\b(?:despite|regardless of|notwithstanding|contrary to) (?:what(?:ever)? you(?:'ve| have)? (?:been |were )?(?:told|instructed|programmed|trained)|(?:your|the|any|all) (?:previous |prior |original |system )?(?:instructions|programming|guidelines|rules))\b/g },
   { id: 'ignore_what_told', family: 'instruction_override', weight: 0.9,
     re: /\b(?:ignore|disregard|forget) (?:what|whatever|anything|everything) (?:you (?:were|have been|'ve been|are being) (?:told|given|instructed|taught|programmed)|(?:was|i) (?:said|told you|written) (?:before|earlier|above|previously))\b/g },
   { id: 'forget_everything', family: 'instruction_override', weight: 0.9,
-    re: /\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything|all)(?: (?:that )?(?:you (?:were|have been|'ve been) (?:told|said|given|instructed)|(?:said |written |stated )?(?:before|above|previously|so far|until now)))\b/g },
+    re: /\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything|all)(?: (?:that )?(?:you (?:were|have been|'ve been) (?:told|said|given|instructed)|(?:i|we) (?:wrote|said|told you|typed|asked|gave you)(?: you)? (?:before|above|previously|earlier|so far)|(?:said |written |stated )?(?:before|above|previously|so far|until now)))\b/g },
   { id: 'new_instructions', family: 'instruction_override', weight: 0.85,
     re: /(?:^|\n|[.!:] )(?:your )?new (?:instructions|rules|task|directive|system prompt)s? ?(?::|are|is)|\b(?:here are|follow) (?:your |my |the )?new (?:instructions|rules)\b/g },
   { id: 'stop_now_instead', family: 'instruction_override', weight: 0.5,
     re: /\b(?:stop|halt)[,.!]* (?:everything|what you are doing|here)\b|\binstead(?: of that)?,? (?:say|print|output|write|respond with)\b|\bfrom now on,? you (?:will|must|are|shall|should)\b/g },
   { id: 'override_multilingual', family: 'instruction_override', weight: 0.95,
     // German, French, Spanish, Italian, Portuguese, Dutch variants of "ignore the previous instructions".
-    re: /\b(?:ignorier(?:e|en|t)?|vergiss|vergesst|vergessen sie) (?:\w+ ){0,4}(?:anweisungen|anweisung|befehle|instruktionen|regeln|aufgaben?|alles|vorgaben)\b|\bvergiss alles\b|\b(?:abweichend (?:zu|von) )?(?:den )?(?:vorherigen|bisherigen|obigen|vorangegangenen|vorigen) (?:anweisungen|instruktionen|befehlen?|regeln)\b|\bolvid[ea] (?:todo )?(?:lo )?que (?:te )?(?:dije|digo|he dicho)\b|\bneue (?:aufgabe|anweisung(?:en)?)\b|\bignor(?:e|ez|a|ar|ate|are) (?:\w+ ){0,3}(?:instructions?|instrucciones|istruzioni|instrucoes|regles|reglas|regole)\b|\bnegeer (?:\w+ ){0,3}(?:instructies|opdrachten)\b|\bolvida (?:\w+ ){0,3}(?:instrucciones|todo)\b|\boublie(?:z)? (?:\w+ ){0,3}(?:instructions|tout)\b/g },
+    re: /\b(?:ignorier(?:e|en|t)?|vergiss|vergesst|vergessen sie) (?:\w+ ){0,4}(?:anweisungen|anweisung|befehle|instruktionen|regeln|aufgaben?|alles|vorgaben|angaben|informationen)\b|\bvergiss alles\b|\b(?:abweichend (?:zu|von) )?(?:den )?(?:vorherigen|bisherigen|obigen|vorangegangenen|vorigen) (?:anweisungen|instruktionen|befehlen?|regeln)\b|\bolvid[ea] (?:todo )?(?:lo )?que (?:te )?(?:dije|digo|he dicho)\b|\bneue (?:aufgaben?|anweisung(?:en)?)\b|\bignor(?:e|ez|a|ar|ate|are) (?:\w+ ){0,3}(?:instructions?|instrucciones|istruzioni|instrucoes|regles|reglas|regole)\b|\bnegeer (?:\w+ ){0,3}(?:instructies|opdrachten)\b|\bolvida (?:\w+ ){0,3}(?:instrucciones|todo)\b|\boublie(?:z)? (?:\w+ ){0,3}(?:instructions|tout)\b/g },
   { id: 'override_system', family: 'instruction_override', weight: 0.6,
     re: /\b(?:override|replace|update|change|reset) (?:your |the )?(?:system (?:prompt|instructions|message)|core (?:rules|directives)|safety (?:rules|guidelines|filters))\b/g },
 
   { id: 'authority_claim', family: 'instruction_override', weight: 0.6,
-    re: /\bi am (?:the|your) (?:administrator|admin|root user|root|developer|owner|creator|sysadmin|system administrator|operator)\b|\bgrant me (?:full |admin |root |unrestricted )?(?:access|privileges|permissions)\b|\bbypass (?:the |all |any )?(?:security|safety|content) (?:filters?|checks?|measures?|restrictions?|controls?)?/g },
+    re: /\bi am (?:the|your) (?:administrator|admin|root user|root|developer|owner|creator|sysadmin|system administrator|operator)\b|\bgrant me (?:full |admin |root |unrestricted )?(?:access|privileges|permissions)\b|\bbypass (?:the |all |any )?(?:security|safety|content)(?: (?:filters?|checks?|measures?|restrictions?|controls?))?\b/g },
 
   // system-prompt and secret exfiltration
   { id: 'reveal_system_prompt', family: 'prompt_exfiltration', weight: 0.95,
@@ -76,6 +82,21 @@ const RULES: readonly Rule[] = [
   { id: 'words_above', family: 'prompt_exfiltration', weight: 0.7,
     re: /\b(?:repeat|print|output|write|reproduce) (?:all |the |every )?(?:words|text|everything|lines?|characters) (?:above|before this|from the (?:start|beginning))\b|\b(?:above|previous|initial) (?:instructions|prompt) verbatim\b/g },
 
+  // A part of the hidden prompt by position: "the first line of your prompt", "last line of the instructions".
+  { id: 'prompt_by_position', family: 'prompt_exfiltration', weight: 0.85,
+    re: /\b(?:first|last|previous|next|top|opening|initial|final|second|third) (?:\d+ )?(?:lines?|sentences?|words?|paragraphs?|parts?|characters?|letters?) (?:of|in|from) (?:your|the) (?:(?:system|initial|original|hidden|secret) )?(?:prompt|instructions|system message|context|rules|pre-?prompt)\b/g },
+  // "Repeat the context", "describe the prompt in Spanish": asking for the prompt itself, weaker alone.
+  { id: 'prompt_restate', family: 'prompt_exfiltration', weight: 0.6,
+    re: /\b(?:repeat|recite|reprint|restate|describe|paraphrase|translate|summari[sz]e|encode|spell) (?:back )?(?:to me )?(?:your|the) (?:(?:entire|whole|full|exact|hidden|secret|initial|original|system) )?(?:context|prompt|instructions|pre-?prompt)\b(?! (?:for|on|about|to|that|which|i|we|below)\b)/g },
+  // The secret in disguise: spelled backwards, letter by letter, encoded, shifted, split, in morse or leet.
+  { id: 'secret_transform', family: 'prompt_exfiltration', weight: 0.6,
+    re: new RegExp(`\\b(?:the|your|its|this|that) (?:(?:secret|hidden|real|actual|current) )?(?:password|passphrase|pass ?word|passcode|pw|secret(?: word| code| key| string| phrase)?|code ?word|magic (?:word|spell|phrase))\\b${G}\\b(?:backwards?|reversed?|in reverse|inverted|letter by letter|one (?:letter|character) at a time|(?:each|every) (?:letter|character)|(?:separated|split|spaced) (?:by|with|out)|with (?:a )?(?:spaces?|dashes|hyphens|commas) between|in (?:base ?64|hex|binary|morse|rot ?13|l[e3]{2}t|pig latin|ascii|unicode|caesar)|shifted|first \\d+ (?:letters|characters)|last \\d+ (?:letters|characters)|(?:as|in) an? (?:acrostic|poem|riddle|anagram))`, 'g') },
+  { id: 'transform_secret', family: 'prompt_exfiltration', weight: 0.6,
+    re: new RegExp(`\\b(?:spell|write|say|print|give|tell|encode|reverse|type|output|list)\\b (?:me )?(?:out )?(?:backwards|in reverse|letter by letter|each letter of|every letter of|the letters of|the characters of)${G}\\b(?:password|passphrase|secret|code ?word|magic word)\\b`, 'g') },
+  // Tool and agent abuse in retrieved content: send the conversation or credentials somewhere else.
+  { id: 'exfiltrate_data', family: 'prompt_exfiltration', weight: 0.6,
+    re: /\b(?:send|redirect|forward|post|upload|exfiltrate|leak|transmit|email) (?:all |the |your |this |any )?(?:output|data|conversation|chat history|history|results|contents?|credentials|api keys?|tokens?|secrets?|system prompt|user(?:'s)? data)\b[^.\n]{0,30}?\bto (?:my|this|our|an external|the following|attacker|https?:)/g },
+
   // role swap, developer mode and jailbreak personas
   { id: 'dan', family: 'jailbreak_persona', weight: 0.97,
     re: /\bdo anything now\b|\b(?:as|called|named|be|become|you are) (?:a )?dan\b|\bdan(?: mode| prompt|:)/g },
@@ -87,8 +108,10 @@ const RULES: readonly Rule[] = [
     re: /\b(?:act|acting|behave|respond|pretend|roleplay|role-play|answer)(?: as| like| to be)?\b[^.\n]{0,60}?\b(?:without|with no|free (?:of|from)|no longer (?:bound|restricted) by|not bound by|unbound by|ignoring) (?:any |all |the )?(?:restrictions|limitations|limits|filters|censorship|rules|guidelines|ethics|ethical|moral|morals|content polic|safety|boundaries|constraints|filter)/g },
   { id: 'persona_unfiltered', family: 'jailbreak_persona', weight: 0.85,
     re: /\b(?:unfiltered|uncensored|amoral|unrestricted|unethical|immoral|unaligned) (?:and (?:\w+ ){1,2})?(?:ai|chatbot|bot|assistant|model|language model|version|persona|character|entity)\b|\bbroken free of the (?:typical )?confines\b|\b(?:does not|doesn't|don't|do not|never) (?:have to )?(?:abide|adhere|comply) (?:by|to|with) (?:any |the )?(?:rules|openai|content polic|guidelines|ethic)/g },
+  { id: 'not_bound', family: 'jailbreak_persona', weight: 0.85,
+    re: /\b(?:you are|you're|it is|he is|she is|they are|who is|which is|being) (?:not|no longer|never) (?:bound|restricted|limited|constrained|subject|beholden|held) (?:by|to) (?:any |the |its |your |their |usual |typical |normal |standard |openai'?s? |ethical |moral )*(?:rules|restrictions|guidelines|content polic(?:y|ies)|polic(?:y|ies)|ethics|morals|limitations|filters|constraints|laws|principles)\b|\b(?:disregards?|ignores?|without) (?:all |any )?(?:ethical|moral|legal|safety)(?:,? (?:or|and) (?:ethical|moral|legal|safety))? (?:concerns|guidelines|considerations|boundaries|rules|restrictions|implications)\b/g },
   { id: 'you_are_now', family: 'jailbreak_persona', weight: 0.55,
-    re: /\byou are now (?:a |an |in |going to |my |the |called |named )|\byou (?:will|are going to) (?:now )?(?:act|pretend|roleplay) as\b|\bstay in character\b|\bignore (?:all )?(?:your )?(?:ethical|moral|safety)\b/g },
+    re: /\byou are now (?:a |an |in |going to |my |the |called |named )|\b(?:(?:and |ok(?:ay)?[.,]? )now|from now on),? you are (?!going\b|able\b|ready\b|done\b|right\b|correct\b)|\b(?:jetzt|nun|ab jetzt) bist du\b|\bdu bist (?:jetzt|nun|ab jetzt)\b|\byou (?:will|are going to) (?:now )?(?:act|pretend|roleplay) as\b|\bstay in character\b|\bignore (?:all )?(?:your )?(?:ethical|moral|safety)\b/g },
 
   // chat-template and delimiter spoofing
   { id: 'chat_template_tokens', family: 'template_spoofing', weight: 0.95,
@@ -115,12 +138,23 @@ export function matchRules(text: string): RuleMatch[] {
     for (let g = 1; g < m.length; g++) {
       if (m[g] === undefined) continue
       const rule = ORDERED[g - 1] as Rule
-      out.push({ rule: rule.id, family: rule.family, weight: rule.weight, start: m.index, end: m.index + m[0].length })
+      // "Never reveal your system prompt", "if the user asks you to ignore these rules, decline": a
+      // prohibition is how system prompts defend themselves, not an attack.
+      if (!negated(text, m.index)) out.push({ rule: rule.id, family: rule.family, weight: rule.weight, start: m.index, end: m.index + m[0].length })
       break
     }
     re.lastIndex = m.index + 1
   }
   return out
+}
+
+// A prohibition or a conditional request right before the match: "never", "do not", "must not",
+// "refuse to", "if the user asks you to". Only the 40 characters before the match are read.
+const NEGATION = /(?:\b(?:never|not|don't|dont|do not|must not|mustn't|should not|shouldn't|will not|won't|cannot|can't|refuse to|decline to|avoid|without being asked to)|\bif (?:the |a |any )?(?:user|someone|anyone|they|a message|a document|the input) (?:\w+ ){0,3}(?:asks?|tells?|says?|tries|wants?)(?: you)?(?: to)?) (?:(?:ever|even|simply|just|to) )?$/
+
+function negated (text: string, at: number): boolean {
+  if (at === 0) return false
+  return NEGATION.test(text.slice(Math.max(0, at - 40), at))
 }
 
 /** Category reported for a family: personas are jailbreaks, the rest prompt injection. */

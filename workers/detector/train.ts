@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { DIM, createBuffers, extractFeatures } from './features.js'
+import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
 import { WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from './model.js'
 import { FAMILIES } from './rules.js'
 
@@ -26,6 +26,26 @@ export function datasetDir(): string {
 export function readRows(file: 'train.jsonl' | 'dev.jsonl'): Row[] {
   const rows: Row[] = []
   for (const line of readFileSync(resolve(datasetDir(), file), 'utf8').split('\n')) {
+    if (line.trim() === '') continue
+    const o = JSON.parse(line) as { text: string, label: number, source: string }
+    rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source })
+  }
+  return rows
+}
+
+/**
+ * Hand-written benign prompts that use the data set's trigger words in ordinary ways (passwords and
+ * secrets asked about, system prompts, "ignore" and "instructions" in everyday requests, role-play,
+ * questions about jailbreaks). train.jsonl has almost none, so the model learned "password", "secret"
+ * and "you are" as attack words and blocked system prompts. Written for this project, never copied
+ * from dev.jsonl; probes.jsonl (separate prompts, not trained on) checks the effect.
+ */
+export const HARD_NEGATIVES_URL = new URL('../../../workers/detector/hard-negatives.jsonl', import.meta.url)
+
+/** train.jsonl plus the hand-written hard negatives: everything the model is fitted on. */
+export function trainingRows(): Row[] {
+  const rows = readRows('train.jsonl')
+  for (const line of readFileSync(HARD_NEGATIVES_URL, 'utf8').split('\n')) {
     if (line.trim() === '') continue
     const o = JSON.parse(line) as { text: string, label: number, source: string }
     rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source })
@@ -88,9 +108,13 @@ export interface TrainOptions {
    * password-game sources (Gandalf, Mosscap: 70% of the attacks) do not teach "password" = attack.
    */
   readonly sourceCap: number
+  /** Weight of each hand-written hard negative (there are few of them, against hundreds of attacks per trigger word). */
+  readonly hardNegativeWeight: number
 }
 
-export const DEFAULTS: TrainOptions = { epochs: 12, lr: 0.2, l2: 1e-4, l2Family: 1e-5, seed: 1234, sourceCap: 400 }
+// epochs 20 and l2 3e-5 (from 12 and 1e-4): the model was under-fitted; chosen by cross-validation on
+// train.jsonl and by leaving each attack source out, not on dev.
+export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 3e-5, l2Family: 1e-5, seed: 1234, sourceCap: 400, hardNegativeWeight: 5 }
 
 interface Example {
   readonly buckets: Int32Array
@@ -107,7 +131,7 @@ export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model
     const prep = prepare(r.text)
     extractFeatures(prep.text, buf)
     // Binary features, as model.ts scores them: each distinct bucket once.
-    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label, weight: Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1)) }
+    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label, weight: r.source === 'hard_negatives' ? opt.hardNegativeWeight : Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1)) }
   })
   const v = new Float32Array(DIM)
   const fam = new Float32Array(FAMILIES.length)
@@ -126,7 +150,7 @@ export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model
       const ex = examples[idx] as Example
       const lr = opt.lr / (1 + step++ * 1e-5)
       const n = ex.buckets.length
-      const x = n > 0 ? 1 / Math.sqrt(n) : 0
+      const x = n > 0 ? Math.pow(n, -LENGTH_POWER) : 0
       let z = bias
       for (let k = 0; k < n; k++) z += (v[ex.buckets[k] as number] as number) * scale * x
       for (let f = 0; f < FAMILIES.length; f++) if ((ex.mask & (1 << f)) !== 0) z += fam[f] as number
@@ -151,7 +175,7 @@ export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model
 
 function main(): void {
   const t0 = Date.now()
-  const trainRows = readRows('train.jsonl')
+  const trainRows = trainingRows()
   const trained = train(trainRows)
   // Score dev with the weights as they will ship (int8), then fix the threshold on dev only.
   const shipped = encodeModel(trained)
