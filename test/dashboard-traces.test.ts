@@ -84,6 +84,9 @@ t.test('usage: totals, filled series and breakdowns agree with the calls sent', 
   t.ok(u.series.length >= 60 && u.series.length <= 61, `one point per minute (${u.series.length})`)
   t.equal(u.series.reduce((n: number, p: any) => n + p.requests, 0), 4, 'the series sums to the totals')
   t.ok(u.series.every((p: any, i: number) => i === 0 || p.ts - u.series[i - 1].ts === 60_000), 'no gaps')
+  for (const part of ['by_key', 'by_model', 'by_provider']) {
+    t.equal(u[part].reduce((n: number, g: any) => n + g.requests, 0), u.totals.requests, `${part} sums to the totals`)
+  }
   t.match(u.by_key, [{ group: x.proxyKeyId, name: 'initech proxy', requests: 4 }])
   t.match(u.by_model, [{ group: 'gemini-2.5-flash', requests: 4 }])
   t.match(u.by_provider, [{ group: 'gamma', requests: 4 }])

@@ -71,14 +71,11 @@ export interface UsageBody {
 export async function usage (store: StoreClient, accountId: string, q: URLSearchParams): Promise<UsageBody> {
   const w = usageWindow(q)
   const range = { accountId, from: w.from, to: w.to }
-  const [totals, series, byKey, byModel, byProvider, keys] = await Promise.all([
-    store.call('usageTotals', range),
-    store.call('usageSeries', { ...range, bucket: w.bucket }),
-    store.call('usageBreakdown', { ...range, by: 'key' }),
-    store.call('usageBreakdown', { ...range, by: 'model' }),
-    store.call('usageBreakdown', { ...range, by: 'provider' }),
+  const [report, keys] = await Promise.all([
+    store.call('usageReport', { ...range, bucket: w.bucket }),
     store.call('listKeys', { accountId }),
   ])
+  const { totals, series, byKey, byModel, byProvider } = report
   const step = bucketMs(w.bucket)
   const have = new Map(series.map((p) => [chEpoch(p.t), p]))
   const filled: SeriesPoint[] = []

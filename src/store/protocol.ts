@@ -4,6 +4,7 @@ import type { TraceRow } from './rows.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './trace-queries.js'
+import type { UsageReport } from './usage-report.js'
 import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './usage-queries.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
@@ -84,6 +85,8 @@ export interface StoreOps {
   usageTotals (args: UsageRange): UsageMeasures
   usageSeries (args: UsageRange & { bucket: Bucket }): Array<UsageMeasures & { t: string }>
   usageBreakdown (args: UsageRange & { by: Breakdown }): Array<UsageMeasures & { group: string }>
+  /** Totals, series and breakdowns from one query (one snapshot, so they always agree). */
+  usageReport (args: UsageRange & { bucket: Bucket }): UsageReport
   /** Test seam: point the store at another ClickHouse (null: the embedded one) at the connection level. */
   testSwitchConnection (args: { server: ClickHouseServerConfig | null }): boolean
   /** Test seam: a read query, for tests that check what was stored. */

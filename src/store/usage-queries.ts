@@ -27,7 +27,7 @@ export interface UsageMeasures {
 export type Bucket = 'minute' | 'hour' | 'day'
 export type Breakdown = 'key' | 'model' | 'provider'
 
-const MEASURES = `sum(requests) AS requests, sum(blocked) AS blocked, sum(errors) AS errors,
+export const MEASURES = `sum(requests) AS requests, sum(blocked) AS blocked, sum(errors) AS errors,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(cost_usd) AS cost_usd,
   quantilesTDigestMerge(0.5, 0.95, 0.99)(latency) AS q`
@@ -35,7 +35,7 @@ const MEASURES = `sum(requests) AS requests, sum(blocked) AS blocked, sum(errors
 const WHERE = `account_id = {accountId:UUID} AND minute >= toStartOfMinute({from:DateTime64(3)})
   AND minute < {to:DateTime64(3)}`
 
-const BUCKETS: Record<Bucket, string> = {
+export const BUCKETS: Record<Bucket, string> = {
   minute: 'minute',
   hour: 'toStartOfHour(minute)',
   day: 'toStartOfDay(minute)',
@@ -43,9 +43,9 @@ const BUCKETS: Record<Bucket, string> = {
 
 const GROUPS: Record<Breakdown, string> = { key: 'key_id', model: 'model', provider: 'provider' }
 
-type Raw = Record<string, unknown> & { q: number[] }
+export type Raw = Record<string, unknown> & { q: number[] }
 
-function measures (r: Raw): UsageMeasures {
+export function measures (r: Raw): UsageMeasures {
   const requests = Number(r.requests ?? 0)
   const q = requests > 0 ? r.q : []
   const at = (i: number): number | null => (q[i] === undefined || Number.isNaN(q[i]) ? null : Math.round(Number(q[i]) * 1000) / 1000)

@@ -15,6 +15,7 @@ import type { TraceRow } from './rows.js'
 import type { TraceSummary } from './trace-types.js'
 import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
+import { usageReport } from './usage-report.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -97,6 +98,7 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'usageTotals': return usageTotals(ch, args as never)
     case 'usageSeries': return usageSeries(ch, args as never)
     case 'usageBreakdown': return usageBreakdown(ch, args as never)
+    case 'usageReport': return usageReport(ch, args as never)
     case 'testSwitchConnection': {
       seam()
       const old = holder!.client
