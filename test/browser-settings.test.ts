@@ -339,6 +339,42 @@ t.test('another account sees none of the first account\'s traces: list, live fee
   await other.context.close()
 })
 
+t.test('a page of another origin cannot change anything or listen in with the signed-in cookie', async (t) => {
+  // The proxy's port is another origin but the same site, so the SameSite=Strict cookie goes along:
+  // only the CSRF token and the Origin check stand between such a page and the dashboard.
+  const foreign = await admin.context.newPage()
+  await foreign.goto(`${d.proxy}/healthz`)
+  const keysBefore = (await d.tg.admin.listKeys({ account: accountId })).length
+  const tried = await foreign.evaluate(async (base) => {
+    const out: string[] = []
+    const simple = { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' } } as const
+    await fetch(`${base}/api/ui/keys`, { ...simple, body: JSON.stringify({ name: 'forged', scope: 'proxy' }) }).then(() => out.push('keys sent'), (e) => out.push(`keys ${e}`))
+    await fetch(`${base}/api/ui/signout`, { ...simple, body: '' }).then(() => out.push('signout sent'), (e) => out.push(`signout ${e}`))
+    return out
+  }, d.base)
+  t.comment(JSON.stringify(tried))
+  t.equal((await d.tg.admin.listKeys({ account: accountId })).length, keysBefore, 'no key was created by the forged request')
+  t.equal((await page.request.get('/api/ui/session')).status(), 200, 'the forged sign-out did not end the session')
+
+  await foreign.evaluate((base) => {
+    const events: string[] = []
+    ;(window as unknown as { __events: string[] }).__events = events
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/api/ui/live`)
+    ws.onopen = () => { events.push('open') }
+    ws.onmessage = (e) => { events.push(`message ${String(e.data).slice(0, 80)}`) }
+    ws.onclose = () => { events.push('close') }
+  }, d.base)
+  await foreign.waitForTimeout(1000)
+  const during = await callWith(d.admin.proxyKey, 'foreign-ws')
+  t.equal(during.status, 200, `a call while the foreign socket is up (${during.said})`)
+  await storedTrace(d.tg, accountId, during.traceId)
+  await foreign.waitForTimeout(1500)
+  const heard = await foreign.evaluate(() => (window as unknown as { __events: string[] }).__events)
+  t.notOk(heard.some((e) => e.startsWith('message')), `the foreign socket heard nothing (${JSON.stringify(heard)})`)
+  t.notOk(heard.includes('open') && !heard.includes('close'), 'the foreign socket was refused or closed')
+  await foreign.close()
+})
+
 t.test('signing out returns to the sign-in page and the session is refused afterwards', async (t) => {
   await page.goto('/traces')
   await page.locator('table[data-testid=trace-list]').waitFor()
