@@ -3,20 +3,14 @@
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import type { TraceRow } from '../store/rows.js'
-import type { TraceSummary } from '../store/trace-types.js'
+import { listItem, type TraceListItem } from '../store/trace-types.js'
 import type { UsageMeasures } from '../store/usage-queries.js'
 import { bucketMs, chEpoch, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
-
-export type TraceListItem = TraceSummary & { readonly blocked: boolean }
 
 export type TraceDetail = Omit<TraceRow, 'detection' | 'issues'> & {
   readonly detection: unknown
   readonly issues: unknown
   readonly blocked: boolean
-}
-
-export function listItem (s: TraceSummary): TraceListItem {
-  return { ...s, blocked: s.outcome === 'blocked' }
 }
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */

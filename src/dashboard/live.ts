@@ -1,12 +1,13 @@
-// The live trace list: a WebSocket per signed-in page (session cookie, same origin, CSRF token), subscribed to its account's topic. The store
-// worker reports rows once they are stored (StoreClient.onWritten), so what appears live is what a reload
-// would show; they are grouped by account and published to that account's topic only.
+// The live trace list: a WebSocket per signed-in page (session cookie, same origin, CSRF token),
+// subscribed to its account's topic. The store worker reports rows once they are stored
+// (StoreClient.onWritten), so what appears live is what a reload would show. It reports only the
+// accounts that have a socket open (StoreClient.watch), already grouped by account and serialised, so
+// the front thread hands each batch to uWS as it is and never parses or builds trace objects.
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import type { TraceSummary } from '../store/trace-types.js'
+import type { LiveBatch } from '../store/trace-types.js'
 import { uws, type TemplatedApp } from '../server/uws.js'
 import type { WebSocket } from 'uWebSockets.js'
-import { listItem } from './data-routes.js'
 import type { Guards } from './guards.js'
 import { errorReply, readRequest, send } from './http.js'
 
@@ -27,10 +28,14 @@ function topic (accountId: string): string {
 export class LiveFeed {
   readonly #app: TemplatedApp
   readonly #sockets = new Map<Socket, NodeJS.Timeout>()
+  /** Open sockets per account: the store is told when an account starts or stops being watched. */
+  readonly #watchers = new Map<string, number>()
+  readonly #store: StoreClient
   readonly #unsubscribe: () => void
 
   constructor (app: TemplatedApp, store: StoreClient, guards: Guards) {
     this.#app = app
+    this.#store = store
     app.ws<LiveData>(LIVE_PATH, {
       compression: uws.DISABLED,
       // The client has nothing to say; anything large is a misuse.
@@ -64,26 +69,29 @@ export class LiveFeed {
         const timer = setTimeout(() => { this.#end(ws) }, Math.max(0, d.expiresAt - Date.now()))
         timer.unref()
         this.#sockets.set(ws, timer)
+        this.#watch(d.accountId, +1)
       },
       close: (ws) => {
         clearTimeout(this.#sockets.get(ws))
         this.#sockets.delete(ws)
+        this.#watch(ws.getUserData().accountId, -1)
       },
     })
     this.#unsubscribe = store.onWritten((traces) => { this.#publish(traces) })
   }
 
-  #publish (traces: readonly TraceSummary[]): void {
-    const byAccount = new Map<string, TraceSummary[]>()
-    for (const t of traces) {
-      let list = byAccount.get(t.account_id)
-      if (list === undefined) byAccount.set(t.account_id, list = [])
-      list.push(t)
-    }
-    for (const [accountId, list] of byAccount) {
-      const name = topic(accountId)
-      if (this.#app.numSubscribers(name) === 0) continue
-      this.#app.publish(name, JSON.stringify({ type: 'traces', traces: list.map(listItem) }))
+  #watch (accountId: string, delta: number): void {
+    const before = this.#watchers.get(accountId) ?? 0
+    const after = Math.max(0, before + delta)
+    if (after === 0) this.#watchers.delete(accountId)
+    else this.#watchers.set(accountId, after)
+    if ((before === 0) !== (after === 0)) this.#store.watch(this.#watchers.keys())
+  }
+
+  #publish (batches: readonly LiveBatch[]): void {
+    for (const b of batches) {
+      const name = topic(b.accountId)
+      if (this.#app.numSubscribers(name) > 0) this.#app.publish(name, b.message)
     }
   }
 

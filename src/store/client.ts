@@ -3,9 +3,9 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
-import type { StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { TraceSummary } from './trace-types.js'
+import type { LiveBatch } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -18,9 +18,9 @@ export interface StoreOptions {
   readonly warn?: (msg: string, fields: Record<string, unknown>) => void
 }
 
-type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: TraceSummary[] }
+type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] }
 
-export type WrittenListener = (traces: readonly TraceSummary[]) => void
+export type WrittenListener = (batches: readonly LiveBatch[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -104,10 +104,20 @@ export class StoreClient {
     })
   }
 
-  /** Calls `fn` with the summaries of trace rows once they are stored; returns the unsubscribe. */
+  /**
+   * Calls `fn` with the stored traces of the accounts set by `watch`, once their rows are stored (in
+   * ClickHouse, or replayed from the spool); returns the unsubscribe.
+   */
   onWritten (fn: WrittenListener): () => void {
     this.#written.add(fn)
     return () => { this.#written.delete(fn) }
+  }
+
+  /** The accounts whose stored traces `onWritten` listeners get (the rest are not sent over at all). */
+  watch (accountIds: Iterable<string>): void {
+    if (this.#closed) return
+    const msg: LiveMessage = { live: [...accountIds] }
+    this.#worker.postMessage(msg)
   }
 
   /** Hands a batch of finished exchanges to the worker; its buffer moves, not copies. */

@@ -93,6 +93,11 @@ export interface StoreOps {
   testQuery (args: { query: string; params?: Record<string, unknown> }): Array<Record<string, unknown>>
 }
 
+/** The accounts whose stored traces the front thread wants as live batches (they have a live list open). */
+export interface LiveMessage {
+  readonly live: readonly string[]
+}
+
 /** Finished exchanges, sent without a reply. */
 export interface TraceMessage {
   readonly traces: EncodedTraces

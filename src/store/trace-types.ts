@@ -75,3 +75,20 @@ export interface TraceSummary {
   readonly latency_ms: number
   readonly cost_usd: number | null
 }
+
+/** A trace as the dashboard's lists show it. */
+export type TraceListItem = TraceSummary & { readonly blocked: boolean }
+
+export function listItem (s: TraceSummary): TraceListItem {
+  return { ...s, blocked: s.outcome === 'blocked' }
+}
+
+/**
+ * Stored traces of one watched account, as the live list's WebSocket message text. The store worker
+ * serialises it, so the front thread only hands the text to uWS.
+ */
+export interface LiveBatch {
+  readonly accountId: string
+  readonly count: number
+  readonly message: string
+}

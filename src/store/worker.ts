@@ -7,12 +7,12 @@ import { Pricing } from '../pricing/index.js'
 import { AccountStore, StoreOpError } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
-import type { OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
 import type { TraceRow } from './rows.js'
-import type { TraceSummary } from './trace-types.js'
+import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from './trace-types.js'
 import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
@@ -33,9 +33,25 @@ function warn (msg: string, fields: Record<string, unknown>): void {
   port.postMessage({ log: 'warn', msg, fields })
 }
 
-/** Stored rows, summarised for the dashboard's live list on the front thread. */
+/** Accounts with a live list open on the dashboard; only their stored rows are reported. */
+let watched: ReadonlySet<string> = new Set()
+
+/** Stored rows of watched accounts, as the live list's message text, one per account. */
 function written (summaries: readonly TraceSummary[]): void {
-  port.postMessage({ written: summaries })
+  if (watched.size === 0) return
+  const byAccount = new Map<string, TraceListItem[]>()
+  for (const s of summaries) {
+    if (!watched.has(s.account_id)) continue
+    let list = byAccount.get(s.account_id)
+    if (list === undefined) byAccount.set(s.account_id, list = [])
+    list.push(listItem(s))
+  }
+  if (byAccount.size === 0) return
+  const batches: LiveBatch[] = []
+  for (const [accountId, traces] of byAccount) {
+    batches.push({ accountId, count: traces.length, message: JSON.stringify({ type: 'traces', traces }) })
+  }
+  port.postMessage({ written: batches })
 }
 
 function open (): Promise<void> {
@@ -119,7 +135,7 @@ function reply (msg: StoreResponse): void {
   port.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | TraceMessage | 'close') => {
+port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => {
   if (msg === 'close') {
     void (async () => {
       await writes.catch(() => {})
@@ -129,6 +145,10 @@ port.on('message', (msg: StoreRequest | TraceMessage | 'close') => {
       port.postMessage('closed')
       port.close()
     })()
+    return
+  }
+  if ('live' in msg) {
+    watched = new Set(msg.live)
     return
   }
   if ('traces' in msg) {
