@@ -2,10 +2,11 @@
 // front of the real mock provider, Debian's chromium driven by playwright-core (never a browser
 // download), sign-in, requests through the proxy, the stored row to compare the page with, and
 // screenshots under test-output/screenshots for a reviewer.
+import { randomUUID } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
 import { Tracegate, type FirstStart } from '../src/tracegate.js'
 import type { TraceRow } from '../src/store/rows.js'
@@ -101,6 +102,21 @@ export async function signIn (page: Page, email: string, password: string): Prom
   await page.locator('[data-testid=user-email]').filter({ hasText: email }).waitFor()
 }
 
+export function nonce (label: string): string {
+  return `${label}-${randomUUID()}`
+}
+
+export function rowOf (page: Page, traceId: string): Locator {
+  return page.locator(`tr[data-testid=trace-row][data-trace-id="${traceId}"]`)
+}
+
+/** The trace list, with its WebSocket open. */
+export async function openList (page: Page): Promise<void> {
+  await page.goto('/traces')
+  await page.locator('table[data-testid=trace-list]').waitFor()
+  await page.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
+}
+
 export async function screenshot (page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   // From the top, so the sticky header is where a reader expects it.
@@ -172,29 +188,4 @@ export async function storedTrace (tg: Tracegate, accountId: string, traceId: st
     await sleep(20)
   }
   throw new Error(`no stored trace ${traceId}`)
-}
-
-/** The first number in a text, with how many decimals it was shown with ("$0.000120" -> 0.00012, 6). */
-export function shownNumber (text: string): { value: number; decimals: number } | null {
-  const m = /(-?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?/i.exec(text)
-  if (m === null) return null
-  const intPart = (m[1] ?? '').replace(/,/g, '')
-  const frac = m[2] ?? ''
-  const exp = m[3] === undefined ? 0 : Number(m[3])
-  const value = Number(`${intPart}${frac === '' ? '' : '.' + frac}e${exp}`)
-  return { value, decimals: Math.max(0, frac.length - exp) }
-}
-
-/** A duration as the page shows it ("12.3 ms", "1.20 s", "850 µs"), in ms with its display step. */
-export function shownMs (text: string): { ms: number; step: number } | null {
-  const n = shownNumber(text)
-  if (n === null) return null
-  const unit = /\d\s*(ms|s|µs|us|μs)\b/i.exec(text)?.[1]?.toLowerCase() ?? 'ms'
-  const scale = unit === 's' ? 1000 : unit === 'ms' ? 1 : 0.001
-  return { ms: n.value * scale, step: 10 ** -n.decimals * scale }
-}
-
-/** Whether a shown number is the stored one rounded to the digits it shows (plus a little float slack). */
-export function roundsTo (shown: number, decimals: number, actual: number, slack = 1e-9): boolean {
-  return Math.abs(shown - actual) <= 0.5 * 10 ** -decimals + slack
 }

@@ -4,11 +4,12 @@
 // traces in the list, at a detail address, or in usage; signing out returns to the sign-in page.
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
-import type { Locator, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import {
-  chatBody, launchBrowser, newPage, said, screenshot, send, shownNumber, signIn, startDashboard, storedTrace,
-  type Watched,
+  chatBody, launchBrowser, newPage, nonce, openList, rowOf, said, screenshot, send, signIn, startDashboard,
+  storedTrace, type Watched,
 } from './browser-helpers.js'
+import { shownNumber, text } from './browser-checks.js'
 
 const d = await startDashboard(t)
 const browser = await launchBrowser(t)
@@ -16,16 +17,6 @@ const admin = await newPage(browser, d.base)
 const page = admin.page
 const accountId = d.admin.accountId
 const watchedPages: Array<[string, Watched]> = [['admin', admin.watched]]
-
-const nonce = (label: string): string => `${label}-${randomUUID()}`
-const text = async (loc: Locator): Promise<string> => (await loc.textContent()) ?? ''
-const rowOf = (p: Page, id: string): Locator => p.locator(`tr[data-testid=trace-row][data-trace-id="${id}"]`)
-
-async function openList (p: Page): Promise<void> {
-  await p.goto('/traces')
-  await p.locator('table[data-testid=trace-list]').waitFor()
-  await p.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
-}
 
 /** The shown key: the text of an element, or the value of an input holding it. */
 async function keyValue (p: Page): Promise<string> {
