@@ -148,6 +148,26 @@ t.test('calls through the proxy appear live at the top of the list within 2 s, w
   }
 })
 
+t.test('two tabs of one account: closing one leaves the other live, and a list opened again is live again', async (t) => {
+  await openList()
+  const tab = await context.newPage()
+  await openListOn(tab)
+  const both = await call('gamma', `both tabs ${nonce('tabs')}`)
+  let ended = Date.now()
+  await appearsWithin(t, rowOn(tab, both.traceId), LIVE_MS, ended, 'the second tab has the call')
+  await appearsWithin(t, rowOf(both.traceId), LIVE_MS, ended, 'the first tab has the call')
+  await tab.close()
+  const one = await call('gamma', `one tab ${nonce('tabs')}`)
+  ended = Date.now()
+  await appearsWithin(t, rowOf(one.traceId), LIVE_MS, ended, 'after the second tab closed, the first still gets calls live')
+  await page.goto('/usage')
+  await page.locator('[data-testid=usage-total-requests]').waitFor()
+  await openList()
+  const again = await call('gamma', `again ${nonce('tabs')}`)
+  ended = Date.now()
+  await appearsWithin(t, rowOf(again.traceId), LIVE_MS, ended, 'a list opened after none was open gets calls live')
+})
+
 t.test('a trace opens at its own address: conversation, response, tokens, cost, latency, raw JSON', async (t) => {
   for (const provider of ['alpha', 'beta', 'gamma'] as const) {
     const c = calls[provider]
