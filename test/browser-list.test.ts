@@ -173,12 +173,30 @@ t.test('100 traces: all arrive live, and after a reload load-more pages through 
   t.same(ids.filter((id) => !all.has(id)), [], 'nothing else is listed')
 
   const times = await d.tg.store.call('testQuery', {
-    query: 'SELECT toString(trace_id) AS id, toUnixTimestamp64Milli(time) AS ms FROM traces WHERE account_id = {a:UUID}',
+    query: 'SELECT toString(trace_id) AS id, toUnixTimestamp64Milli(time) AS ms, provider FROM traces WHERE account_id = {a:UUID}',
     params: { a: accountId },
   })
   const at = new Map(times.map((r) => [String(r.id), Number(r.ms)]))
   const outOfOrder = ids.findIndex((id, i) => i > 0 && (at.get(id) ?? 0) > (at.get(ids[i - 1] ?? '') ?? 0))
   t.equal(outOfOrder, -1, 'newest first across pages')
+
+  // The same with a filter: the pages carry it along and hold exactly the gamma calls.
+  await openList()
+  await page.selectOption('select[data-testid=filter-provider]', 'gamma')
+  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-testid=trace-row] td[data-col=provider]')].every((c) => c.textContent?.trim() === 'gamma'))
+  const gammas = new Set(times.filter((r) => String(r.provider) === 'gamma').map((r) => String(r.id)))
+  for (let i = 0; i < 20; i++) {
+    const shown = await page.locator('tr[data-testid=trace-row]').count()
+    if (shown >= gammas.size) break
+    const more = page.locator('button[data-testid=load-more]')
+    if (await more.count() === 0 || !(await more.isVisible()) || await more.isDisabled()) break
+    await more.click()
+    await page.waitForFunction((n) => document.querySelectorAll('tr[data-testid=trace-row]').length > n, shown)
+  }
+  const filtered = await page.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id') ?? ''))
+  t.equal(new Set(filtered).size, filtered.length, 'filtered: no row twice across pages')
+  t.same([...gammas].filter((id) => !filtered.includes(id)), [], `filtered: every gamma call listed (${filtered.length} rows)`)
+  t.same(filtered.filter((id) => !gammas.has(id)), [], 'filtered: nothing else')
 })
 
 t.test('the usage totals match the calls sent and the stored rows', async (t) => {

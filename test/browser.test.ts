@@ -114,7 +114,9 @@ t.test('signed out, a page shows the sign-in form; a wrong password is refused; 
   t.ok(session !== undefined, 'session cookie tg_session set')
   t.equal(session?.httpOnly, true, 'HttpOnly')
   t.equal(session?.sameSite, 'Strict', 'SameSite=Strict')
-  t.ok(session !== undefined && session.expires > Date.now() / 1000, 'with an expiry')
+  const left = (session?.expires ?? 0) - Date.now() / 1000
+  t.ok(Math.abs(left - 12 * 3600) < 120, `expires in 12 h (${Math.round(left)} s)`)
+  t.equal(session?.path, '/', 'Path=/')
   t.equal(await page.evaluate(() => document.cookie.includes('tg_session')), false, 'the page script cannot read it')
 })
 
