@@ -34,6 +34,7 @@ export const ERRORS = {
   detection_unavailable: { status: 503, type: 'api_error', message: 'Safety detection could not judge the request in time; it was not forwarded.' },
   provider_unreachable: { status: 500, type: 'provider_error', message: 'The provider could not be reached.' },
   provider_timeout: { status: 500, type: 'provider_error', message: 'The provider did not answer in time.' },
+  provider_disconnected: { status: 500, type: 'provider_error', message: 'The provider closed the connection before its answer was complete.' },
   internal_error: { status: 500, type: 'api_error', message: 'An internal error occurred.' },
   service_unavailable: { status: 503, type: 'api_error', message: 'The server is shutting down or not ready.' },
   not_found: { status: 404, type: 'not_found_error', message: 'No such endpoint.' },

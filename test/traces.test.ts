@@ -402,6 +402,22 @@ t.test('outcomes', async (t) => {
     }
   })
 
+  await t.test('a whole answer the provider cuts: the client gets 500 provider_disconnected, not half a body', async (t) => {
+    for (const p of PROVIDERS) {
+      const r = await call(p, { model: 'mock-drop', stream: false, text: `Cut ${nonce('cut')}` })
+      t.equal(r.status, 500, `${p}: status`)
+      const err = JSON.parse(r.body.toString('utf8')) as { error: { code: string; type: string; request_id: string } }
+      t.equal(err.error.code, 'provider_disconnected', `${p}: code`)
+      t.equal(err.error.type, 'provider_error')
+      t.equal(err.error.request_id, r.requestId)
+      const row = await traceOf(s.accountId, r.requestId)
+      t.equal(row.outcome, 'provider_error', `${p}: outcome`)
+      t.equal(row.error_code, 'provider_disconnected')
+      t.equal(row.status, 500, `${p}: the status the client got`)
+      t.ok(row.response.length > 0, `${p}: the trace keeps what the provider sent before the cut (${row.response.length} bytes)`)
+    }
+  })
+
   await t.test('a client that leaves mid-stream is client_aborted, with estimated or partial tokens', async (t) => {
     const firstText = (soFar: string): boolean => /"(content|text)":"[^"]+"/.test(soFar)
     for (const p of ['alpha', 'beta'] as const) {

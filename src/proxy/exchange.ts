@@ -33,6 +33,7 @@ export class Exchange {
   streaming = false
   confidential = false
   aborted = false
+  /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false
   finished = false
   status = 0
@@ -115,7 +116,11 @@ export class Exchange {
       this.finish('provider_stream_error')
       return
     }
-    this.fail(new TracegateError(upstreamErrorCode(err), { cause: err }), 'provider_error')
+    // Nothing reached the client yet (a held answer, or a stream cut before its first chunk): it gets a
+    // clear error instead of a cut, and the trace keeps what the provider had sent.
+    const code = upstreamErrorCode(err)
+    const responded = this.status !== 0
+    this.fail(new TracegateError(responded && code !== 'provider_timeout' ? 'provider_disconnected' : code, { cause: err }), 'provider_error')
   }
 
   finish (outcome: Outcome): void {

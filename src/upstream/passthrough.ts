@@ -54,7 +54,6 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     const type = headers['content-type']
     const streaming = typeof type === 'string' && type.startsWith('text/event-stream')
     this.#held = streaming ? null : []
-    x.headersSent = true
   }
 
   #writeHead (): void {
@@ -63,6 +62,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     const h = this.#headers
     for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
     this.#headersWritten = true
+    this.#x.headersSent = true
   }
 
   onResponseData (controller: Controller, chunk: Buffer): void {
