@@ -13,8 +13,9 @@ import {
 } from './browser-helpers.js'
 import { checkCost, checkInt, text } from './browser-checks.js'
 
-const d = await startDashboard(t)
+// The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)
+const d = await startDashboard(t)
 const { page, watched } = await newPage(browser, d.base)
 const accountId = d.admin.accountId
 const key = d.admin.proxyKey

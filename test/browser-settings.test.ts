@@ -11,8 +11,9 @@ import {
 } from './browser-helpers.js'
 import { shownNumber, text } from './browser-checks.js'
 
-const d = await startDashboard(t)
+// The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)
+const d = await startDashboard(t)
 const admin = await newPage(browser, d.base)
 const page = admin.page
 const accountId = d.admin.accountId

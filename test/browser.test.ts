@@ -17,8 +17,9 @@ import {
 import { appearsWithin, checkCost, checkInt, checkMs, text } from './browser-checks.js'
 import type { TraceRow } from '../src/store/rows.js'
 
-const d = await startDashboard(t)
+// The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)
+const d = await startDashboard(t)
 const { context, page, watched } = await newPage(browser, d.base)
 const accountId = d.admin.accountId
 const key = d.admin.proxyKey
