@@ -66,6 +66,12 @@ export interface Watched {
   readonly cspViolations: string[]
   /** Dashboard responses without the contract's security headers: "GET /path: header". */
   readonly missingHeaders: string[]
+  /** Assets served with a wrong content-type or without `cache-control: no-cache`. */
+  readonly assetProblems: string[]
+}
+
+const ASSET_TYPES: Record<string, RegExp> = {
+  js: /^(text|application)\/javascript\b/, css: /^text\/css\b/, svg: /^image\/svg\+xml\b/, map: /^application\/json\b/,
 }
 
 /** The headers the contract puts on every dashboard response. */
@@ -75,12 +81,18 @@ export async function newPage (browser: Browser, base: string): Promise<{ contex
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, baseURL: base })
   context.setDefaultTimeout(10_000)
   const page = await context.newPage()
-  const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [], missingHeaders: [] }
+  const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [], missingHeaders: [], assetProblems: [] }
   page.on('response', (r) => {
     if (!r.url().startsWith(base + '/')) return
+    const path = r.url().slice(base.length)
     const h = r.headers()
     for (const name of SECURITY_HEADERS) {
-      if (h[name] === undefined) watched.missingHeaders.push(`${r.request().method()} ${r.url().slice(base.length)} (${r.status()}): ${name}`)
+      if (h[name] === undefined) watched.missingHeaders.push(`${r.request().method()} ${path} (${r.status()}): ${name}`)
+    }
+    if (path.startsWith('/assets/') && r.status() === 200) {
+      const want = ASSET_TYPES[/\.([a-z]+)(?:\?|$)/.exec(path)?.[1] ?? '']
+      if (want !== undefined && !want.test(h['content-type'] ?? '')) watched.assetProblems.push(`${path}: content-type ${h['content-type']}`)
+      if (!/\bno-cache\b/.test(h['cache-control'] ?? '')) watched.assetProblems.push(`${path}: cache-control ${h['cache-control']}`)
     }
   })
   page.on('dialog', (d) => { watched.dialogs.push(`${d.type()}: ${d.message()}`); d.dismiss().catch(() => {}) })

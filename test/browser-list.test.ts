@@ -296,4 +296,5 @@ t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s ow
   t.same(watched.pageErrors, [], 'no uncaught errors')
   t.same(watched.cspViolations, [], 'no CSP violations')
   t.same(watched.missingHeaders, [], 'every dashboard response carried the security headers')
+  t.same(watched.assetProblems, [], 'every asset had its content-type and cache-control: no-cache')
 })

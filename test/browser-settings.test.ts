@@ -408,5 +408,6 @@ t.test('no dialog, no uncaught error and no CSP violation on any page', async (t
     t.same(w.pageErrors, [], `${who}: no uncaught errors`)
     t.same(w.cspViolations, [], `${who}: no CSP violations`)
     t.same(w.missingHeaders, [], `${who}: every dashboard response carried the security headers`)
+    t.same(w.assetProblems, [], `${who}: every asset had its content-type and cache-control: no-cache`)
   }
 })

@@ -77,6 +77,11 @@ t.test('the page carries a CSP that forbids inline script, and the browser enfor
   t.equal(h['referrer-policy'], 'no-referrer', 'referrer-policy')
 
   t.equal(await page.evaluate(() => document.querySelectorAll('script:not([src])').length), 0, 'the shell has no inline script')
+  // Asset names cannot reach outside the asset folders, however the dots are spelled.
+  for (const path of ['/assets/..%2f..%2fpackage.json', '/assets/%2e%2e/%2e%2e/package.json', '/assets/..%5c..%5cpackage.json', '/assets/vendor/..%2f..%2f..%2fpackage.json']) {
+    const r = await page.request.get(path)
+    t.notOk(r.status() === 200 && (await r.text()).includes('"tracegate"'), `${path} does not serve package.json (${r.status()})`)
+  }
   // A separate page, so the violations provoked here are not counted against the dashboard's own.
   const probe = await context.newPage()
   await probe.goto('/signin')
@@ -368,4 +373,5 @@ t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s ow
   t.same(watched.pageErrors, [], 'no uncaught errors')
   t.same(watched.cspViolations, [], 'no CSP violations')
   t.same(watched.missingHeaders, [], 'every dashboard response carried the security headers')
+  t.same(watched.assetProblems, [], 'every asset had its content-type and cache-control: no-cache')
 })
