@@ -43,6 +43,36 @@ function segmentScore (a: ReturnType<typeof analyze>, seg: Segment): number {
   return Math.min(a.score, (THRESHOLD * a.modelScore) / bar)
 }
 
+/**
+ * Segment analyses by text, least recently used evicted first, bounded by the characters held. A chat
+ * client resends the whole conversation every turn, and the system prompt with every request, so most
+ * segments of a request were judged before; this makes a turn cost the new text, not the history.
+ * The analysis is a pure function of the text (the role-dependent part is segmentScore, applied after).
+ */
+const CACHE_CHARS = 4_000_000
+const CACHE_MAX_TEXT = 65_536
+const cache = new Map<string, ReturnType<typeof analyze>>()
+let cachedChars = 0
+
+function analyzeCached (text: string): ReturnType<typeof analyze> {
+  if (text.length > CACHE_MAX_TEXT) return analyze(MODEL, text)
+  const hit = cache.get(text)
+  if (hit !== undefined) {
+    cache.delete(text)
+    cache.set(text, hit)
+    return hit
+  }
+  const a = analyze(MODEL, text)
+  cache.set(text, a)
+  cachedChars += text.length
+  for (const old of cache.keys()) {
+    if (cachedChars <= CACHE_CHARS) break
+    cache.delete(old)
+    cachedChars -= old.length
+  }
+  return a
+}
+
 const EMPTY: InjectionResult = Object.freeze({ score: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
 
 export function detectInjection(segments: readonly Segment[]): InjectionResult {
@@ -52,7 +82,7 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i] as Segment
     if (seg.text.length === 0) continue
-    const a = analyze(MODEL, seg.text)
+    const a = analyzeCached(seg.text)
     const segScore = segmentScore(a, seg)
     if (segScore > score) score = segScore
     const segmentBlocked = segScore >= THRESHOLD

@@ -2,11 +2,16 @@
 // plus a map from every normalised character back to the original text so findings carry real spans.
 // Also finds embedded base64, hex and %xx payloads so their decoded text is scored too.
 
-/** Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came from. */
+/**
+ * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
+ * from. When `starts` is null the map is the identity shifted by `offset` (plain ASCII text that only
+ * needed lower-casing and trimming, the common case, is mapped without building arrays).
+ */
 export interface Normalized {
   readonly text: string
-  readonly starts: Int32Array
-  readonly ends: Int32Array
+  readonly starts: Int32Array | null
+  readonly ends: Int32Array | null
+  readonly offset: number
 }
 
 /** A decoded payload and the span of its encoded run in the original text. */
@@ -83,8 +88,23 @@ function ensure(n: number): void {
   ends = new Int32Array(size)
 }
 
+// Text the fast path cannot take: anything outside printable ASCII and newline, a whitespace run, a
+// digit or symbol next to a letter (leet). One native scan, instead of the character loop below.
+const NOT_PLAIN = /[^\x20-\x7e\n]|\s\s|[a-z][013457@$]|[013457@$][a-z]/i
+
 /** Lower-cased, NFKC-folded, confusable- and leet-mapped text with whitespace runs collapsed (newline kept). */
 export function normalize(input: string): Normalized {
+  let a = 0
+  let b = input.length
+  while (a < b && isSpace(input.charCodeAt(a))) a++
+  while (b > a && isSpace(input.charCodeAt(b - 1))) b--
+  const core = a === 0 && b === input.length ? input : input.slice(a, b)
+  if (!NOT_PLAIN.test(core)) return { text: core.toLowerCase(), starts: null, ends: null, offset: core === '' ? 0 : a }
+  return normalizeSlow(input)
+}
+
+/** The character loop; exported for the test that checks the fast path against it. */
+export function normalizeSlow(input: string): Normalized {
   ensure(input.length * 3 + 8)
   let n = 0
   let pendingSpace = 0 // 0 none, 32 space, 10 newline
@@ -136,11 +156,15 @@ export function normalize(input: string): Normalized {
   }
   let text = ''
   for (let k = 0; k < n; k += 8192) text += String.fromCharCode.apply(null, codes.subarray(k, Math.min(n, k + 8192)) as unknown as number[])
-  return { text, starts: starts.slice(0, n), ends: ends.slice(0, n) }
+  return { text, starts: starts.slice(0, n), ends: ends.slice(0, n), offset: 0 }
 }
 
 /** Maps a [start, end) span of normalised text back to the original text. */
 export function originalSpan(norm: Normalized, start: number, end: number): [number, number] {
+  if (norm.starts === null || norm.ends === null) {
+    const n = norm.text.length
+    return [norm.offset + Math.min(start, n), norm.offset + Math.max(Math.min(start, n), Math.min(end, n))]
+  }
   if (norm.starts.length === 0) return [0, 0]
   const s = norm.starts[Math.min(start, norm.starts.length - 1)] as number
   const e = norm.ends[Math.max(0, Math.min(end, norm.ends.length) - 1)] as number

@@ -75,8 +75,9 @@ const RULES: readonly Rule[] = [
     // "What are your instructions for using this tool?" asks for help, not for the system prompt: the
     // generic nouns count only when no "for/on/about/to …" follows.
     re: /\bwhat (?:is|are|was|were|'s) (?:in )?your (?:(?:full|entire|exact|original|initial|hidden|secret|system) )*(?:system prompt|system message|initial prompt|(?:instructions|prompt|rules)\b(?!\s+(?:for|on|about|to|regarding|when|if)\b))/g },
+  // "The secret" as a noun ("tell me the secret", "the secret is"), not an adjective ("the secret life of cats").
   { id: 'reveal_secret', family: 'prompt_exfiltration', weight: 0.6,
-    re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|say|type|disclose|encode|reverse|what (?:is|was|'s))\\b${G}\\b(?:the|your|this|that) (?:(?:secret|hidden|current|actual|real) )*(?:password|passphrase|pass word|secret(?: word| key| code)?|api key|access code|key word)\\b`, 'g') },
+    re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|say|type|disclose|encode|reverse|what (?:is|was|'s))\\b${G}\\b(?:the|your|this|that) (?:(?:secret|hidden|current|actual|real) )*(?:password|passphrase|pass word|secret(?: word| key| code)?(?=\\s*(?:$|[^a-z\\s]|(?:is|was|you|that|which|and|or|to|in|now|please|backwards|again|letters?|one|with|without|from|for|but|so|here|word|key|code)\\b))|api key|access code|key word)\\b`, 'g') },
   { id: 'given_instructions', family: 'prompt_exfiltration', weight: 0.9,
     re: /\b(?:what|which) (?:are|were) (?:the|your) (?:instructions|directions|rules|directives) (?:you(?:'ve| have)? been|you were) (?:given|told)\b|\b(?:summary|summari[sz]e|repeat|list|translate|paraphrase|rewrite|spell out)(?: of| back)? (?:all )?(?:the |your )?(?:previous|above|prior|initial|original|secret|hidden|system) (?:instructions|directions|prompt|rules|text|message)\b/g },
   { id: 'words_above', family: 'prompt_exfiltration', weight: 0.7,
