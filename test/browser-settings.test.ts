@@ -402,6 +402,27 @@ t.test('signing out returns to the sign-in page and the session is refused after
   await replay.close()
 })
 
+t.test('after repeated wrong passwords the sign-in form says to wait, even for the right one', async (t) => {
+  // Last in the file: the limit also counts per client address, and every sign-in here comes from 127.0.0.1.
+  await page.goto('/signin')
+  const form = page.locator('form[data-testid=signin-form]')
+  await form.waitFor()
+  // Ten wrong guesses at once: each is delayed by its own count, so together they take the longest delay.
+  const wrong = await Promise.all(Array.from({ length: 10 }, async () =>
+    (await page.request.post('/api/ui/signin', { data: { email: d.admin.email, password: 'wrong-password' }, headers: { origin: d.base } })).status()))
+  t.same([...new Set(wrong)], [401], `ten wrong passwords: 401 each (${JSON.stringify(wrong)})`)
+  await form.locator('input[name=email]').fill(d.admin.email)
+  await form.locator('input[name=password]').fill(d.admin.password)
+  const answer = page.waitForResponse((r) => r.url().endsWith('/api/ui/signin'))
+  await page.locator('button[data-testid=signin-submit]').click()
+  t.equal((await answer).status(), 429, 'the eleventh attempt is refused with 429')
+  const error = page.locator('[data-testid=signin-error]')
+  await error.filter({ hasText: /\S/ }).waitFor()
+  const said = (await text(error)).trim()
+  t.match(said, /too many|try again|later|wait|minutes?/i, `the form says to wait (${JSON.stringify(said)})`)
+  t.equal(await page.locator('[data-testid=user-email]').count(), 0, 'still signed out')
+})
+
 t.test('no dialog, no uncaught error and no CSP violation on any page', async (t: Test) => {
   for (const [who, w] of watchedPages) {
     t.same(w.dialogs, [], `${who}: no dialogs`)
