@@ -227,6 +227,30 @@ t.test('a trace opens at its own address: conversation, response, tokens, cost, 
     })
   }
 
+  await t.test('routing is client side: nav links and back/forward do not reload the page', async (t) => {
+    await openList()
+    await page.evaluate(() => { (window as unknown as { __sameDocument?: boolean }).__sameDocument = true })
+    const id = calls.gamma?.sent.traceId ?? ''
+    await rowOf(id).click()
+    await page.waitForURL(`**/traces/${id}`)
+    await page.locator('[data-testid=trace-detail]').waitFor()
+    await page.goBack()
+    await page.waitForURL('**/traces')
+    await rowOf(id).waitFor()
+    t.pass('back returns to the list')
+    await page.goForward()
+    await page.waitForURL(`**/traces/${id}`)
+    await page.locator('[data-testid=trace-detail]').waitFor()
+    t.pass('forward opens the trace again')
+    for (const [nav, path, testid] of [['nav-usage', '/usage', 'usage-total-requests'], ['nav-keys', '/settings/keys', 'key-list'],
+      ['nav-account', '/settings/account', 'account-plan'], ['nav-traces', '/traces', 'trace-list']] as const) {
+      await page.locator(`a[data-testid=${nav}]`).click()
+      await page.waitForURL(`**${path}`)
+      await page.locator(`[data-testid=${testid}]`).waitFor()
+    }
+    t.equal(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument), true, 'the same document all along')
+  })
+
   await page.goto(`/traces/${randomUUID()}`)
   await page.locator('[data-testid=not-found]').waitFor()
   t.equal(await page.locator('[data-testid=trace-detail]').count(), 0, 'an unknown id shows not-found, no detail')
