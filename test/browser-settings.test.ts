@@ -143,6 +143,18 @@ t.test('revoke asks first: No keeps the key, Yes revokes it and the proxy answer
   t.match(await status(), /^revoked$/i, 'still revoked after a reload')
 })
 
+t.test('a key past its expiry is listed as expired, with no revoke button', async (t) => {
+  const short = await d.tg.admin.createKey({ account: accountId, scope: 'proxy', name: 'short-lived', expiresIn: '1s' })
+  await page.waitForTimeout(1500)
+  const refused = await callWith(short.key, 'expired')
+  t.equal(refused.code, 'expired_api_key', `the proxy refuses it (${refused.said})`)
+  await page.goto('/settings/keys')
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${short.id}"]`)
+  await row.waitFor()
+  t.match((await text(row.locator('td[data-col=status]'))).trim(), /^expired$/i, 'status expired')
+  t.equal(await row.locator('button[data-testid=revoke-key]').count(), 0, 'no revoke button on an expired key')
+})
+
 t.test('the key filter lists exactly the calls made with that key', async (t) => {
   await openList(page)
   // The key options are filled once the key list has loaded.

@@ -256,6 +256,20 @@ t.test('a trace opens at its own address: conversation, response, tokens, cost, 
   t.equal(await page.locator('[data-testid=trace-detail]').count(), 0, 'an unknown id shows not-found, no detail')
 })
 
+t.test('tokens the provider did not report are shown as estimated', async (t) => {
+  // alpha streams carry usage only when the caller asks (stream_options.include_usage); here it did not.
+  const sent = await call('alpha', `Stream without usage ${nonce('estimate')}`, { stream: true })
+  t.equal(sent.status, 200, `answered (${said(sent)})`)
+  const row = await storedTrace(d.tg, accountId, sent.traceId)
+  t.equal(row.token_source, 'estimated', 'stored as estimated')
+  await page.goto(`/traces/${sent.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  t.match(await text(page.locator('[data-testid=tokens-source]')), 'estimated', 'token source says estimated')
+  checkInt(t, await text(page.locator('[data-testid=tokens-input]')), row.input_tokens, 'estimated input tokens')
+  checkInt(t, await text(page.locator('[data-testid=tokens-output]')), row.output_tokens, 'estimated output tokens')
+  checkMs(t, await text(page.locator('[data-testid=latency-ttft]')), row.ttft_ms, 'a stream has its time to first token')
+})
+
 t.test('a conversation with tool calls shows every message by its role, in order', async (t) => {
   const n = nonce('tools')
   const body = {
