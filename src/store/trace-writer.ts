@@ -121,7 +121,9 @@ export class TraceWriter {
 
   #insert (token: string, tsv: Uint8Array): Promise<void> {
     return insertTsv(this.#ch.client, 'traces', TRACE_COLUMNS, tsv,
-      { insert_deduplication_token: token, insert_deduplicate: 1 })
+      // A synchronous insert: the batch is already a batch, and the deduplication token is checked against
+      // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
+      { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 })
   }
 
   /** False when the spool was full and the rows went back to memory (the caller stops flushing then). */
