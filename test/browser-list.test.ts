@@ -6,6 +6,7 @@
 // One tracegate and one chromium for the file. The calls below are its traffic: each dialect, a
 // stream, a blocked injection, a provider error and a model name holding HTML.
 import t, { type Test } from 'tap'
+import { createServer } from 'node:net'
 import type { Locator } from 'playwright-core'
 import {
   chatBody, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said, screenshot, send,
@@ -33,6 +34,34 @@ async function call (provider: Provider, text: string, options: { model?: string
   const r = await send(d.proxy, provider, body)
   traced.push(r.traceId)
   return r
+}
+
+/** A loopback port nothing listens on: connections to it are refused. */
+async function closedPort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => { resolve() }))
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
+}
+
+/** Clicks "Load more" until `want` rows are shown or there is no further page; the ids in order. */
+async function loadAll (want: number): Promise<string[]> {
+  const rows = page.locator('tr[data-testid=trace-row]')
+  const more = page.locator('button[data-testid=load-more]')
+  for (let i = 0; i < 30; i++) {
+    // Settled first: the button is disabled while a page is on its way, hidden when there is none.
+    await page.waitForFunction(() => {
+      const b = document.querySelector<HTMLButtonElement>('button[data-testid=load-more]')
+      return b === null || !b.disabled || b.hidden || b.offsetParent === null
+    })
+    const shown = await rows.count()
+    if (shown >= want || await more.count() === 0 || !(await more.isVisible())) break
+    await more.click()
+    await page.waitForFunction((n) => document.querySelectorAll('tr[data-testid=trace-row]').length > n, shown)
+  }
+  return await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id') ?? ''))
 }
 
 async function nothingRan (t: Test, where: string): Promise<void> {
@@ -160,15 +189,7 @@ t.test('100 traces: all arrive live, and after a reload load-more pages through 
   await page.reload()
   await page.locator('tr[data-testid=trace-row]').first().waitFor()
   const all = new Set(traced)
-  for (let i = 0; i < 20; i++) {
-    const shown = await page.locator('tr[data-testid=trace-row]').count()
-    if (shown >= all.size) break
-    const more = page.locator('button[data-testid=load-more]')
-    if (await more.count() === 0 || !(await more.isVisible()) || await more.isDisabled()) break
-    await more.click()
-    await page.waitForFunction((n) => document.querySelectorAll('tr[data-testid=trace-row]').length > n, shown)
-  }
-  const ids = await page.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id') ?? ''))
+  const ids = await loadAll(all.size)
   t.equal(new Set(ids).size, ids.length, 'no row twice across pages')
   t.same([...all].filter((id) => !ids.includes(id)), [], `every trace of the account is listed (${ids.length} rows)`)
   t.same(ids.filter((id) => !all.has(id)), [], 'nothing else is listed')
@@ -183,18 +204,11 @@ t.test('100 traces: all arrive live, and after a reload load-more pages through 
 
   // The same with a filter: the pages carry it along and hold exactly the gamma calls.
   await openList()
+  const answered = page.waitForResponse((r) => r.url().includes('/api/ui/traces?') && r.url().includes('provider=gamma'))
   await page.selectOption('select[data-testid=filter-provider]', 'gamma')
-  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-testid=trace-row] td[data-col=provider]')].every((c) => c.textContent?.trim() === 'gamma'))
+  await answered
   const gammas = new Set(times.filter((r) => String(r.provider) === 'gamma').map((r) => String(r.id)))
-  for (let i = 0; i < 20; i++) {
-    const shown = await page.locator('tr[data-testid=trace-row]').count()
-    if (shown >= gammas.size) break
-    const more = page.locator('button[data-testid=load-more]')
-    if (await more.count() === 0 || !(await more.isVisible()) || await more.isDisabled()) break
-    await more.click()
-    await page.waitForFunction((n) => document.querySelectorAll('tr[data-testid=trace-row]').length > n, shown)
-  }
-  const filtered = await page.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id') ?? ''))
+  const filtered = await loadAll(gammas.size)
   t.equal(new Set(filtered).size, filtered.length, 'filtered: no row twice across pages')
   t.same([...gammas].filter((id) => !filtered.includes(id)), [], `filtered: every gamma call listed (${filtered.length} rows)`)
   t.same(filtered.filter((id) => !gammas.has(id)), [], 'filtered: nothing else')
@@ -289,6 +303,24 @@ t.test('while calls are being written, the usage page\'s totals agree with its o
   }
   await page.unroute('**/api/ui/usage?**')
   t.same(mismatches, [], 'every load: the requests total equals the sum of each breakdown')
+})
+
+t.test('a call traced while ClickHouse was away shows up live once its spooled row is replayed, not before', async (t) => {
+  await openList()
+  const warm = await call('gamma', `before the outage ${nonce('spool')}`)
+  await rowOf(warm.traceId).waitFor()
+  t.ok(await d.tg.store.call('testSwitchConnection', { server: { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default' } }), 'the store now talks to an address that refuses')
+  const away = await call('gamma', `during the outage ${nonce('spool')}`)
+  t.equal(away.status, 200, `answered while the store is away (${said(away)})`)
+  let stats = await d.tg.store.call('flushTraces')
+  for (let i = 0; i < 100 && (stats?.spooled ?? 0) < 1; i++) { await page.waitForTimeout(100); stats = await d.tg.store.call('flushTraces') }
+  t.ok((stats?.spooled ?? 0) >= 1, `its row went to the spool (${JSON.stringify(stats)})`)
+  await page.waitForTimeout(1000)
+  t.equal(await rowOf(away.traceId).count(), 0, 'not shown while it is not stored')
+  t.ok(await d.tg.store.call('testSwitchConnection', { server: null }), 'the store is back')
+  const back = Date.now()
+  await rowOf(away.traceId).waitFor({ timeout: 15_000 })
+  t.pass(`shown live once replayed (${Date.now() - back} ms)`)
 })
 
 t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s own pages', async (t) => {
