@@ -278,7 +278,8 @@ t.test('while calls are being written, the usage page\'s totals agree with its o
     await answered
   })
   const mismatches: string[] = []
-  for (let i = 0; i < 15; i++) {
+  // Before the usage answer became one query, about half of such loads disagreed.
+  for (let i = 0; i < 8; i++) {
     const r = await call('alpha', `consistency ${i} ${nonce('usage')}`)
     if (r.status !== 200) mismatches.push(`call ${i}: ${said(r)}`)
     armed = true
