@@ -138,8 +138,13 @@ export const traces: Page = (root, ctx) => {
       const to = reset ? null : anchorTo
       const page = await get<TraceList>('/api/ui/traces', query(f, reset || to !== null ? null : cursor, to))
       if (g !== generation) return
+      // Marks for bench/dashboard.ts: building and laying out a page of rows, and until the next frame.
+      const start = performance.now()
       if (reset) { body.textContent = ''; seen.clear() }
       body.appendChild(traceRows(page.traces, seen))
+      void body.offsetHeight
+      performance.measure('tracegate:list-render', { start, detail: page.traces.length })
+      requestAnimationFrame(() => { performance.measure('tracegate:list-frame', { start, detail: page.traces.length }) })
       anchorTo = null
       cursor = page.next_cursor
       more.hidden = cursor === null
