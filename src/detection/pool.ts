@@ -73,6 +73,8 @@ export class DetectionPool {
   #pending: Pending[] = []
   #flushScheduled = false
   #pendingTimer: NodeJS.Timeout | null = null
+  /** When #pendingTimer fires (Infinity when it is not set). */
+  #pendingDue = Infinity
   /** Batches handed to piscina, in the order they were sent (piscina starts them in that order). */
   readonly #inFlight = new Set<Batch>()
   readonly #watchdog: NodeJS.Timeout
@@ -121,7 +123,8 @@ export class DetectionPool {
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
       const p = new Pending(provider, body, performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve)
       this.#pending.push(p)
-      if (this.#pendingTimer === null) this.#armPending(p.due)
+      // A small body behind a big one has the earlier deadline.
+      if (p.due < this.#pendingDue) { this.#clearPendingTimer(); this.#armPending(p.due) }
       if (!this.#flushScheduled && this.#inFlight.size < this.#threads) {
         this.#flushScheduled = true
         // After the poll phase: every request of this burst is in the batch.
@@ -167,8 +170,10 @@ export class DetectionPool {
   /** One timer for the held requests, at the earliest deadline among them. */
   #armPending (due: number): void {
     if (due === Infinity) return
+    this.#pendingDue = due
     this.#pendingTimer = setTimeout(() => {
       this.#pendingTimer = null
+      this.#pendingDue = Infinity
       const now = performance.now()
       for (const p of this.#pending) if (!p.settled && p.due <= now + 1) p.settle(DEADLINE)
       this.#armPending(this.#earliestDue(this.#pending))
@@ -178,6 +183,7 @@ export class DetectionPool {
   #clearPendingTimer (): void {
     if (this.#pendingTimer !== null) clearTimeout(this.#pendingTimer)
     this.#pendingTimer = null
+    this.#pendingDue = Infinity
   }
 
   #send (items: Pending[], bytes: number, retry: boolean): void {
@@ -259,6 +265,10 @@ export class DetectionPool {
   close (): Promise<void> {
     clearInterval(this.#watchdog)
     this.#clearPendingTimer()
+    // Requests still held here were never handed to a worker: they are answered now (piscina answers
+    // the ones it holds when it is destroyed).
+    for (const p of this.#pending) p.settle(ERROR)
+    this.#pending = []
     return this.#pool.destroy()
   }
 }
