@@ -9,6 +9,8 @@ import type { Exchange } from './exchange.js'
 export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[]) => void
 
 const MAX_BATCH = 512
+/** Big prompts and answers: a batch is also sent once it holds this many bytes. */
+const MAX_BATCH_BYTES = 8 * 1024 * 1024
 const FLUSH_MS = 20
 
 function detectionJson (x: Exchange): string {
@@ -67,7 +69,7 @@ export class TraceSink {
     const c = x.capture
     this.#batch.add(traceMeta(x), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
       c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
-    if (this.#batch.count >= MAX_BATCH) this.flush()
+    if (this.#batch.count >= MAX_BATCH || this.#batch.bytes >= MAX_BATCH_BYTES) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
   }
 

@@ -18,6 +18,8 @@ export interface EncodedTraces {
 export type TraceMeta = Omit<RawTrace, 'bytes' | 'requestLength' | 'headLength'>
 
 const INITIAL_BYTES = 256 * 1024
+/** The next batch starts at the size of the last one, up to this (a burst of big traces does not set it). */
+const MAX_START_BYTES = 4 * 1024 * 1024
 // Fixed part: 11 float64 numbers, 1 flag byte.
 const NUMBERS = 11
 
@@ -31,6 +33,7 @@ export class TraceBatchWriter {
   }
 
   get count (): number { return this.#count }
+  get bytes (): number { return this.#pos }
 
   #room (n: number): void {
     if (this.#pos + n <= this.#buf.length) return
@@ -101,7 +104,7 @@ export class TraceBatchWriter {
   /** The batch so far, to be transferred; the writer starts a new buffer sized like this one. */
   take (): EncodedTraces {
     const out: EncodedTraces = { buffer: this.#buf.buffer as ArrayBuffer, length: this.#pos, count: this.#count }
-    this.#buf = Buffer.from(new ArrayBuffer(Math.max(INITIAL_BYTES, this.#pos)))
+    this.#buf = Buffer.from(new ArrayBuffer(Math.min(MAX_START_BYTES, Math.max(INITIAL_BYTES, this.#pos))))
     this.#pos = 0
     this.#count = 0
     return out

@@ -28,6 +28,13 @@ export type Warn = (msg: string, fields: Record<string, unknown>) => void
 
 const summaryOf = (r: TraceRecord): TraceSummary => r.summary
 
+/**
+ * An insert carries at most this many bytes of prompts and responses whatever the row count (rows can be
+ * 2 MiB each with the default caps), so one batch never needs gigabytes of memory to encode.
+ */
+const MAX_BATCH_BYTES = 64 * 1024 * 1024
+const recordBytes = (r: TraceRecord): number => r.prompt.length + r.response.length + 512
+
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
 
@@ -80,9 +87,22 @@ export class TraceWriter {
       }
     }
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
-    while (this.#rows.length > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#rows.splice(0, this.#opts.batchRows))
+    while (this.#rows.length > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
     this.stats.queued = this.#rows.length
     if (this.#rows.length >= this.#opts.batchRows) void this.flush()
+  }
+
+  /** The oldest queued rows, up to the batch's row count and byte size (at least one row). */
+  #takeBatch (): TraceRecord[] {
+    let n = 0
+    let bytes = 0
+    const max = Math.min(this.#opts.batchRows, this.#rows.length)
+    while (n < max) {
+      bytes += recordBytes(this.#rows[n]!)
+      if (n > 0 && bytes > MAX_BATCH_BYTES) break
+      n++
+    }
+    return this.#rows.splice(0, n)
   }
 
   /** Sends what is queued: to ClickHouse, or to the spool when it is away. Flushes run one at a time. */
@@ -94,7 +114,7 @@ export class TraceWriter {
 
   async #flushOnce (): Promise<void> {
     while (this.#rows.length > 0) {
-      const rows = this.#rows.splice(0, this.#opts.batchRows)
+      const rows = this.#takeBatch()
       this.stats.queued = this.#rows.length
       const token = randomUUID()
       if (!this.stats.clickhouseUp || this.#spool.batches > 0) {

@@ -18,6 +18,9 @@ ESCAPE[0x0c] = 0x66 // \f
 ESCAPE[0x0d] = 0x72 // \r
 ESCAPE[0x5c] = 0x5c // \\
 
+/** A writer's buffer larger than this after a batch is dropped at the next reset. */
+const KEEP_BYTES = 32 * 1024 * 1024
+
 const NEEDS_ESCAPE = /[\0\b\t\n\f\r\\]/
 const ESCAPES: Record<string, string> = { '\0': '\\0', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r', '\\': '\\\\' }
 const escapeChar = (c: string): string => ESCAPES[c]!
@@ -28,14 +31,18 @@ export class TsvWriter {
   /** True before the first field of a row: no tab goes before it. */
   #rowStart = true
 
+  readonly #initial: number
+
   constructor (initialBytes = 64 * 1024) {
+    this.#initial = initialBytes
     this.#buf = Buffer.allocUnsafe(initialBytes)
   }
 
   get length (): number { return this.#pos }
 
-  /** Starts a new batch in the same memory. */
+  /** Starts a new batch in the same memory (given back when an unusually big batch grew it). */
   reset (): void {
+    if (this.#buf.length > KEEP_BYTES) this.#buf = Buffer.allocUnsafe(this.#initial)
     this.#pos = 0
     this.#rowStart = true
   }
