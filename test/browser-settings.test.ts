@@ -421,7 +421,9 @@ t.test('after repeated wrong passwords the sign-in form says to wait, even for t
   await form.waitFor()
   // Ten wrong guesses at once: each is delayed by its own count, so together they take the longest delay.
   const wrong = await Promise.all(Array.from({ length: 10 }, async () =>
-    (await page.request.post('/api/ui/signin', { data: { email: d.admin.email, password: 'wrong-password' }, headers: { origin: d.base } })).status()))
+    // Ten scrypt checks at once plus up to 5 s of delay: on a busy CI machine that takes more than the
+    // default 10 s a request may take here.
+    (await page.request.post('/api/ui/signin', { data: { email: d.admin.email, password: 'wrong-password' }, headers: { origin: d.base }, timeout: 30_000 })).status()))
   t.same([...new Set(wrong)], [401], `ten wrong passwords: 401 each (${JSON.stringify(wrong)})`)
   await form.locator('input[name=email]').fill(d.admin.email)
   await form.locator('input[name=password]').fill(d.admin.password)

@@ -3,6 +3,11 @@ import { ApiError, post } from './api.js'
 import { h, replace } from './dom.js'
 import type { Session } from './types.js'
 
+/** A retry-after in seconds as a person reads it: "40 s", "15 min". */
+function waitText (seconds: number): string {
+  return seconds < 90 ? `${Math.ceil(seconds)} s` : `${Math.ceil(seconds / 60)} min`
+}
+
 export function signin (root: HTMLElement, done: (s: Session) => void): void {
   const email = h('input', { name: 'email', type: 'email', autocomplete: 'username', required: true, autofocus: true })
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true })
@@ -26,7 +31,7 @@ export function signin (root: HTMLElement, done: (s: Session) => void): void {
         let text = 'Sign-in failed. Try again.'
         if (err instanceof ApiError) {
           if (err.code === 'invalid_credentials') text = 'Wrong email or password.'
-          else if (err.code === 'too_many_attempts') text = `Too many failed attempts. Try again${err.retryAfter !== null && Number.isFinite(err.retryAfter) ? ` in ${Math.ceil(err.retryAfter)} s` : ' later'}.`
+          else if (err.code === 'too_many_attempts') text = `Too many failed attempts. Try again${err.retryAfter !== null && Number.isFinite(err.retryAfter) ? ` in ${waitText(err.retryAfter)}` : ' later'}.`
           else text = err.message
         }
         replace(error, text)
