@@ -179,7 +179,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
       h('a', { class: 'back', href: '/traces' }, '← Traces'),
       h('h1', null, 'Trace ', h('code', { 'data-testid': 'trace-id' }, t.trace_id)),
       h('span', { class: `badge outcome-${t.outcome === 'ok' ? 'ok' : 'bad'}`, 'data-testid': 'outcome' }, t.outcome),
-      t.blocked ? h('span', { class: 'badge badge-blocked', 'data-testid': 'blocked-badge' }, 'blocked') : null),
+      t.blocked ? h('span', { class: 'badge badge-blocked', 'data-testid': 'blocked-badge' }, 'not sent to the provider') : null),
     t.confidential
       ? h('div', { class: 'banner confidential', 'data-testid': 'confidential-mark' },
         h('strong', null, 'Confidential. '), 'The caller marked this request confidential: its prompt and response were not stored and detection did not run. Counts, timings and cost are kept.')
