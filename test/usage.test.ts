@@ -71,6 +71,17 @@ t.test('a whole answer: usage found at its end, or by parsing the whole answer',
   const gamma = JSON.stringify({ candidates: [{ content: { parts: [{ text: 'G' }] } }], usageMetadata: { promptTokenCount: 7, candidatesTokenCount: 2 }, modelVersion: 'g' })
   t.same(readResponse('gamma', false, gamma).usage, { input: 7, output: 2, cached: 0 })
   t.equal(readResponse('gamma', false, gamma).text(), 'G')
+  // The same answers as bytes, as the store worker reads them (found by a byte search, decoded lazily).
+  const b = (x: string): Buffer => Buffer.from(x)
+  t.same(readResponse('alpha', false, b(tricky)).usage, { input: 11, output: 5, cached: 0 }, 'bytes: the top-level usage')
+  t.equal(readResponse('alpha', false, b(onlyQuoted)).usage, null, 'bytes: only the text mentions it')
+  t.equal(readResponse('alpha', false, b(onlyQuoted)).text(), 'see "usage": {"prompt_tokens": 999}', 'bytes: the text')
+  t.same(readResponse('alpha', false, b(spaced)).usage, { input: 3, output: 4, cached: 0 }, 'bytes: spacing')
+  t.same(readResponse('alpha', false, b(long.slice(4000))).usage, { input: 11, output: 5, cached: 0 }, 'bytes: the tail of a cut answer')
+  const multibyte = JSON.stringify({ choices: [{ message: { content: 'é東😀 done' } }], usage })
+  t.same(readResponse('alpha', false, b(multibyte)).usage, { input: 11, output: 5, cached: 0 }, 'bytes: multibyte text before the usage')
+  t.equal(readResponse('alpha', false, b(multibyte)).text(), 'é東😀 done', 'bytes: the text decoded when asked for')
+  t.same(readResponse('gamma', false, b(gamma)).usage, { input: 7, output: 2, cached: 0 }, 'bytes: gamma')
 })
 
 t.test('a cut stream keeps the events before the cut', async (t) => {

@@ -125,14 +125,13 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
 
   // Usage sits at the end of a stream (beta puts its input side at the start): read the whole answer
   // when it was kept; else the kept head and tail, the tail's counts winning where it has them.
-  const headText = head.toString('utf8')
   let reading: ReturnType<typeof readResponse> | null = null
   if (called) {
     if (whole) {
-      reading = readResponse(p, raw.streaming, tail.length === 0 ? headText : Buffer.concat([head, tail]).toString('utf8'))
+      reading = readResponse(p, raw.streaming, tail.length === 0 ? head : Buffer.concat([head, tail]))
     } else {
-      const first = readResponse(p, raw.streaming, headText)
-      const last = readResponse(p, raw.streaming, tail.toString('utf8'))
+      const first = readResponse(p, raw.streaming, head)
+      const last = readResponse(p, raw.streaming, tail)
       const usage = first.usage === null && last.usage === null
         ? null
         : {
@@ -166,9 +165,9 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
 
   let ttft: number | null = null
   if (raw.streaming && raw.chunkMarks !== null && called) {
-    const first = whole ? reading?.firstTokenEnd ?? null : readResponse(p, true, headText).firstTokenEnd
+    const first = whole ? reading?.firstTokenEnd ?? null : readResponse(p, true, head).firstTokenEnd
     if (first !== null) {
-      const at = chunkTime(raw.chunkMarks, Buffer.byteLength((whole ? Buffer.concat([head, tail]).toString('utf8') : headText).slice(0, first)))
+      const at = chunkTime(raw.chunkMarks, Buffer.byteLength((whole ? Buffer.concat([head, tail]) : head).toString('utf8').slice(0, first)))
       ttft = at === null ? null : Math.round(at * 1000) / 1000
     }
   }

@@ -21,6 +21,19 @@ ESCAPE[0x5c] = 0x5c // \\
 /** A writer's buffer larger than this after a batch is dropped at the next reset. */
 const KEEP_BYTES = 32 * 1024 * 1024
 
+const ESCAPED_BYTES = [0x5c, 0x0a, 0x09, 0x0d, 0x00, 0x08, 0x0c]
+
+/** The index of the first byte that needs an escape, or the length when none does. */
+function firstEscaped (src: Uint8Array): number {
+  const b = Buffer.isBuffer(src) ? src : Buffer.from(src.buffer, src.byteOffset, src.byteLength)
+  let first = src.length
+  for (const c of ESCAPED_BYTES) {
+    const at = b.indexOf(c)
+    if (at >= 0 && at < first) first = at
+  }
+  return first
+}
+
 const NEEDS_ESCAPE = /[\0\b\t\n\f\r\\]/
 const ESCAPES: Record<string, string> = { '\0': '\\0', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r', '\\': '\\\\' }
 const escapeChar = (c: string): string => ESCAPES[c]!
@@ -69,7 +82,12 @@ export class TsvWriter {
     this.#room(src.length * 2)
     const out = this.#buf
     let pos = this.#pos
-    for (let i = 0; i < src.length; i++) {
+    // Most text holds none of the escaped bytes or only late: find the first with native scans and copy
+    // everything before it in one go.
+    const first = firstEscaped(src)
+    out.set(first === src.length ? src : src.subarray(0, first), pos)
+    pos += first
+    for (let i = first; i < src.length; i++) {
       const b = src[i]!
       const e = ESCAPE[b]!
       if (e === 0) {

@@ -181,11 +181,15 @@ function parsed (text: string): Json | null {
   try { return obj(JSON.parse(text)) } catch { return null }
 }
 
-export function readResponse (provider: ProviderName, streaming: boolean, text: string): ResponseReading {
+/** The answer's text, or its UTF-8 bytes (then a whole answer's usage is found without decoding it all). */
+export function readResponse (provider: ProviderName, streaming: boolean, answer: string | Buffer): ResponseReading {
   const reader = READERS[provider]
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
   let found = false
-  const isStream = streaming || /^(event|data):/m.test(text.slice(0, 64))
+  const start = typeof answer === 'string' ? answer.slice(0, 64) : answer.toString('latin1', 0, 64)
+  const isStream = streaming || /^(event|data):/m.test(start)
+  if (!isStream && typeof answer !== 'string') return readWholeBytes(provider, answer)
+  const text = typeof answer === 'string' ? answer : answer.toString('utf8')
   if (isStream) {
     let out = ''
     let firstTokenEnd: number | null = null
@@ -217,6 +221,30 @@ export function readResponse (provider: ProviderName, streaming: boolean, text: 
     },
     firstTokenEnd: null,
   }
+}
+
+/**
+ * A whole answer as bytes: the usage key is found by a native search and only the text from there on is
+ * decoded; the whole answer is decoded only when that fails or the text is asked for.
+ */
+function readWholeBytes (provider: ProviderName, bytes: Buffer): ResponseReading {
+  const key = USAGE_KEYS[provider]
+  const at = bytes.lastIndexOf(key)
+  if (at > 0) {
+    // From the byte before the key, so the escaped-quote check sees it.
+    const end = bytes.toString('utf8', at - 1)
+    const usageObject = lastObjectAt(end, key)
+    const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+    if (usageObject !== null && READERS[provider].usage({ [key.slice(1, -1)]: usageObject }, u)) {
+      let text: string | null = null
+      return {
+        usage: u,
+        text: () => (text ??= readResponse(provider, false, bytes.toString('utf8')).text()),
+        firstTokenEnd: null,
+      }
+    }
+  }
+  return readResponse(provider, false, bytes.toString('utf8'))
 }
 
 export function promptText (provider: ProviderName, body: string): string {
