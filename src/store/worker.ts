@@ -7,6 +7,7 @@ import { Pricing } from '../pricing/index.js'
 import { AccountStore, StoreOpError } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
+import { lowerStoreThreads } from './priority.js'
 import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
@@ -19,6 +20,7 @@ import { usageReport } from './usage-report.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
+
 
 let holder: ClientHolder | null = null
 let accounts: AccountStore | null = null
@@ -57,6 +59,10 @@ function written (summaries: readonly TraceSummary[]): void {
 function open (): Promise<void> {
   ready ??= (async () => {
     const client = await connect(data.dataDir, data.clickhouse)
+    // Storage work below the front thread's priority (priority.ts), and every few seconds for the threads
+    // chDB and libuv start on first use (a few dozen /proc reads).
+    lowerStoreThreads()
+    setInterval(lowerStoreThreads, 2_000).unref()
     holder = { client }
     accounts = new AccountStore(holder)
     if (data.traces.enabled) {
