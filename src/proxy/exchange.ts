@@ -35,6 +35,8 @@ export class Exchange {
   aborted = false
   /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false
+  /** The provider's answer is complete (the client may still be reading its last bytes). */
+  upstreamEnded = false
   finished = false
   status = 0
   outcome: Outcome | null = null
@@ -63,7 +65,10 @@ export class Exchange {
   /** uWS onAborted: the client went away. Never touch `res` after this. */
   clientAborted (): void {
     this.aborted = true
-    if (this.controller !== null && !this.controller.aborted) {
+    if (this.upstreamEnded) {
+      // Left while the last bytes waited behind its own backpressure: nothing upstream to abort.
+      this.finish('client_aborted')
+    } else if (this.controller !== null && !this.controller.aborted) {
       this.controller.abort(new Error('client aborted'))
     } else if (this.upstreamStartAt === 0) {
       this.finish('client_aborted')

@@ -16,6 +16,13 @@ type Headers = Record<string, string | string[] | undefined>
 
 /** A non-streaming answer larger than this is streamed through instead of held. */
 const BUFFER_LIMIT = 1024 * 1024
+/**
+ * The largest single write into uWS. uWebSockets.js 20.30 mis-framed chunked bodies under backpressure
+ * when one write (chunk size line, data and CRLF) did not fit its 16 KB cork buffer: the client got
+ * chunk data longer than the size line said. Found by the slow-reader streaming test on a loaded
+ * machine (3 failures in 9 runs with 64 KB and 16 KB writes, none in 15 with 8 KB).
+ */
+const MAX_WRITE = 8 * 1024
 
 export class Passthrough implements Dispatcher.DispatchHandler {
   readonly #x: Exchange
@@ -25,8 +32,11 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   /** Chunks held while the answer is being buffered; null once it is streamed. */
   #held: Buffer[] | null = null
   #heldBytes = 0
-  /** Stream chunks waiting for the microtask flush. */
+  /** Stream chunks waiting for the microtask flush, or for onWritable while uWS holds bytes. */
   #pending: Buffer[] = []
+  #blocked = false
+  /** The provider's answer is complete; the response ends once the pending chunks are written. */
+  #ended = false
   #controller: Controller | null = null
   readonly #flush = (): void => { this.#flushPending() }
 
@@ -84,51 +94,85 @@ export class Passthrough implements Dispatcher.DispatchHandler {
 
   #write (controller: Controller, chunk: Buffer): void {
     this.#controller = controller
-    if (this.#pending.push(chunk) === 1) queueMicrotask(this.#flush)
+    const first = this.#pending.length === 0
+    if (chunk.length <= MAX_WRITE) this.#pending.push(chunk)
+    else for (let at = 0; at < chunk.length; at += MAX_WRITE) this.#pending.push(chunk.subarray(at, at + MAX_WRITE))
+    if (first && !this.#blocked) queueMicrotask(this.#flush)
   }
 
-  /** Writes the queued chunks; the caller corks. Returns false when uWS had to buffer them. */
+  /**
+   * Writes queued chunks until uWS has to buffer one (that one is taken); the caller corks. Returns
+   * false when it had to: the rest wait in JS for onWritable rather than piling into uWS's buffer.
+   */
   #writePending (): boolean {
     const res = this.#x.res
     if (!this.#headersWritten) this.#writeHead()
-    let ok = true
     this.#x.wrote()
-    for (const chunk of this.#pending) ok = res.write(chunk) && ok
-    this.#pending = []
+    const pending = this.#pending
+    let i = 0
+    let ok = true
+    while (ok && i < pending.length) ok = res.write(pending[i++]!)
+    this.#pending = i === pending.length ? [] : pending.slice(i)
     return ok
   }
 
   #flushPending (): void {
     const x = this.#x
-    if (this.#pending.length === 0 || x.finished || x.aborted) return
-    const res = x.res
+    if (this.#blocked || this.#pending.length === 0 || x.finished || x.aborted) return
     let ok = true
-    res.cork(() => { ok = this.#writePending() })
-    const controller = this.#controller!
-    if (!ok && !controller.paused) {
-      controller.pause()
-      res.onWritable(() => {
-        controller.resume()
-        return true
-      })
+    x.res.cork(() => { ok = this.#writePending() })
+    if (!ok) this.#block()
+  }
+
+  /** uWS holds bytes it could not send: pause the provider until the client has read them. */
+  #block (): void {
+    this.#blocked = true
+    const controller = this.#controller
+    if (controller !== null && !controller.paused) controller.pause()
+    this.#x.res.onWritable(this.#writable)
+  }
+
+  /** uWS calls this corked, once its buffer drained; false asks to be called again. */
+  readonly #writable = (): boolean => {
+    const x = this.#x
+    if (x.aborted || x.finished) return true
+    if (this.#pending.length > 0 && !this.#writePending()) return false
+    this.#blocked = false
+    if (this.#ended) {
+      this.#endResponse()
+      return true
     }
+    this.#controller?.resume()
+    return true
   }
 
   onResponseEnd (): void {
     const x = this.#x
+    x.upstreamEnded = true
     if (x.aborted) {
       x.finish('client_aborted')
       return
     }
-    const held = this.#held
-    const res = x.res
-    x.wrote()
-    res.cork(() => {
-      if (this.#pending.length > 0) this.#writePending()
-      if (!this.#headersWritten) this.#writeHead()
-      if (held === null || held.length === 0) res.end()
-      else res.end(held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
+    this.#ended = true
+    // The last chunks wait behind the client's backpressure; onWritable ends the response.
+    if (this.#blocked) return
+    let ok = true
+    x.res.cork(() => {
+      ok = this.#pending.length === 0 || this.#writePending()
+      if (ok) this.#endResponse()
     })
+    if (!ok) this.#block()
+  }
+
+  /** Ends the response (the caller corks) and the exchange. */
+  #endResponse (): void {
+    const x = this.#x
+    const res = x.res
+    const held = this.#held
+    x.wrote()
+    if (!this.#headersWritten) this.#writeHead()
+    if (held === null || held.length === 0) res.end()
+    else res.end(held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
     x.finish(x.status >= 400 ? 'provider_error' : 'ok')
   }
 
