@@ -183,68 +183,64 @@ function parsed (text: string): Json | null {
 
 /** The answer's text, or its UTF-8 bytes (then a whole answer's usage is found without decoding it all). */
 export function readResponse (provider: ProviderName, streaming: boolean, answer: string | Buffer): ResponseReading {
+  const start = typeof answer === 'string' ? answer.slice(0, 64) : answer.toString('latin1', 0, 64)
+  if (!streaming && !/^(event|data):/m.test(start)) return readWhole(provider, answer)
   const reader = READERS[provider]
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
   let found = false
-  const start = typeof answer === 'string' ? answer.slice(0, 64) : answer.toString('latin1', 0, 64)
-  const isStream = streaming || /^(event|data):/m.test(start)
-  if (!isStream && typeof answer !== 'string') return readWholeBytes(provider, answer)
-  const text = typeof answer === 'string' ? answer : answer.toString('utf8')
-  if (isStream) {
-    let out = ''
-    let firstTokenEnd: number | null = null
-    for (const ev of sseEvents(text)) {
-      if (reader.usage(ev.data, u)) found = true
-      const t = reader.text(ev.data)
-      if (t !== '') {
-        out += t
-        firstTokenEnd ??= ev.end
-      }
+  let out = ''
+  let firstTokenEnd: number | null = null
+  for (const ev of sseEvents(typeof answer === 'string' ? answer : answer.toString('utf8'))) {
+    if (reader.usage(ev.data, u)) found = true
+    const t = reader.text(ev.data)
+    if (t !== '') {
+      out += t
+      firstTokenEnd ??= ev.end
     }
-    return { usage: found ? u : null, text: () => out, firstTokenEnd }
   }
-  // A whole answer: its usage object alone when it can be found, else the whole answer parsed (a cut
-  // or non-JSON answer has no usage). The text is parsed out only if an estimate needs it.
+  return { usage: found ? u : null, text: () => out, firstTokenEnd }
+}
+
+/** The usage object under the last usage key of a whole answer's text, read alone; null if not found. */
+function usageAtEnd (provider: ProviderName, text: string): ReportedUsage | null {
   const key = USAGE_KEYS[provider]
   const usageObject = lastObjectAt(text, key)
+  const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+  return usageObject !== null && READERS[provider].usage({ [key.slice(1, -1)]: usageObject }, u) ? u : null
+}
+
+/**
+ * A whole answer: its usage from the object at its end when it can be found, else from the whole
+ * answer parsed (a cut or non-JSON answer has none). Given as bytes, the key is found by a native search
+ * and only the text from there on is decoded; the whole answer is decoded and parsed only when that
+ * fails or an estimate asks for the text.
+ */
+function readWhole (provider: ProviderName, answer: string | Buffer): ResponseReading {
+  const reader = READERS[provider]
+  let text = typeof answer === 'string' ? answer : null
+  const decoded = (): string => (text ??= answer.toString('utf8'))
+  let usage: ReportedUsage | null
+  if (typeof answer === 'string') {
+    usage = usageAtEnd(provider, answer)
+  } else {
+    const at = answer.lastIndexOf(USAGE_KEYS[provider])
+    // From the byte before the key, so the escaped-quote check sees it.
+    usage = at > 0 ? usageAtEnd(provider, answer.toString('utf8', at - 1)) : null
+  }
   let data: Json | null | undefined
-  if (usageObject !== null) found = reader.usage({ [key.slice(1, -1)]: usageObject }, u)
-  if (!found) {
-    data = parsed(text)
-    if (data !== null) found = reader.usage(data, u)
+  if (usage === null) {
+    data = parsed(decoded())
+    const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+    if (data !== null && reader.usage(data, u)) usage = u
   }
   return {
-    usage: found ? u : null,
+    usage,
     text: () => {
-      data ??= parsed(text)
+      data ??= parsed(decoded())
       return data === null ? '' : reader.text(data)
     },
     firstTokenEnd: null,
   }
-}
-
-/**
- * A whole answer as bytes: the usage key is found by a native search and only the text from there on is
- * decoded; the whole answer is decoded only when that fails or the text is asked for.
- */
-function readWholeBytes (provider: ProviderName, bytes: Buffer): ResponseReading {
-  const key = USAGE_KEYS[provider]
-  const at = bytes.lastIndexOf(key)
-  if (at > 0) {
-    // From the byte before the key, so the escaped-quote check sees it.
-    const end = bytes.toString('utf8', at - 1)
-    const usageObject = lastObjectAt(end, key)
-    const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
-    if (usageObject !== null && READERS[provider].usage({ [key.slice(1, -1)]: usageObject }, u)) {
-      let text: string | null = null
-      return {
-        usage: u,
-        text: () => (text ??= readResponse(provider, false, bytes.toString('utf8')).text()),
-        firstTokenEnd: null,
-      }
-    }
-  }
-  return readResponse(provider, false, bytes.toString('utf8'))
 }
 
 export function promptText (provider: ProviderName, body: string): string {
