@@ -191,6 +191,13 @@ export function chatBody (provider: Provider, apiKey: string, text: string, mode
   }
 }
 
+/** A chat call through the proxy with the first-start admin's proxy key (streamed when asked). */
+export async function callProxy (d: Dashboard, provider: Provider, text: string, options: { model?: string; stream?: boolean } = {}): Promise<Sent> {
+  const body = chatBody(provider, d.admin.proxyKey, text, options.model)
+  if (options.stream === true) body.stream = true
+  return await send(d.proxy, provider, body)
+}
+
 /** The stored row, flushing the store first; what the page shows must be what is stored. */
 export async function storedTrace (tg: Tracegate, accountId: string, traceId: string): Promise<TraceRow> {
   for (let i = 0; i < 100; i++) {

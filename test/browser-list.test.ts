@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { createServer } from 'node:net'
 import type { Locator } from 'playwright-core'
 import {
-  chatBody, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said, screenshot, send,
+  callProxy, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said, screenshot,
   signIn, startDashboard, storedTrace, type Provider, type Sent,
 } from './browser-helpers.js'
 import { checkCost, checkInt, text } from './browser-checks.js'
@@ -19,7 +19,6 @@ const browser = await launchBrowser(t)
 const d = await startDashboard(t)
 const { page, watched } = await newPage(browser, d.base)
 const accountId = d.admin.accountId
-const key = d.admin.proxyKey
 
 /** Every call of this account that got past authentication, so the usage totals can be checked. */
 const traced: string[] = []
@@ -29,9 +28,7 @@ const rowOf = (id: string): Locator => rowOn(page, id)
 const openList = (): Promise<void> => openListOn(page)
 
 async function call (provider: Provider, text: string, options: { model?: string; stream?: boolean } = {}): Promise<Sent> {
-  const body = chatBody(provider, key, text, options.model)
-  if (options.stream === true) body.stream = true
-  const r = await send(d.proxy, provider, body)
+  const r = await callProxy(d, provider, text, options)
   traced.push(r.traceId)
   return r
 }
