@@ -22,7 +22,7 @@ function detectionJson (x: Exchange): string {
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
 
-export function traceMeta (x: Exchange): TraceMeta {
+function traceMeta (x: Exchange): TraceMeta {
   const latency = x.endedAt - x.startedAt
   const providerMs = x.upstreamStartAt === 0 ? null : x.endedAt - x.upstreamStartAt
   return {

@@ -89,6 +89,5 @@ export function listItem (s: TraceSummary): TraceListItem {
  */
 export interface LiveBatch {
   readonly accountId: string
-  readonly count: number
   readonly message: string
 }

@@ -51,8 +51,6 @@ export class TsvWriter {
     this.#buf = Buffer.allocUnsafe(initialBytes)
   }
 
-  get length (): number { return this.#pos }
-
   /** Starts a new batch in the same memory (given back when an unusually big batch grew it). */
   reset (): void {
     if (this.#buf.length > KEEP_BYTES) this.#buf = Buffer.allocUnsafe(this.#initial)

@@ -51,7 +51,7 @@ function written (summaries: readonly TraceSummary[]): void {
   if (byAccount.size === 0) return
   const batches: LiveBatch[] = []
   for (const [accountId, traces] of byAccount) {
-    batches.push({ accountId, count: traces.length, message: JSON.stringify({ type: 'traces', traces }) })
+    batches.push({ accountId, message: JSON.stringify({ type: 'traces', traces }) })
   }
   port.postMessage({ written: batches })
 }
