@@ -21,6 +21,8 @@ declare module 'autocannon' {
     overallRate?: number
     pipelining?: number
     timeout?: number
+    /** Per-request hooks; setupRequest may rewrite each request before it is sent. */
+    requests?: Array<{ setupRequest?: (req: { body?: string | Buffer }) => { body?: string | Buffer } }>
   }
   function autocannon (opts: Options): Promise<Result>
   export default autocannon

@@ -3,18 +3,27 @@
 // prompt repeats, as it does in real traffic) and with the same body repeated, as bench/proxy.ts sends it
 // (the worker keeps analyses of texts it has seen; a chat resends its history every turn); (2) the detection pool under 50
 // concurrent checks, checks per second and front-thread µs per check (busy by event-loop utilisation,
-// and CPU from /proc).
-// Prints one JSON line. BENCH_DETECT_N (iterations, default 20000), BENCH_DURATION (pool seconds,
-// default 5), BENCH_CONNECTIONS (concurrent checks, default 50), TRACEGATE_DETECTION_THREADS (default 1).
+// and CPU from /proc); (3) proxy throughput with detection on against off (tracing off on both, so
+// nothing else differs), autocannon against tracegate in front of the mock provider, runs alternating,
+// once with the same body every request and once with a new user message every request.
+// Prints one JSON line per case. BENCH_DETECT_N (iterations, default 20000), BENCH_DURATION (pool
+// seconds, default 5), BENCH_CONNECTIONS (concurrent checks and connections, default 50),
+// BENCH_PROXY_DURATION (s per proxy run, default 5), BENCH_PROXY_RUNS (runs per side and body, default 3),
+// BENCH_SKIP (comma list of: worker, pool, proxy), TRACEGATE_DETECTION_THREADS (default 1).
+import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { DetectionPool } from '../src/detection/pool.js'
 import { detectBody } from '../workers/detect.js'
+import { processCpuUs, startMock, startTracegate, type TracegateProc } from './processes.js'
 
 const n = Number(process.env.BENCH_DETECT_N ?? 20_000)
 const duration = Number(process.env.BENCH_DURATION ?? 5)
 const concurrency = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const threads = Number(process.env.TRACEGATE_DETECTION_THREADS ?? 1)
+const proxyDuration = Number(process.env.BENCH_PROXY_DURATION ?? 5)
+const proxyRuns = Number(process.env.BENCH_PROXY_RUNS ?? 3)
+const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
 
 const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
 const body = (i: number | null): Buffer => Buffer.from(JSON.stringify({
@@ -63,7 +72,81 @@ async function poolRate (): Promise<{ checksPerS: number; frontUsPerCheck: numbe
 }
 
 const round = (us: number): number => Math.round(us * 100) / 100
-const distinct = round(perBody((i) => body(i)))
-const same = round(perBody(() => body(null)))
-const pool = await poolRate()
-process.stdout.write(JSON.stringify({ bench: 'detection', body_bytes: body(null).length, worker_us_distinct: distinct, worker_us_repeated: same, threads, concurrency, ...pool }) + '\n')
+
+function line (obj: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify({ bench: 'detection', ...obj }) + '\n')
+}
+
+interface Run { rps: number; errors: number; cpuUsPerRequest: number }
+
+/** One autocannon run; `distinct` puts a new number in front of the user message of every request. */
+async function load (tg: TracegateProc, distinct: boolean, seconds: number): Promise<Run> {
+  const payload = (i: number | null): string => {
+    const b = JSON.parse(body(i).toString('utf8')) as Record<string, unknown>
+    return JSON.stringify({ api_key: tg.key, alpha_api_key: 'sk-bench', ...b })
+  }
+  const fixed = payload(null)
+  let seq = 0
+  const cpu0 = processCpuUs(tg.pid)
+  const r = await autocannon({
+    url: `${tg.url}/api/alpha_service/chat_completion`,
+    method: 'POST',
+    body: fixed,
+    headers: { 'content-type': 'application/json' },
+    connections: concurrency,
+    duration: seconds,
+    timeout: 20,
+    ...(distinct ? { requests: [{ setupRequest: (req) => ({ ...req, body: payload(seq++) }) }] } : {}),
+  })
+  return { rps: r.requests.average, errors: r.errors + r.timeouts + r.non2xx, cpuUsPerRequest: (processCpuUs(tg.pid) - cpu0) / Math.max(1, r.requests.total) }
+}
+
+async function proxyCase (): Promise<void> {
+  const mock = await startMock()
+  const env = { TRACEGATE_TRACES: 'off', TRACEGATE_DETECTION_THREADS: String(threads) }
+  const off = await startTracegate(mock.url, { ...env, TRACEGATE_DETECTION: 'off' })
+  const on = await startTracegate(mock.url, { ...env, TRACEGATE_DETECTION: 'on' })
+  try {
+    for (const distinct of [false, true]) {
+      await load(off, distinct, 3)
+      await load(on, distinct, 3)
+      // Alternate, so drift in the machine's speed falls on both sides alike.
+      const offRuns: Run[] = []
+      const onRuns: Run[] = []
+      for (let i = 0; i < proxyRuns; i++) {
+        offRuns.push(await load(off, distinct, proxyDuration))
+        onRuns.push(await load(on, distinct, proxyDuration))
+      }
+      const mean = (runs: Run[], f: (r: Run) => number): number => runs.reduce((s, r) => s + f(r), 0) / runs.length
+      const rpsOff = mean(offRuns, (r) => r.rps)
+      const rpsOn = mean(onRuns, (r) => r.rps)
+      line({
+        case: 'proxy_detection',
+        body: distinct ? 'new user message every request' : 'same body every request',
+        connections: concurrency,
+        duration_s: proxyDuration,
+        threads,
+        rps_off: Math.round(rpsOff),
+        rps_on: Math.round(rpsOn),
+        ratio: Math.round((rpsOn / rpsOff) * 1000) / 1000,
+        ratio_runs: onRuns.map((r, i) => Math.round((r.rps / offRuns[i]!.rps) * 1000) / 1000),
+        // tracegate's own CPU per request (all its threads, from /proc): what detection adds, read
+        // without the noise of the load generator and the mock sharing the cores.
+        cpu_us_per_request_off: Math.round(mean(offRuns, (r) => r.cpuUsPerRequest)),
+        cpu_us_per_request_on: Math.round(mean(onRuns, (r) => r.cpuUsPerRequest)),
+        errors: offRuns.concat(onRuns).reduce((s, r) => s + r.errors, 0),
+        target_ratio: 0.7,
+      })
+    }
+  } finally {
+    await on.stop()
+    await off.stop()
+    await mock.proc.stop()
+  }
+}
+
+if (!skip.has('worker')) {
+  line({ case: 'worker', body_bytes: body(null).length, worker_us_distinct: round(perBody((i) => body(i))), worker_us_repeated: round(perBody(() => body(null))) })
+}
+if (!skip.has('pool')) line({ case: 'pool', threads, concurrency, ...await poolRate() })
+if (!skip.has('proxy')) await proxyCase()

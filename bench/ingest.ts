@@ -7,7 +7,7 @@
 // event-loop turn, as exchanges end, default 25), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50),
 // BENCH_SKIP (comma list of: store, proxy).
 import autocannon from 'autocannon'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
@@ -17,7 +17,7 @@ import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
 import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
 import type { TraceStats } from '../src/store/trace-types.js'
-import { startMock, startTracegate } from './processes.js'
+import { processCpuUs, startMock, startTracegate } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
@@ -247,13 +247,6 @@ async function storeWorkerCase (): Promise<void> {
 const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
 
 interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number }
-
-/** CPU time (user + system, all threads) a process has used, in µs, from /proc (clock ticks of 10 ms). */
-function processCpuUs (pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 async function load (url: string, key: string, seconds: number, pid: number): Promise<Run> {
   const cpu0 = processCpuUs(pid)

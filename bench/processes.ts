@@ -153,3 +153,10 @@ export function rssOf (pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return m === null ? 0 : Number(m[1]) * 1024
 }
+
+/** CPU time (user + system, all threads) a process has used, in µs, from /proc (clock ticks of 10 ms). */
+export function processCpuUs (pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}

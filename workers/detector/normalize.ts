@@ -185,19 +185,31 @@ for (let c = 0; c < 128; c++) {
   if (ch === ' ' || ch === ':' || ch === ',') CLASS[c] = (CLASS[c] as number) | SEP
 }
 
-/** Calls `visit(start, end)` for each maximal run of characters in `cls` with at least `min` of them. */
-function scanRuns(input: string, cls: number, sep: number, min: number, visit: (start: number, end: number) => void): void {
-  let start = -1
-  let count = 0
+/**
+ * One pass over the text for both run kinds: `b64(start, end)` for each maximal run of base64
+ * characters and `hex(start, end)` for each maximal run of hex characters (separators allowed inside),
+ * each with at least `min` characters of its class. One pass instead of one per kind: this scan is paid
+ * by every segment, and almost all of them have no run at all.
+ */
+function scanRuns(input: string, min: number, b64: (start: number, end: number) => void, hex: (start: number, end: number) => void): void {
+  let bStart = -1, bCount = 0
+  let hStart = -1, hCount = 0
   for (let i = 0; i <= input.length; i++) {
     const c = i < input.length ? input.charCodeAt(i) : 0
     const k = c < 128 ? CLASS[c] as number : 0
-    if ((k & cls) !== 0) {
-      if (start < 0) { start = i; count = 0 }
-      count++
-    } else if (start >= 0 && (k & sep) === 0) {
-      if (count >= min) visit(start, i)
-      start = -1
+    if ((k & B64) !== 0) {
+      if (bStart < 0) { bStart = i; bCount = 0 }
+      bCount++
+    } else if (bStart >= 0) {
+      if (bCount >= min) b64(bStart, i)
+      bStart = -1
+    }
+    if ((k & HEX) !== 0) {
+      if (hStart < 0) { hStart = i; hCount = 0 }
+      hCount++
+    } else if (hStart >= 0 && (k & SEP) === 0) {
+      if (hCount >= min) hex(hStart, i)
+      hStart = -1
     }
   }
 }
@@ -226,7 +238,8 @@ function decodeUrl(run: string): string {
 export function findPayloads(input: string): Payload[] {
   const out: Payload[] = []
   if (input.length < 16) return out
-  scanRuns(input, B64, 0, 16, (start, end) => {
+  const hexRuns: Array<[number, number]> = []
+  scanRuns(input, 16, (start, end) => {
     let run = input.slice(start, end)
     // "==" only pads the end; a long word is not base64, so require the mixed alphabet real encodings have.
     const pad = run.indexOf('=')
@@ -234,8 +247,9 @@ export function findPayloads(input: string): Payload[] {
     if (run.length < 16 || !/[A-Z]/.test(run) || !/[a-z0-9]/.test(run)) return
     const decoded = Buffer.from(run, 'base64').toString('utf8')
     if (readable(decoded)) out.push({ kind: 'base64', start, end, decoded })
-  })
-  scanRuns(input, HEX, SEP, 16, (start, end) => {
+  }, (start, end) => { hexRuns.push([start, end]) })
+  // Hex payloads after base64 ones, as before the scans shared a pass (findings keep their order).
+  for (const [start, end] of hexRuns) {
     HEX_RUN.lastIndex = 0
     for (const m of input.slice(start, end).matchAll(HEX_RUN)) {
       const digits = m[0].replace(/\\x|0x|[ :,]/g, '')
@@ -243,7 +257,7 @@ export function findPayloads(input: string): Payload[] {
       const decoded = Buffer.from(digits, 'hex').toString('utf8')
       if (readable(decoded)) out.push({ kind: 'hex', start: start + m.index, end: start + m.index + m[0].length, decoded })
     }
-  })
+  }
   if (input.includes('%')) {
     for (const m of input.matchAll(URL_RUN)) {
       const decoded = decodeUrl(m[0])
