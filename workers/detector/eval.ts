@@ -90,16 +90,11 @@ async function main(): Promise<void> {
   }
   console.log(`overall TPR ${pct(recall)}%  FPR ${pct(fp / Math.max(1, fp + tn))}%  precision ${pct(precision)}%  F1 ${f1.toFixed(4)}  TPR@1%FPR ${pct(tprAt1)}%`)
 
-  // Hand-written probes (probes.jsonl, never trained on): hard benign prompts with trigger words,
-  // system prompts, and attacks phrased unlike the data set. Too few for a rate; a smoke test.
-  const probes = readFileSync(new URL('../../../workers/detector/probes.jsonl', import.meta.url), 'utf8').split('\n').filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as { text: string, label: number, role: string })
-  const probeBlocked = probes.map((p) => detectInjection([{ message: 0, role: p.role, path: 'probe', text: p.text }]).blocked)
-  const probeFp = probes.filter((p, i) => p.label === 0 && probeBlocked[i] === true)
-  const probeTp = probes.filter((p, i) => p.label === 1 && probeBlocked[i] === true).length
-  const probeAttacks = probes.filter((p) => p.label === 1).length
-  console.log(`probes: benign blocked ${probeFp.length}/${probes.length - probeAttacks}, attacks blocked ${probeTp}/${probeAttacks}`)
-  for (const p of probeFp) console.log(`  blocked benign probe: ${JSON.stringify(p.text.slice(0, 80))}`)
+  // Hand-written sets, never trained on: probes.jsonl (a smoke test of hard benign prompts with trigger
+  // words, system prompts, and attacks phrased unlike the data set) and holdout.jsonl (written later, in
+  // other styles, and never used to choose anything). Too few for a rate.
+  const probes = handSet('probes.jsonl')
+  const holdout = handSet('holdout.jsonl')
 
   const texts = rows.map((r) => r.text)
   const latency = await runTimingWorker(texts)
@@ -114,9 +109,27 @@ async function main(): Promise<void> {
     f1: Number(f1.toFixed(4)),
     tprAt1pctFpr: pct(tprAt1),
     perSource,
-    probes: { benignBlocked: probeFp.length, benign: probes.length - probeAttacks, attacksBlocked: probeTp, attacks: probeAttacks },
+    probes,
+    holdout,
     latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
   }))
+}
+
+interface HandSet { readonly benignBlocked: number, readonly benign: number, readonly attacksBlocked: number, readonly attacks: number }
+
+/** Judges a hand-written set, prints its counts and every misjudged prompt. */
+function handSet(file: string): HandSet {
+  const items = readFileSync(new URL(`../../../workers/detector/${file}`, import.meta.url), 'utf8').split('\n').filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { text: string, label: number, role: string })
+  const blocked = items.map((p) => detectInjection([{ message: 0, role: p.role, path: file, text: p.text }]).blocked)
+  const fp = items.filter((p, i) => p.label === 0 && blocked[i] === true)
+  const fn = items.filter((p, i) => p.label === 1 && blocked[i] !== true)
+  const attacks = items.filter((p) => p.label === 1).length
+  const name = file.replace('.jsonl', '')
+  console.log(`${name}: benign blocked ${fp.length}/${items.length - attacks}, attacks blocked ${attacks - fn.length}/${attacks}`)
+  for (const p of fp) console.log(`  blocked benign: ${JSON.stringify(p.text.slice(0, 90))}`)
+  for (const p of fn) console.log(`  missed attack:  ${JSON.stringify(p.text.slice(0, 90))}`)
+  return { benignBlocked: fp.length, benign: items.length - attacks, attacksBlocked: attacks - fn.length, attacks }
 }
 
 if (isMainThread) {
