@@ -110,6 +110,8 @@ export interface TrainOptions {
   readonly sourceCap: number
   /** Weight of each hand-written hard negative (there are few of them, against hundreds of attacks per trigger word). */
   readonly hardNegativeWeight: number
+  /** No per-epoch loss on stderr (cross-validation trains many models). */
+  readonly quiet?: boolean
 }
 
 // epochs 20 and l2 3e-5 (from 12 and 1e-4): the model was under-fitted; chosen by cross-validation on
@@ -167,7 +169,7 @@ export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model
       bias -= lr * g
       if (scale < 1e-6) { for (let b = 0; b < DIM; b++) v[b] = (v[b] as number) * scale; scale = 1 }
     }
-    process.stderr.write(`epoch ${epoch + 1}: mean loss ${(loss / order.length).toFixed(4)}\n`)
+    if (opt.quiet !== true) process.stderr.write(`epoch ${epoch + 1}: mean loss ${(loss / order.length).toFixed(4)}\n`)
   }
   for (let b = 0; b < DIM; b++) v[b] = (v[b] as number) * scale
   return { weights: v, familyWeights: fam, bias, threshold: 0.5 }
@@ -189,4 +191,49 @@ function main(): void {
   console.log(JSON.stringify({ rows: trainRows.length, threshold: Number(threshold.toFixed(6)), bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main()
+/** TPR at the cut that lets floor(1%) of the benign scores reach it. */
+function tprAtFpr(benign: number[], attacks: readonly number[]): number {
+  benign.sort((a, b) => b - a)
+  const cut = (benign[Math.floor(FPR_BUDGET * benign.length)] ?? 0) + 1e-9
+  return attacks.filter((s) => s >= cut).length / Math.max(1, attacks.length)
+}
+
+/**
+ * `train.js --cv`: how the settings are chosen, without dev. 4-fold cross-validation on train.jsonl plus
+ * the hard negatives (TPR at 1% FPR on the held-out fold, and how many held-out hard negatives reach
+ * that cut), then each attack source left out of training in turn (recall on it at the 1%-FPR cut of
+ * the benign rows of fold 0, also held out). Prints one JSON line.
+ */
+function crossValidate(): void {
+  const rows = trainingRows()
+  const fold = (i: number): number => Math.imul(i + 1, 0x9e3779b1) >>> 30 // fixed, 4 folds
+  const cv: number[] = []
+  let hardBlocked = 0, hardTotal = 0
+  for (let k = 0; k < 4; k++) {
+    const model = decodeModel(encodeModel(train(rows.filter((_, i) => fold(i) !== k), { ...DEFAULTS, quiet: true })))
+    const benign: number[] = [], attacks: number[] = [], hard: number[] = []
+    rows.forEach((r, i) => {
+      if (fold(i) !== k) return
+      const s = analyze(model, r.text).score
+      if (r.label === 1) attacks.push(s); else if (r.source === 'hard_negatives') hard.push(s); else benign.push(s)
+    })
+    cv.push(tprAtFpr(benign, attacks))
+    const cut = (benign[Math.floor(FPR_BUDGET * benign.length)] ?? 0) + 1e-9
+    hardBlocked += hard.filter((s) => s >= cut).length
+    hardTotal += hard.length
+  }
+  const sources = [...new Set(rows.filter((r) => r.label === 1).map((r) => r.source))].filter((s) => rows.filter((r) => r.source === s && r.label === 1).length >= 20).sort()
+  const loso: Record<string, number> = {}
+  for (const src of sources) {
+    const model = decodeModel(encodeModel(train(rows.filter((r, i) => !(r.label === 1 && r.source === src) && !(r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0)), { ...DEFAULTS, quiet: true })))
+    const benign = rows.flatMap((r, i) => (r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0 ? [analyze(model, r.text).score] : []))
+    const attacks = rows.flatMap((r) => (r.label === 1 && r.source === src ? [analyze(model, r.text).score] : []))
+    loso[src] = Math.round(tprAtFpr(benign, attacks) * 1000) / 10
+  }
+  const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
+  console.log(JSON.stringify({ cvTprAt1: Math.round(mean(cv) * 1000) / 10, cvFolds: cv.map((x) => Math.round(x * 1000) / 10), cvHardNegativesOverCut: `${hardBlocked}/${hardTotal}`, losoMean: Math.round(mean(Object.values(loso)) * 10) / 10, loso }))
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.argv.includes('--cv')) crossValidate(); else main()
+}
