@@ -127,6 +127,15 @@ async function counted (tg: Tracegate, accountId: string): Promise<Counted> {
   return { rows: Number(row.n), unique: Number(row.u), ids: new Set(ids.map((r) => String(r.id))) }
 }
 
+/** Requests the usage rollup counted for the account (the materialized view fed by every trace insert). */
+async function rolledUp (tg: Tracegate, accountId: string): Promise<number> {
+  const rs = await withTimeout(tg.store.call('testQuery', {
+    query: 'SELECT sum(requests) AS n FROM usage_minute WHERE account_id = {a:UUID}',
+    params: { a: accountId },
+  }), STORE_TIMEOUT_MS, 'rollup query')
+  return Number(rs[0]?.n ?? 0)
+}
+
 interface Account { readonly accountId: string; readonly key: string }
 
 /** A new account and key, with the key in the proxy's cache and its warm-up trace written. */
@@ -244,6 +253,7 @@ t.test('a replayed batch replayed again (after a restart) is a no-op', async (t)
   t.equal(once.rows, N + 1, 'after the first replay: N + 1 rows')
   t.equal(once.unique, N + 1)
   t.same(missing(ids, once.ids), [])
+  t.equal(await rolledUp(r.tg, a.accountId), N + 1, 'the usage rollup counts N + 1 requests')
   await r.close()
 
   // The same batches again, as a crash between insert and delete would leave them.
@@ -256,6 +266,9 @@ t.test('a replayed batch replayed again (after a restart) is a no-op', async (t)
   const twice = await counted(again.tg, a.accountId)
   t.equal(twice.rows, N + 1, 'the second replay added no row (deduplication token)')
   t.equal(twice.unique, N + 1, 'no trace id twice')
+  // The rollup is fed by the insert, not by the rows that stay: a batch the traces table deduplicated
+  // must not be counted again there either.
+  t.equal(await rolledUp(again.tg, a.accountId), N + 1, 'the usage rollup still counts N + 1 requests')
   await again.close()
 })
 
