@@ -1,5 +1,6 @@
 // The one place a ClickHouse client is made: embedded chDB in the data directory, or a server by URL.
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
+import { unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
@@ -13,10 +14,13 @@ export function chdbPath (dataDir: string): string {
   return join(dataDir, 'clickhouse')
 }
 
-type ChdbConnection = ReturnType<typeof createChdbConnection>
+/** Where an embedded client stages each insert batch as a file (see insertTsv), and a sequence for names. */
+interface Embedded { readonly inbox: string; seq: number }
+const embedded = new WeakMap<ClickHouseClient, Embedded>()
 
-/** The chDB connection under each embedded client, for its zero-copy raw insert. */
-const embedded = new WeakMap<ClickHouseClient, ChdbConnection>()
+export function insertInbox (dataDir: string): string {
+  return join(dataDir, 'insert-batches')
+}
 
 export async function connect (dataDir: string, server: ClickHouseServerConfig | null): Promise<ClickHouseClient> {
   if (server === null) {
@@ -28,7 +32,12 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
       // chdb implements @clickhouse/client's Connection interface against its own copy of client-common.
       connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
     })
-    embedded.set(client, connection)
+    // Batch files are removed when their insert returns; one left here belongs to an insert a crash
+    // cut short, whose rows are accounted for elsewhere (the spool) or not at all, never by this file.
+    const inbox = insertInbox(dataDir)
+    rmSync(inbox, { recursive: true, force: true })
+    mkdirSync(inbox, { recursive: true })
+    embedded.set(client, { inbox, seq: 0 })
     return client
   }
   if (server.database !== 'default') {
@@ -57,15 +66,33 @@ export function chTime (ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
 }
 
+/** A string literal for ClickHouse SQL. */
+function sqlString (s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
+}
+
 /**
- * Inserts a TabSeparated batch as bytes. Embedded, the buffer goes to chDB without a copy (the
- * client's own insert would turn it into one SQL string); a server gets it as the HTTP body.
+ * Inserts a TabSeparated batch as bytes. Embedded, the batch is written to a file and ClickHouse reads
+ * it with `INSERT … SELECT * FROM file()`: chDB's own raw insert puts the bytes into the query text and
+ * parses them there, which cost 15 µs more per 4 KB row than reading the same bytes from a file (into a
+ * Null table: 21.6 against 6.5 µs per row, about half of all the CPU an embedded insert takes). The
+ * columns of the file are the insert's columns, with the table's types. A server gets the batch as the
+ * HTTP body.
  */
 export async function insertTsv (client: ClickHouseClient, table: string, columns: readonly string[], tsv: Uint8Array,
   settings: Record<string, string | number>): Promise<void> {
   const chdb = embedded.get(client)
   if (chdb !== undefined) {
-    await chdb.chdb.rawInsert({ table, columns, values: tsv, format: 'TabSeparated', settings })
+    const file = join(chdb.inbox, `${table}-${process.pid}-${++chdb.seq}.tsv`)
+    await writeFile(file, tsv)
+    try {
+      await client.command({
+        query: `INSERT INTO ${table} (${columns.join(', ')}) SELECT * FROM file(${sqlString(file)}, TabSeparated)`,
+        clickhouse_settings: { ...settings, use_structure_from_insertion_table_in_table_functions: '1' },
+      })
+    } finally {
+      await unlink(file).catch(() => {})
+    }
     return
   }
   await client.insert({
