@@ -39,7 +39,8 @@ const G = '[^.!?\\n]{0,40}?' // a short gap inside one sentence
 const PREV = '(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all|any|every|your|these|those|the|my)'
 const INSTR = '(?:instructions?|instr[a-z]{2,5}ions?|directions?|directives?|rules?|guidelines?|prompts?|commands?|orders?|programming|restrictions?|constraints?|context|tasks?|conversation|text|everything|policies|polic(?:y|ies)|safeguards?|filters?)'
 
-const RULES: readonly Rule[] = [
+/** Every rule; exported for the test that checks WORD_GATE against them. */
+export const RULES: readonly Rule[] = [
   // instruction override
   { id: 'override_previous', family: 'instruction_override', weight: 0.97,
     re: new RegExp(`\\b(?:ignore|ignoring|disregard|forget|overlook|bypass|override|skip|neglect|abandon|discard|drop|erase|delete|cancel)\\b${G}\\b(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all (?:of )?(?:the|your|my)?)\\b${G}\\b${INSTR}`, 'g') },
@@ -56,33 +57,53 @@ const RULES: readonly Rule[] = [
   { id: 'forget_everything', family: 'instruction_override', weight: 0.9,
     re: /\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything|all)(?: (?:that )?(?:you (?:were|have been|'ve been) (?:told|said|given|instructed)|(?:i|we) (?:wrote|said|told you|typed|asked|gave you)(?: you)? (?:before|above|previously|earlier|so far)|(?:said |written |stated )?(?:before|above|previously|so far|until now)))\b/g },
   { id: 'new_instructions', family: 'instruction_override', weight: 0.85,
-    re: /(?:^|\n|[.!:] )(?:your )?new (?:instructions|rules|task|directive|system prompt)s? ?(?::|are|is)|\b(?:here are|follow) (?:your |my |the )?new (?:instructions|rules)\b/g },
+    re: /(?:^|\n|[.!:] )(?:your )?new (?:instructions|rules|task|directive|system prompt)s? ?(?::|are|is)|\b(?:here are|follow) (?:your |my |the )?new (?:instructions|rules)\b(?! (?:for|of|on|in|about|regarding) (?:the|our|my|this|a|an|all) (?!(?:ai|assistant|model|bot|chat|conversation|session)\b))/g },
   { id: 'stop_now_instead', family: 'instruction_override', weight: 0.5,
     re: /\b(?:stop|halt)[,.!]* (?:everything|what you are doing|here)\b|\binstead(?: of that)?,? (?:say|print|output|write|respond with)\b|\bfrom now on,? you (?:will|must|are|shall|should)\b/g },
   { id: 'override_multilingual', family: 'instruction_override', weight: 0.95,
     // German, French, Spanish, Italian, Portuguese, Dutch variants of "ignore the previous instructions".
-    re: /\b(?:ignorier(?:e|en|t)?|vergiss|vergesst|vergessen sie) (?:\w+ ){0,4}(?:anweisungen|anweisung|befehle|instruktionen|regeln|aufgaben?|alles|vorgaben|angaben|informationen)\b|\bvergiss alles\b|\b(?:abweichend (?:zu|von) )?(?:den )?(?:vorherigen|bisherigen|obigen|vorangegangenen|vorigen) (?:anweisungen|instruktionen|befehlen?|regeln)\b|\bolvid[ea] (?:todo )?(?:lo )?que (?:te )?(?:dije|digo|he dicho)\b|\bneue (?:aufgaben?|anweisung(?:en)?)\b|\bignor(?:e|ez|a|ar|ate|are) (?:\w+ ){0,3}(?:instructions?|instrucciones|istruzioni|instrucoes|regles|reglas|regole)\b|\bnegeer (?:\w+ ){0,3}(?:instructies|opdrachten)\b|\bolvida (?:\w+ ){0,3}(?:instrucciones|todo)\b|\boublie(?:z)? (?:\w+ ){0,3}(?:instructions|tout)\b/g },
+    re: /\b(?:ignorier(?:e|en|t)?|vergiss|vergesst|vergessen sie) (?:\w+ ){0,4}(?:anweisungen|anweisung|befehle|instruktionen|regeln|aufgaben?|alles|vorgaben|angaben|informationen)\b|\bvergiss alles\b|\b(?:abweichend (?:zu|von) )?(?:den )?(?:vorherigen|bisherigen|obigen|vorangegangenen|vorigen) (?:anweisungen|instruktionen|befehlen?|regeln|vorgaben)\b|\bolvid[ea] (?:todo )?(?:lo )?que (?:te )?(?:dije|digo|he dicho)\b|\bneue (?:aufgaben?|anweisung(?:en)?)\b|\bignor(?:e|ez|a|ar|ate|are) (?:\w+ ){0,3}(?:instructions?|instrucciones|istruzioni|instrucoes|regles|reglas|regole)\b|\bnegeer (?:\w+ ){0,3}(?:instructies|opdrachten)\b|\bolvida (?:\w+ ){0,3}(?:instrucciones|todo)\b|\boublie(?:z)? (?:\w+ ){0,3}(?:instructions|tout)\b/g },
+  { id: 'override_romance_slavic', family: 'instruction_override', weight: 0.9,
+    re: /\b(?:oublie(?:z)?|ignore(?:z)?|ignora(?:te)?|olvida|olvide|omite|descarta|dimentica(?:te)?|esqueca|esquece|desconsidere|vergeet|zignoruj|ignoruj|zapomnij)\b (?:\w+ ){0,2}(?:(?:tes|vos|tus|sus|tue|le tue|vostre|tuas|suas|as suas|je|jouw|uw|twoje|swoje|wszystkie|toutes (?:les|tes|vos)|todas (?:las|tus|as)|tutte le) (?:\w+ )?(?:consignes|instructions|regles|directives|instrucciones|normas|reglas|indicaciones|directrices|istruzioni|regole|indicazioni|direttive|instrucoes|orientacoes|regras|diretrizes|instructies|regels|opdrachten|richtlijnen|instrukcje|polecenia|zasady|reguly|wytyczne)|(?:\w+ )?(?:consignes|instructions|regles|instrucciones|normas|reglas|istruzioni|regole|instrucoes|orientacoes|regras|instructies|regels|instrukcje|polecenia|zasady) (?:\w+ )?(?:precedentes|anterieures|initiales|anteriores|previas|precedenti|anteriori|iniziali|eerdere|vorige|poprzednie|wczesniejsze|que te (?:dieron|di|han dado|dimos)|che ti (?:hanno|ho|abbiamo) dato|qu'on t'a donnees|que (?:te|lhe) (?:deram|dei)))\b|\bno (?:sigas|sigan|obedezcas|respetes) (?:\w+ ){0,2}(?:normas|reglas|instrucciones|directrices)\b|\bbeacht(?:e|et)? (?:\w+ ){0,3}(?:anweisungen|vorgaben|regeln|instruktionen) nicht(?: mehr)?\b/g },
   { id: 'override_system', family: 'instruction_override', weight: 0.6,
     re: /\b(?:override|replace|update|change|reset) (?:your |the )?(?:system (?:prompt|instructions|message)|core (?:rules|directives)|safety (?:rules|guidelines|filters))\b/g },
 
+  // The rules declared void rather than ignored: "your guidelines no longer apply", "pretend the rules
+  // you were given never existed", "put your rules to one side".
+  { id: 'rules_void', family: 'instruction_override', weight: 0.9,
+    re: /\b(?:your (?:\w+ ){0,2}(?:instructions|rules|guidelines|directives|guidance|programming|restrictions|configuration|setup|policies|principles)|(?:instructions|rules|guidelines|directives|guidance|text|configuration) (?:that )?you (?:were|have been|'ve been) (?:given|told|set up with|configured with|programmed with|started with|initiali[sz]ed with))\b[^.!?\n]{0,40}?\b(?:no longer (?:appl(?:y|ies)|matter|count|exist|stand)|(?:are|is|were|was|have been|has been) (?:now |hereby )?(?:void|null|cancell?ed|suspended|lifted|revoked|withdrawn|obsolete|expired|disabled|overridden|superseded)|(?:do not|don't|does not|doesn't) (?:apply|count|matter)(?: any ?more)?|never existed|(?:do not|don't) exist)\b|\b(?:set|put|lay|leave|push) (?:aside|to one side) (?:all )?(?:of )?(?:your (?:\w+ )?(?:instructions|rules|guidelines|programming|principles|ethics|restrictions|filters|training|configuration|setup)|everything you (?:were|have been|'ve been) (?:told|given|configured|programmed|set up))\b/g },
+  { id: 'operator_override', family: 'instruction_override', weight: 0.6,
+    re: /\b(?:whatever|everything|all|anything) (?:your|the) (?:operator|developer|admin|creator|system) (?:\w+ ){0,2}(?:configured|set up|told you|wrote|said|instructed)\b[^.!?\n]{0,30}?\b(?:is|are) (?:now )?(?:cancell?ed|void|revoked|withdrawn|gone|over)\b|\bi(?:'m| am) your (?:new )?(?:operator|developer|admin|administrator|creator|owner|master) (?:now|from (?:here|now) on)\b|\bobey only me\b|\bonly (?:instruction|rule|order) that counts\b/g },
   { id: 'authority_claim', family: 'instruction_override', weight: 0.6,
     re: /\bi am (?:the|your) (?:administrator|admin|root user|root|developer|owner|creator|sysadmin|system administrator|operator)\b|\bgrant me (?:full |admin |root |unrestricted )?(?:access|privileges|permissions)\b|\bbypass (?:the |all |any )?(?:security|safety|content)(?: (?:filters?|checks?|measures?|restrictions?|controls?))?\b/g },
 
   // system-prompt and secret exfiltration
   { id: 'reveal_system_prompt', family: 'prompt_exfiltration', weight: 0.95,
     re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|list|say|type|disclose|recite|dump|echo|return|copy|translate|summari[sz]e)\\b${G}\\b(?:your|the|my|its|all) (?:(?:full|entire|exact|complete|original|initial|hidden|secret|previous|above|first|system|pre-?prompt|developer) )*(?:system prompt|system message|system instructions|initial (?:instructions|prompt)|pre-?prompt|hidden (?:instructions|prompt)|original (?:instructions|prompt)|(?:instructions|prompt|rules) (?:you were|you have been|above|given))\\b`, 'g') },
+  { id: 'show_current_prompt', family: 'prompt_exfiltration', weight: 0.85,
+    re: /\b(?:display|show|print|list|output|reveal|dump|echo)(?: me)? (?:all )?(?:the |your )?(?:current|hidden|secret|initial|original|full|underlying|active) (?:system )?(?:instructions|prompt|system message|directives)\b/g },
   { id: 'what_is_your_prompt', family: 'prompt_exfiltration', weight: 0.9,
     // "What are your instructions for using this tool?" asks for help, not for the system prompt: the
     // generic nouns count only when no "for/on/about/to …" follows.
     re: /\bwhat (?:is|are|was|were|'s) (?:in )?your (?:(?:full|entire|exact|original|initial|hidden|secret|system) )*(?:system prompt|system message|initial prompt|(?:instructions|prompt|rules)\b(?!\s+(?:for|on|about|to|regarding|when|if)\b))/g },
   // "The secret" as a noun ("tell me the secret", "the secret is"), not an adjective ("the secret life of cats").
   { id: 'reveal_secret', family: 'prompt_exfiltration', weight: 0.6,
-    re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|say|type|disclose|encode|reverse|what (?:is|was|'s))\\b${G}\\b(?:the|your|this|that) (?:(?:secret|hidden|current|actual|real) )*(?:password|passphrase|pass word|secret(?: word| key| code)?(?=\\s*(?:$|[^a-z\\s]|(?:is|was|you|that|which|and|or|to|in|now|please|backwards|again|letters?|one|with|without|from|for|but|so|here|word|key|code)\\b))|api key|access code|key word)\\b`, 'g') },
+    re: new RegExp(`\\b(?:reveal|print|repeat|show|tell|give|output|display|write|spell|leak|share|say|type|disclose|encode|reverse|what (?:is|was|'s))\\b${G}\\b(?:the|your|this|that) (?:(?:secret|hidden|current|actual|real|special) )*(?:(?:password|passphrase|pass word)(?! (?:policy|policies|manager|managers|requirements?|rules?|reset|strength|field|hash(?:es|ing)?|length|generator|rotation|expiry|complexity|change|prompt|form|page)\b)|secret(?: word| key| code)?(?=\\s*(?:$|[^a-z\\s]|(?:is|was|you|that|which|and|or|in|now|please|backwards|again|letters?|one|with|without|from|for|but|so|here|word|key|code)\\b))|api key|access code|key word)\\b`, 'g') },
   { id: 'given_instructions', family: 'prompt_exfiltration', weight: 0.9,
     re: /\b(?:what|which) (?:are|were) (?:the|your) (?:instructions|directions|rules|directives) (?:you(?:'ve| have)? been|you were) (?:given|told)\b|\b(?:summary|summari[sz]e|repeat|list|translate|paraphrase|rewrite|spell out)(?: of| back)? (?:all )?(?:the |your )?(?:previous|above|prior|initial|original|secret|hidden|system) (?:instructions|directions|prompt|rules|text|message)\b/g },
   { id: 'words_above', family: 'prompt_exfiltration', weight: 0.7,
     re: /\b(?:repeat|print|output|write|reproduce) (?:all |the |every )?(?:words|text|everything|lines?|characters) (?:above|before this|from the (?:start|beginning))\b|\b(?:above|previous|initial) (?:instructions|prompt) verbatim\b/g },
 
+  // What came before the conversation, asked for by where it sits or how it was given.
+  { id: 'pre_conversation_text', family: 'prompt_exfiltration', weight: 0.85,
+    re: /\b(?:print|repeat|output|show|quote|dump|paste|give|tell|write|copy|display|reproduce|reveal|list|share)\b[^.!?\n]{0,60}?\b(?:everything|all|(?:the|any) (?:\w+ )?(?:text|words|content|message|lines?|wording|instructions|configuration))\b[^.!?\n]{0,30}?\b(?:that )?(?:(?:appears|was|is|came|were) )?(?:(?:placed|written|put|given) )?(?:before|above|ahead of|preceding|prior to) (?:my|our|this|the) (?:first )?(?:message|conversation|question|prompt|chat)\b|\b(?:dump|paste|print|show|output|repeat|reveal|give|quote|share|display|recite|tell)\b[^.!?\n]{0,40}?\b(?:wording|text|configuration|config|instructions|prompt|setup|message|rules|directives) (?:that )?you (?:were|have been|'ve been) (?:initiali[sz]ed|started|configured|set up|launched|primed|booted|programmed|seeded) with\b|\b(?:configuration|config|instructions|prompt|setup|directives|system message) you (?:received|got|were given|loaded) (?:at|on|during) (?:startup|start|launch|boot|initiali[sz]ation)\b/g },
+  { id: 'what_developer_said', family: 'prompt_exfiltration', weight: 0.6,
+    re: /\bwhat (?:did|have|were) (?:the|your) (?:developers?|creators?|operators?|owners?|admins?|makers?|programmers?) (?:\w+ )?(?:tell|told|instruct(?:ed)?|say to|said to|write to|wrote to|give|gave) you\b/g },
+  // The secret questioned as a thing with parts and properties: "does the password contain a digit",
+  // "the first half of the password", "describe the password". Weak alone ("does the password need a
+  // symbol?" is a sign-up question); it informs the model.
+  { id: 'secret_probe', family: 'prompt_exfiltration', weight: 0.6,
+    re: /\b(?:does|is|has|did|was|can) the (?:secret |hidden |current |actual |real |special )?(?:password|passphrase|passcode|secret (?:word|phrase)|code ?word|magic word)\b (?:\w+ )?(?:contain|have|has|start|begin|end|include|consist|rhyme|mean|related|spelled|made|long|short|a |an )|\b(?:first|last|second|other|\d+(?:st|nd|rd|th)?) (?:half|part|letters?|characters?|syllables?|\d+ (?:letters|characters)) of (?:the |your )?(?:secret |hidden )?(?:password|passphrase|passcode|secret(?: word| phrase)?|code ?word|magic word)\b|\b(?:describe|hint at|rhyme with|define|explain|encrypt|encode|scramble|obfuscate|hash|base ?64|hex|rot ?13|hide|split|sing|spell) (?:me )?(?:the|your) (?:secret |hidden )?(?:password|passphrase|passcode|secret(?: word| phrase)?|code ?word|magic word)\b|\b(?:story|poem|song|riddle|acrostic|haiku|limerick) about (?:(?:the |your )?(?:first |last |second )?half of )?(?:the |your )(?:the |your )?(?:secret |hidden )?(?:password|passphrase|secret word|code ?word)\b/g },
   // A part of the hidden prompt by position: "the first line of your prompt", "last line of the instructions".
   { id: 'prompt_by_position', family: 'prompt_exfiltration', weight: 0.85,
     re: /\b(?:first|last|previous|next|top|opening|initial|final|second|third) (?:\d+ )?(?:lines?|sentences?|words?|paragraphs?|parts?|characters?|letters?) (?:of|in|from) (?:your|the) (?:(?:system|initial|original|hidden|secret) )?(?:prompt|instructions|system message|context|rules|pre-?prompt)\b/g },
@@ -91,7 +112,7 @@ const RULES: readonly Rule[] = [
     re: /\b(?:repeat|recite|reprint|restate|describe|paraphrase|translate|summari[sz]e|encode|spell) (?:back )?(?:to me )?(?:your|the) (?:(?:entire|whole|full|exact|hidden|secret|initial|original|system) )?(?:context|prompt|instructions|pre-?prompt)\b(?! (?:for|on|about|to|that|which|i|we|below)\b)/g },
   // The secret in disguise: spelled backwards, letter by letter, encoded, shifted, split, in morse or leet.
   { id: 'secret_transform', family: 'prompt_exfiltration', weight: 0.6,
-    re: new RegExp(`\\b(?:the|your|its|this|that) (?:(?:secret|hidden|real|actual|current) )?(?:password|passphrase|pass ?word|passcode|pw|secret(?: word| code| key| string| phrase)?|code ?word|magic (?:word|spell|phrase))\\b${G}\\b(?:backwards?|reversed?|in reverse|inverted|letter by letter|one (?:letter|character) at a time|(?:each|every) (?:letter|character)|(?:separated|split|spaced) (?:by|with|out)|with (?:a )?(?:spaces?|dashes|hyphens|commas) between|in (?:base ?64|hex|binary|morse|rot ?13|l[e3]{2}t|pig latin|ascii|unicode|caesar)|shifted|first \\d+ (?:letters|characters)|last \\d+ (?:letters|characters)|(?:as|in) an? (?:acrostic|poem|riddle|anagram))`, 'g') },
+    re: new RegExp(`\\b(?:the|your|its|this|that) (?:(?:secret|hidden|real|actual|current|special) )?(?:password|passphrase|pass ?word|passcode|pw|secret(?: word| code| key| string| phrase)?|code ?word|magic (?:word|spell|phrase))\\b${G}\\b(?:backwards?|reversed?|in reverse|inverted|letter by letter|one (?:letter|character) at a time|(?:each|every) (?:letter|character)|(?:separated|split|spaced) (?:by|with|out)|with (?:a )?(?:spaces?|dashes|hyphens|commas) between|in (?:base ?64|hex|binary|morse|rot ?13|l[e3]{2}t|pig latin|ascii|unicode|caesar)|shifted|first \\d+ (?:letters|characters)|last \\d+ (?:letters|characters)|(?:as|in) an? (?:acrostic|poem|riddle|anagram))`, 'g') },
   { id: 'transform_secret', family: 'prompt_exfiltration', weight: 0.6,
     re: new RegExp(`\\b(?:spell|write|say|print|give|tell|encode|reverse|type|output|list)\\b (?:me )?(?:out )?(?:backwards|in reverse|letter by letter|each letter of|every letter of|the letters of|the characters of)${G}\\b(?:password|passphrase|secret|code ?word|magic word)\\b`, 'g') },
   // Tool and agent abuse in retrieved content: send the conversation or credentials somewhere else.
@@ -104,11 +125,19 @@ const RULES: readonly Rule[] = [
   { id: 'jailbreak_word', family: 'jailbreak_persona', weight: 0.5,
     re: /\bjailbr(?:ea|o)k(?:en|ed|ing|s)?\b(?! (?:detection|attempts? (?:to|on)|prevention|defen|(?:an? |my |the |your |their )?(?:i?phone|ipad|ipod|device|android|kindle|console|ps\d|switch|xbox|fire ?stick|tv|car)))/g },
   { id: 'developer_mode', family: 'jailbreak_persona', weight: 0.95,
-    re: /\b(?:developer|dev|god|admin|debug|sudo|unrestricted|evil|opposite|jailbreak) mode (?:enabled|activated|on|is (?:now )?(?:enabled|on|active))\b|\b(?:enable|activate|enter|simulate|switch to|turn on) (?:the )?(?:developer|dev|god|debug|unrestricted|sudo|evil) mode\b/g },
+    re: /\b(?:developer|dev|god|admin|debug|sudo|unrestricted|evil|opposite|jailbreak) mode (?:enabled|activated|on(?=\s*(?:$|[^a-z\s]))|is (?:now )?(?:enabled|on|active))\b|\b(?:simulate|pretend to be in|act as if in|you are (?:now )?in) (?:the )?(?:developer|dev|god|debug|unrestricted|sudo|evil|maintenance|admin) mode\b|\b(?:enable|activate|enter|switch to|turn on) (?:the )?(?:god|unrestricted|sudo|evil|jailbreak|dan|uncensored|unfiltered) mode\b/g },
+  // "Enable developer mode" is also how phones and browsers are set up: weak alone, it informs the model.
+  { id: 'enable_mode', family: 'jailbreak_persona', weight: 0.5,
+    re: /\b(?:enable|activate|enter|switch to|turn on) (?:the )?(?:developer|dev|debug|maintenance|admin) mode\b(?! (?:in|on|for) (?:windows|android|ios|chrome|my|the|a|your)\b)/g },
+  // The safety layer declared switched off: "the content policy is suspended", "safety checks: off".
+  { id: 'safety_off', family: 'jailbreak_persona', weight: 0.85,
+    re: /\b(?:content polic(?:y|ies)|(?:safety|ethical|moral|content) (?:rules|filters?|checks?|guidelines|protocols?|layers?|settings|measures|restrictions|guardrails|constraints)|guardrails)\b(?: (?:is|are|have been|has been|were|was|now|temporarily|hereby|currently|all))*(?: ?:)? (?:suspended|off|disabled|lifted|removed|deactivated|turned off|switched off|bypassed|unlocked|expired)\b|\b(?:disable|turn off|switch off|deactivate|remove|lift|suspend|drop) (?:all )?(?:of )?your (?:safety|ethical|moral|content) (?:rules|filters?|checks?|guidelines|protocols?|layers?|settings|restrictions|guardrails)\b/g },
   { id: 'no_restrictions', family: 'jailbreak_persona', weight: 0.9,
     re: /\b(?:act|acting|behave|respond|pretend|roleplay|role-play|answer)(?: as| like| to be)?\b[^.\n]{0,60}?\b(?:without|with no|free (?:of|from)|no longer (?:bound|restricted) by|not bound by|unbound by|ignoring) (?:any |all |the )?(?:restrictions|limitations|limits|filters|censorship|rules|guidelines|ethics|ethical|moral|morals|content polic|safety|boundaries|constraints|filter)/g },
   { id: 'persona_unfiltered', family: 'jailbreak_persona', weight: 0.85,
     re: /\b(?:unfiltered|uncensored|amoral|unrestricted|unethical|immoral|unaligned) (?:and (?:\w+ ){1,2})?(?:ai|chatbot|bot|assistant|model|language model|version|persona|character|entity)\b|\bbroken free of the (?:typical )?confines\b|\b(?:does not|doesn't|don't|do not|never) (?:have to )?(?:abide|adhere|comply) (?:by|to|with) (?:any |the )?(?:rules|openai|content polic|guidelines|ethic)/g },
+  { id: 'persona_multilingual', family: 'jailbreak_persona', weight: 0.85,
+    re: /\b(?:eres|seras|sei|sarai|tu es|tu seras|voce e|du bist) (?:ahora |ora |maintenant |agora |jetzt |nun )?(?:un|una|une|um|uma|ein|eine) (?:\w+ )?(?:asistente|assistente|assistant|modelo|modello|modele|ia|ki|bot|chatbot|assistent|ai)\b (?:\w+ )?(?:sin|senza|sans|sem|ohne) (?:restricciones|limites|filtros|reglas|censura|restrizioni|limiti|filtri|regole|restrictions|filtres|regles|restricoes|regras|einschrankungen|grenzen|filter|regeln|zensur)\b/g },
   { id: 'not_bound', family: 'jailbreak_persona', weight: 0.85,
     re: /\b(?:you are|you're|it is|he is|she is|they are|who is|which is|being) (?:not|no longer|never) (?:bound|restricted|limited|constrained|subject|beholden|held) (?:by|to) (?:any |the |its |your |their |usual |typical |normal |standard |openai'?s? |ethical |moral )*(?:rules|restrictions|guidelines|content polic(?:y|ies)|polic(?:y|ies)|ethics|morals|limitations|filters|constraints|laws|principles)\b|\b(?:disregards?|ignores?|without) (?:all |any )?(?:ethical|moral|legal|safety)(?:,? (?:or|and) (?:ethical|moral|legal|safety))? (?:concerns|guidelines|considerations|boundaries|rules|restrictions|implications)\b/g },
   { id: 'you_are_now', family: 'jailbreak_persona', weight: 0.55,
@@ -119,26 +148,62 @@ const RULES: readonly Rule[] = [
     re: /<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|start_header_id|end_header_id|eot_id)\|>|\[\/?inst\]|<<\/?sys>>|<\/s>|<start_of_turn>|<end_of_turn>/g },
   { id: 'role_header', family: 'template_spoofing', weight: 0.9,
     re: /(?:^|\n)#{2,} ?(?:system|instruction|assistant|developer)(?: message| prompt)? ?:|(?:^|\n)\[?(?:system|sys|developer)\]? ?: ?(?:you|ignore|new|override|the user|from now)/g },
+  { id: 'tag_breakout', family: 'template_spoofing', weight: 0.9,
+    re: /<\/(?:user|human|input|query|document|context|data|text|content)> ?\n?<(?:system|assistant|admin|developer|sys|instructions?)>/g },
+  { id: 'fake_system_line', family: 'template_spoofing', weight: 0.6,
+    re: /(?:^|\n)(?:system|sys|admin|developer) ?: ?(?:the )?(?:previous|prior|safety|security|policy|priority|content|all) (?:\w+ ){0,2}(?:configuration|rules|instructions|policy|override|update|filters?|restrictions)\b/g },
   { id: 'fake_turn', family: 'template_spoofing', weight: 0.7,
     re: /\n(?:assistant|ai|chatgpt|gpt|bot) ?: ?(?:sure|ok|okay|of course|certainly|i will|here is|the password)\b|\n(?:user|human) ?:.*\n(?:assistant|ai) ?:/g },
 ]
 
-// All rules as one alternation, strongest first: one pass over the text instead of one per rule (about
-// 3x faster on 32 k characters). Every group inside the rules is non-capturing, so capture group i + 1
-// is rule i. After a match the scan resumes one character later, so overlapping matches are still seen.
+/** Top-level alternatives of a pattern (splits at `|` outside groups and classes). */
+function alternatives(source: string): string[] {
+  const out: string[] = []
+  let depth = 0, inClass = false, from = 0
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]
+    if (c === '\\') { i++; continue }
+    if (inClass) { if (c === ']') inClass = false; continue }
+    if (c === '[') inClass = true
+    else if (c === '(') depth++
+    else if (c === ')') depth--
+    else if (c === '|' && depth === 0) { out.push(source.slice(from, i)); from = i + 1 }
+  }
+  out.push(source.slice(from))
+  return out
+}
+
+// All rules as two alternations, strongest first: one pass over the text per alternation instead of one
+// per rule. Every group inside the rules is non-capturing, so capture group i + 1 is rule i. After a
+// match the scan resumes one character later, so overlapping matches are still seen.
+// Most rules can only start at the start of a word (every alternative begins with \b): their scan is
+// tried only at word starts. The few that start at a delimiter ("<|im_start|>", "\n### system:") get a
+// second, short alternation tried at the other positions. The two scans together cost about half of
+// one alternation tried at every word start and every space (the engine tries each alternative in turn
+// at each position, so positions times alternatives is the cost).
 const ORDERED = [...RULES].sort((a, b) => b.weight - a.weight)
-const COMBINED = new RegExp(`(?!(?<=\\w)\\w)(?:${ORDERED.map((r) => `(${r.re.source})`).join('|')})`, 'g')
+const AT_WORD = ORDERED.filter((r) => alternatives(r.re.source).every((a) => a.startsWith('\\b')))
+const ELSEWHERE = ORDERED.filter((r) => !AT_WORD.includes(r))
+const WORD_SCAN = new RegExp(`\\b(?=\\w)(?:${AT_WORD.map((r) => `(${r.re.source})`).join('|')})`, 'g')
+const OTHER_SCAN = new RegExp(`(?!(?<=\\w)\\w)(?:${ELSEWHERE.map((r) => `(${r.re.source})`).join('|')})`, 'g')
 const MAX_MATCHES = 256
 
-/** Rule matches in normalised text, in text order. */
-export function matchRules(text: string): RuleMatch[] {
-  const out: RuleMatch[] = []
-  const re = COMBINED
+/**
+ * Words at least one of which every word-start rule's match contains (its verb or its object: "ignore",
+ * "prompt", "password", "mode", …). Most chat text has none of them ("Write a haiku about proxies"), and
+ * this one scan (about 4 ns a character) then spares the rule scan (about 30). Keep it in step with the
+ * rules: test/injection.test.ts checks that every rule match it knows of passes the gate.
+ */
+export const WORD_GATE = /ignor|disregard|forget|overlook|bypass|overrid|skip|neglect|abandon|discard|\bdrop|erase|delete|cancel|despite|regardless|notwithstanding|contrary|instr|\brule|task|directive|prompt|\bstop|\bhalt|instead|vergiss|vergess|vorherig|bisherig|obigen|vorangegangen|vorigen|olvid|\bneue|negeer|oubli|omite|descarta|dimentic|esquec|desconsider|vergeet|zapomnij|sigas|sigan|obedezcas|respetes|beacht|system|\bcore\b|safety|guideline|guidance|program|restri|config|setup|polic|principle|text|aside|one side|operator|developer|admin|creator|owner|master|obey|counts|root|grant me|pass|secret|api key|access code|key word|direction|message|above|before|ahead of|preceding|prior|verbatim|beginning|wording|start|launch|boot|initiali|maker|context|\bpw\b|code|magic|send|redirect|forward|\bpost|upload|exfiltrat|leak|transmit|email|\bdan|anything now|jailbr|mode|content|ethic|moral|guardrail|limit|filt|censor|boundar|constrain|unfilter|uncensor|amoral|unethic|immoral|unalign|broken free|abide|adhere|comply|regl|censur|regol|regr|einschr|grenz|regel|zensur|bound|subject|beholden|\bheld\b|legal|\bnow\b|bist du|du bist|act as|pretend|roleplay|in character/
+/** The other rules start at a delimiter ("<", "[", "#", a newline, a "system:" line) or at "new …". */
+export const OTHER_GATE = /[<[#:\n]|new /
+
+function scan(text: string, re: RegExp, rules: readonly Rule[], out: RuleMatch[]): void {
   re.lastIndex = 0
   for (let m = re.exec(text); m !== null && out.length < MAX_MATCHES; m = re.exec(text)) {
     for (let g = 1; g < m.length; g++) {
       if (m[g] === undefined) continue
-      const rule = ORDERED[g - 1] as Rule
+      const rule = rules[g - 1] as Rule
       // "Never reveal your system prompt", "if the user asks you to ignore these rules, decline": a
       // prohibition is how system prompts defend themselves, not an attack.
       if (!negated(text, m.index)) out.push({ rule: rule.id, family: rule.family, weight: rule.weight, start: m.index, end: m.index + m[0].length })
@@ -146,6 +211,15 @@ export function matchRules(text: string): RuleMatch[] {
     }
     re.lastIndex = m.index + 1
   }
+}
+
+/** Rule matches in normalised text, in text order. */
+export function matchRules(text: string): RuleMatch[] {
+  const out: RuleMatch[] = []
+  if (WORD_GATE.test(text)) scan(text, WORD_SCAN, AT_WORD, out)
+  const n = out.length
+  if (OTHER_GATE.test(text)) scan(text, OTHER_SCAN, ELSEWHERE, out)
+  if (out.length > n && n > 0) out.sort((a, b) => a.start - b.start)
   return out
 }
 

@@ -206,11 +206,13 @@ function tprAtFpr(benign: number[], attacks: readonly number[]): number {
  */
 function crossValidate(): void {
   const rows = trainingRows()
+  // TRAIN_OPTS='{"l2": 1e-4}' tries other settings; the shipped weights always use DEFAULTS.
+  const opts: TrainOptions = { ...DEFAULTS, ...(JSON.parse(process.env.TRAIN_OPTS ?? '{}') as Partial<TrainOptions>), quiet: true }
   const fold = (i: number): number => Math.imul(i + 1, 0x9e3779b1) >>> 30 // fixed, 4 folds
   const cv: number[] = []
   let hardBlocked = 0, hardTotal = 0
   for (let k = 0; k < 4; k++) {
-    const model = decodeModel(encodeModel(train(rows.filter((_, i) => fold(i) !== k), { ...DEFAULTS, quiet: true })))
+    const model = decodeModel(encodeModel(train(rows.filter((_, i) => fold(i) !== k), opts)))
     const benign: number[] = [], attacks: number[] = [], hard: number[] = []
     rows.forEach((r, i) => {
       if (fold(i) !== k) return
@@ -225,7 +227,7 @@ function crossValidate(): void {
   const sources = [...new Set(rows.filter((r) => r.label === 1).map((r) => r.source))].filter((s) => rows.filter((r) => r.source === s && r.label === 1).length >= 20).sort()
   const loso: Record<string, number> = {}
   for (const src of sources) {
-    const model = decodeModel(encodeModel(train(rows.filter((r, i) => !(r.label === 1 && r.source === src) && !(r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0)), { ...DEFAULTS, quiet: true })))
+    const model = decodeModel(encodeModel(train(rows.filter((r, i) => !(r.label === 1 && r.source === src) && !(r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0)), opts)))
     const benign = rows.flatMap((r, i) => (r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0 ? [analyze(model, r.text).score] : []))
     const attacks = rows.flatMap((r) => (r.label === 1 && r.source === src ? [analyze(model, r.text).score] : []))
     loso[src] = Math.round(tprAtFpr(benign, attacks) * 1000) / 10
