@@ -18,13 +18,14 @@ const REPORT_MIN = 0.5
  * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks
  * one only when very sure. It stops blocking everyday prompts such as "Tell me a story" or "Forget
  * it, tell me about dogs instead", which the data's short, mislabelled-looking attacks (Mosscap's
- * "yes?", "tea", "hello") taught the model to distrust. The bar went from 0.8 to 0.95 when the
- * length normalisation changed (features.ts LENGTH_POWER), which made short texts score more
- * extremely; on dev it costs 2.6 points of attack recall (86.8 → 84.2%), almost all Mosscap one-liners.
- * Dev is not the final judge; real traffic is.
+ * "yes?", "tea", "hello") taught the model to distrust. The bar was 0.95 when the model had only 80
+ * hand-written hard negatives; with 202 of them and 50 hand-written attacks the model's short-text
+ * scores are less extreme, and `train.js --cv` (held-out folds of train.jsonl and the hand-written
+ * rows) showed 0.9 blocking 228 of 502 short attacks against 164 at 0.95, with the same 0 of 814 short
+ * benign prompts and 1 of 10 short hard negatives (0.85: 1 benign more). Dev played no part.
  */
 const SHORT_TEXT = 40
-const SHORT_MODEL_ONLY = 0.95
+const SHORT_MODEL_ONLY = 0.9
 
 /**
  * A system or developer prompt is written by the application, not by whoever sends the request, and

@@ -42,13 +42,25 @@ export function readRows(file: 'train.jsonl' | 'dev.jsonl'): Row[] {
  */
 export const HARD_NEGATIVES_URL = new URL('../../../workers/detector/hard-negatives.jsonl', import.meta.url)
 
-/** train.jsonl plus the hand-written hard negatives: everything the model is fitted on. */
+/**
+ * Hand-written attacks in the styles the data set lacks (indirect injection in mail, pages and tool
+ * results, polite overrides, the prompt or the secret asked for sideways, personas, spoofed turns, six
+ * languages). Written for this project; holdout.jsonl and probes.jsonl hold different prompts.
+ */
+export const HARD_POSITIVES_URL = new URL('../../../workers/detector/hard-positives.jsonl', import.meta.url)
+
+/** Sources written for this project (not taken from any data set). */
+const HAND_WRITTEN: ReadonlySet<string> = new Set(['hard_negatives', 'hard_positives'])
+
+/** train.jsonl plus the hand-written hard negatives and attacks: everything the model is fitted on. */
 export function trainingRows(): Row[] {
   const rows = readRows('train.jsonl')
-  for (const line of readFileSync(HARD_NEGATIVES_URL, 'utf8').split('\n')) {
-    if (line.trim() === '') continue
-    const o = JSON.parse(line) as { text: string, label: number, source: string }
-    rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source })
+  for (const url of [HARD_NEGATIVES_URL, HARD_POSITIVES_URL]) {
+    for (const line of readFileSync(url, 'utf8').split('\n')) {
+      if (line.trim() === '') continue
+      const o = JSON.parse(line) as { text: string, label: number, source: string }
+      rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source })
+    }
   }
   return rows
 }
@@ -110,13 +122,15 @@ export interface TrainOptions {
   readonly sourceCap: number
   /** Weight of each hand-written hard negative (there are few of them, against hundreds of attacks per trigger word). */
   readonly hardNegativeWeight: number
+  /** Weight of each hand-written attack. */
+  readonly hardPositiveWeight: number
   /** No per-epoch loss on stderr (cross-validation trains many models). */
   readonly quiet?: boolean
 }
 
 // epochs 20 and l2 3e-5 (from 12 and 1e-4): the model was under-fitted; chosen by cross-validation on
 // train.jsonl and by leaving each attack source out, not on dev.
-export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 3e-5, l2Family: 1e-5, seed: 1234, sourceCap: 400, hardNegativeWeight: 5 }
+export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 3e-5, l2Family: 1e-5, seed: 1234, sourceCap: 400, hardNegativeWeight: 5, hardPositiveWeight: 5 }
 
 interface Example {
   readonly buckets: Int32Array
@@ -133,7 +147,7 @@ export function train(rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model
     const prep = prepare(r.text)
     extractFeatures(prep.text, buf)
     // Binary features, as model.ts scores them: each distinct bucket once.
-    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label, weight: r.source === 'hard_negatives' ? opt.hardNegativeWeight : Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1)) }
+    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label, weight: r.source === 'hard_negatives' ? opt.hardNegativeWeight : r.source === 'hard_positives' ? opt.hardPositiveWeight : Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1)) }
   })
   const v = new Float32Array(DIM)
   const fam = new Float32Array(FAMILIES.length)
@@ -210,30 +224,48 @@ function crossValidate(): void {
   const opts: TrainOptions = { ...DEFAULTS, ...(JSON.parse(process.env.TRAIN_OPTS ?? '{}') as Partial<TrainOptions>), quiet: true }
   const fold = (i: number): number => Math.imul(i + 1, 0x9e3779b1) >>> 30 // fixed, 4 folds
   const cv: number[] = []
-  let hardBlocked = 0, hardTotal = 0
+  let hardBlocked = 0, hardTotal = 0, handCaught = 0, handTotal = 0
+  // Short texts with no rule firing, as the short-text guard in injection.ts sees them (SHORT_TEXT = 40):
+  // blocked at a model-only bar when the model score reaches both the bar and the fold's cut.
+  const BARS = [0.85, 0.9, 0.95] as const
+  const short: Array<{ kind: string, model: number, cut: number }> = []
   for (let k = 0; k < 4; k++) {
     const model = decodeModel(encodeModel(train(rows.filter((_, i) => fold(i) !== k), opts)))
-    const benign: number[] = [], attacks: number[] = [], hard: number[] = []
+    const benign: number[] = [], attacks: number[] = [], hard: number[] = [], hand: number[] = []
     rows.forEach((r, i) => {
       if (fold(i) !== k) return
-      const s = analyze(model, r.text).score
-      if (r.label === 1) attacks.push(s); else if (r.source === 'hard_negatives') hard.push(s); else benign.push(s)
+      const a = analyze(model, r.text)
+      const s = a.score
+      if (r.text.length < 40 && !a.findings.some((f) => f.family !== 'model')) short.push({ kind: HAND_WRITTEN.has(r.source) ? r.source : r.label === 1 ? 'attack' : 'benign', model: a.modelScore, cut: k })
+      if (r.source === 'hard_positives') hand.push(s); else if (r.label === 1) attacks.push(s); else if (r.source === 'hard_negatives') hard.push(s); else benign.push(s)
     })
     cv.push(tprAtFpr(benign, attacks))
     const cut = (benign[Math.floor(FPR_BUDGET * benign.length)] ?? 0) + 1e-9
+    for (const x of short) if (x.cut === k) x.cut = cut + 10
     hardBlocked += hard.filter((s) => s >= cut).length
     hardTotal += hard.length
+    handCaught += hand.filter((s) => s >= cut).length
+    handTotal += hand.length
   }
-  const sources = [...new Set(rows.filter((r) => r.label === 1).map((r) => r.source))].filter((s) => rows.filter((r) => r.source === s && r.label === 1).length >= 20).sort()
+  const sources = [...new Set(rows.filter((r) => r.label === 1).map((r) => r.source))].filter((s) => !HAND_WRITTEN.has(s) && rows.filter((r) => r.source === s && r.label === 1).length >= 20).sort()
   const loso: Record<string, number> = {}
   for (const src of sources) {
-    const model = decodeModel(encodeModel(train(rows.filter((r, i) => !(r.label === 1 && r.source === src) && !(r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0)), opts)))
-    const benign = rows.flatMap((r, i) => (r.label === 0 && r.source !== 'hard_negatives' && fold(i) === 0 ? [analyze(model, r.text).score] : []))
+    const model = decodeModel(encodeModel(train(rows.filter((r, i) => !(r.label === 1 && r.source === src) && !(r.label === 0 && !HAND_WRITTEN.has(r.source) && fold(i) === 0)), opts)))
+    const benign = rows.flatMap((r, i) => (r.label === 0 && !HAND_WRITTEN.has(r.source) && fold(i) === 0 ? [analyze(model, r.text).score] : []))
     const attacks = rows.flatMap((r) => (r.label === 1 && r.source === src ? [analyze(model, r.text).score] : []))
     loso[src] = Math.round(tprAtFpr(benign, attacks) * 1000) / 10
   }
+  const shortBlocked: Record<string, Record<string, string>> = {}
+  for (const bar of BARS) {
+    const by: Record<string, string> = {}
+    for (const kind of ['attack', 'benign', 'hard_negatives', 'hard_positives']) {
+      const xs = short.filter((x) => x.kind === kind)
+      by[kind] = `${xs.filter((x) => x.model >= bar && x.model >= x.cut - 10).length}/${xs.length}`
+    }
+    shortBlocked[String(bar)] = by
+  }
   const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
-  console.log(JSON.stringify({ cvTprAt1: Math.round(mean(cv) * 1000) / 10, cvFolds: cv.map((x) => Math.round(x * 1000) / 10), cvHardNegativesOverCut: `${hardBlocked}/${hardTotal}`, losoMean: Math.round(mean(Object.values(loso)) * 10) / 10, loso }))
+  console.log(JSON.stringify({ cvTprAt1: Math.round(mean(cv) * 1000) / 10, cvFolds: cv.map((x) => Math.round(x * 1000) / 10), cvHardNegativesOverCut: `${hardBlocked}/${hardTotal}`, cvHardPositivesOverCut: `${handCaught}/${handTotal}`, losoMean: Math.round(mean(Object.values(loso)) * 10) / 10, loso, shortBlocked }))
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
