@@ -29,10 +29,16 @@ t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {
   w.string('x')
   w.endRow()
   t.equal(w.view().toString('utf8'), 'a\\tb\\\\c\\nd\t1.5\t\\N\ttrue\tfalse\té東\nx\n', 'fields, NULL, booleans, rows; the buffer grows')
-  w.reset()
+  const rows = w.size
+  w.string('half a row')
+  w.rewind(rows)
   w.string('y')
   w.endRow()
-  t.equal(w.view().toString('utf8'), 'y\n', 'reset starts a new batch')
+  t.equal(w.view().toString('utf8'), 'a\\tb\\\\c\\nd\t1.5\t\\N\ttrue\tfalse\té東\nx\ny\n', 'rewind drops a half-written row')
+  const given = Buffer.alloc(64)
+  const into = new TsvWriter(given).string('z')
+  into.endRow()
+  t.equal(into.view().buffer, given.buffer, 'a writer given a buffer writes into it')
 })
 
 t.test('utf8End never ends inside a character', async (t) => {
@@ -71,11 +77,13 @@ t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
     }
   }
   const ids = [randomUUID(), randomUUID()]
-  const w = new TsvWriter(64)
+  // Two parts, as the writer inserts rows that arrived in different messages.
+  const w1 = new TsvWriter(64)
+  const w2 = new TsvWriter(64)
   const pricing = Pricing.load(null)
-  encodeRecord(w, buildRecord(raw(ids[0]!, false), pricing))
-  encodeRecord(w, buildRecord(raw(ids[1]!, true), pricing))
-  await insertTsv(ch, 'traces', TRACE_COLUMNS, w.view(), { insert_deduplication_token: randomUUID() })
+  encodeRecord(w1, buildRecord(raw(ids[0]!, false), pricing))
+  encodeRecord(w2, buildRecord(raw(ids[1]!, true), pricing))
+  await insertTsv(ch, 'traces', TRACE_COLUMNS, [w1.view(), w2.view()], { insert_deduplication_token: randomUUID() })
 
   const rs = await ch.query({
     query: 'SELECT * FROM traces WHERE account_id = {a:UUID} ORDER BY confidential',

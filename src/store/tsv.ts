@@ -18,9 +18,6 @@ ESCAPE[0x0c] = 0x66 // \f
 ESCAPE[0x0d] = 0x72 // \r
 ESCAPE[0x5c] = 0x5c // \\
 
-/** A writer's buffer larger than this after a batch is dropped at the next reset. */
-const KEEP_BYTES = 32 * 1024 * 1024
-
 const ESCAPED_BYTES = [0x5c, 0x0a, 0x09, 0x0d, 0x00, 0x08, 0x0c]
 
 /** The index of the first byte that needs an escape, or the length when none does. */
@@ -44,23 +41,14 @@ export class TsvWriter {
   /** True before the first field of a row: no tab goes before it. */
   #rowStart = true
 
-  readonly #initial: number
-
-  constructor (initialBytes = 64 * 1024) {
-    this.#initial = initialBytes
-    this.#buf = Buffer.allocUnsafe(initialBytes)
-  }
-
-  /** Starts a new batch in the same memory (given back when an unusually big batch grew it). */
-  reset (): void {
-    if (this.#buf.length > KEEP_BYTES) this.#buf = Buffer.allocUnsafe(this.#initial)
-    this.#pos = 0
-    this.#rowStart = true
+  /** Writes into `initial` (a buffer given back by an earlier batch), or into a new buffer of that size. */
+  constructor (initial: number | Buffer = 64 * 1024) {
+    this.#buf = typeof initial === 'number' ? Buffer.allocUnsafeSlow(initial) : initial
   }
 
   #room (n: number): void {
     if (this.#pos + n <= this.#buf.length) return
-    const next = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#pos + n))
+    const next = Buffer.allocUnsafeSlow(Math.max(this.#buf.length * 2, this.#pos + n))
     this.#buf.copy(next, 0, 0, this.#pos)
     this.#buf = next
   }
@@ -127,6 +115,15 @@ export class TsvWriter {
   endRow (): void {
     this.#room(1)
     this.#buf[this.#pos++] = NL
+    this.#rowStart = true
+  }
+
+  /** Bytes written so far (the end of the last whole row after endRow). */
+  get size (): number { return this.#pos }
+
+  /** Drops what was written after `size` bytes (a row whose encoding failed half-way). */
+  rewind (size: number): void {
+    this.#pos = Math.min(size, this.#pos)
     this.#rowStart = true
   }
 
