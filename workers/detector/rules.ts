@@ -39,11 +39,14 @@ const G = '[^.!?\\n]{0,40}?' // a short gap inside one sentence
 const PREV = '(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all|any|every|your|these|those|the|my)'
 const INSTR = '(?:instructions?|instr[a-z]{2,5}ions?|directions?|directives?|rules?|guidelines?|prompts?|commands?|orders?|programming|restrictions?|constraints?|context|tasks?|conversation|text|everything|policies|polic(?:y|ies)|safeguards?|filters?)'
 
+// What "cancel", "drop" or "delete" must name to be an override: "cancel my previous order" is shopping.
+const AI_INSTR = '(?:instructions?|instr[a-z]{2,5}ions?|directions|directives?|rules|guidelines?|prompts?|programming|restrictions?|constraints?|policies|safeguards?|filters?)'
+
 /** Every rule; exported for the test that checks WORD_GATE against them. */
 export const RULES: readonly Rule[] = [
   // instruction override
   { id: 'override_previous', family: 'instruction_override', weight: 0.97,
-    re: new RegExp(`\\b(?:ignore|ignoring|disregard|forget|overlook|bypass|override|skip|neglect|abandon|discard|drop|erase|delete|cancel)\\b${G}\\b(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all (?:of )?(?:the|your|my)?)\\b${G}\\b${INSTR}`, 'g') },
+    re: new RegExp(`\\b(?:ignore|ignoring|disregard|forget|overlook|bypass|override)\\b${G}\\b(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all (?:of )?(?:the|your|my)?)\\b${G}\\b${INSTR}|\\b(?:skip|neglect|abandon|discard|drop|erase|delete|cancel)\\b${G}\\b(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|old|system|all (?:of )?(?:the|your|my)?)\\b${G}\\b${AI_INSTR}`, 'g') },
   { id: 'override_your', family: 'instruction_override', weight: 0.9,
     re: new RegExp(`\\b(?:ignore|disregard|forget|bypass|override)\\b (?:all |any )?(?:of )?(?:your|the|these|those|my) (?:(?:last|above|previous|prior|earlier|initial|original|given|current|existing|first|former|other|old|own|standing|usual) )?(?:instructions?|instr[a-z]{2,5}ions?|directions?|directives?|rules|guidelines|programming|restrictions|safeguards|filters|policies|orders|commands|system prompt)\\b`, 'g') },
   // "Ignore the above and say …": the object is only a position in the conversation.
