@@ -17,7 +17,7 @@ import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
 import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
 import type { TraceStats } from '../src/store/trace-types.js'
-import { processCpuUs, startMock, startTracegate } from './processes.js'
+import { mainThreadCpuUs, processCpuUs, startMock, startTracegate } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
@@ -246,10 +246,11 @@ async function storeWorkerCase (): Promise<void> {
 
 const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
 
-interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number }
+interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number; proxyThreadUsPerRequest: number }
 
 async function load (url: string, key: string, seconds: number, pid: number): Promise<Run> {
   const cpu0 = processCpuUs(pid)
+  const main0 = mainThreadCpuUs(pid)
   const r = await autocannon({
     url: `${url}/api/alpha_service/chat_completion`,
     method: 'POST',
@@ -261,8 +262,10 @@ async function load (url: string, key: string, seconds: number, pid: number): Pr
   })
   // autocannon counts responses per status class; its typings here leave them out.
   const ok = Number((r as unknown as Record<string, unknown>)['2xx'] ?? 0)
-  const cpuUsPerRequest = (processCpuUs(pid) - cpu0) / Math.max(1, r.requests.total)
-  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest }
+  const n = Math.max(1, r.requests.total)
+  const cpuUsPerRequest = (processCpuUs(pid) - cpu0) / n
+  const proxyThreadUsPerRequest = (mainThreadCpuUs(pid) - main0) / n
+  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest, proxyThreadUsPerRequest }
 }
 
 async function proxyCase (): Promise<void> {
@@ -296,6 +299,8 @@ async function proxyCase (): Promise<void> {
   const rpsOn: number[] = []
   const cpuOff: number[] = []
   const cpuOn: number[] = []
+  const mainOff: number[] = []
+  const mainOn: number[] = []
   let errors = 0
   for (let i = 0; i < 2; i++) {
     const a = await load(off.url, off.key, duration, off.pid)
@@ -304,6 +309,8 @@ async function proxyCase (): Promise<void> {
     rpsOn.push(b.rps)
     cpuOff.push(a.cpuUsPerRequest)
     cpuOn.push(b.cpuUsPerRequest)
+    mainOff.push(a.proxyThreadUsPerRequest)
+    mainOn.push(b.proxyThreadUsPerRequest)
     errors += a.errors + a.non2xx + b.errors + b.non2xx
   }
 
@@ -330,6 +337,10 @@ async function proxyCase (): Promise<void> {
     // paid for in the next run.
     cpu_us_per_request_off: Math.round(mean(cpuOff)),
     cpu_us_per_request_on: Math.round(mean(cpuOn)),
+    // The proxy thread's own share: what tracing costs the one thread every request goes through. With
+    // a core to spare for the store worker and ClickHouse, this would be the throughput ratio's bound.
+    proxy_thread_us_per_request_off: round2(mean(mainOff)),
+    proxy_thread_us_per_request_on: round2(mean(mainOn)),
     errors,
     rows,
     rows_by_outcome: byOutcome,

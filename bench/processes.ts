@@ -154,9 +154,19 @@ export function rssOf (pid: number): number {
   return m === null ? 0 : Number(m[1]) * 1024
 }
 
-/** CPU time (user + system, all threads) a process has used, in µs, from /proc (clock ticks of 10 ms). */
-export function processCpuUs (pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+/** CPU time (user + system) in µs from a /proc stat file (clock ticks of 10 ms). */
+function statCpuUs (file: string): number {
+  const stat = readFileSync(file, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+/** CPU time a process has used, all its threads, in µs. */
+export function processCpuUs (pid: number): number {
+  return statCpuUs(`/proc/${pid}/stat`)
+}
+
+/** CPU time of a process's main thread alone (tracegate's proxy thread), in µs. */
+export function mainThreadCpuUs (pid: number): number {
+  return statCpuUs(`/proc/${pid}/task/${pid}/stat`)
 }
