@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
-import { FAMILIES, matchRules, type Family } from './rules.js'
+import { FAMILIES, matchRules, type Family, type RuleMatch } from './rules.js'
 
 export interface Model {
   readonly weights: Float32Array
@@ -117,7 +117,45 @@ export function prepare(original: string): Prepared {
     }
     if (depth < 2) for (const inner of findPayloads(p.decoded)) pending.push({ p: { ...inner, start: p.start, end: p.end }, depth: depth + 1 })
   }
+  // Text read backwards or in ROT13: the attack has to tell the model how to read it ("read this
+  // backwards", "decode this ROT13"), so only text with such a cue pays for more rule scans, and only
+  // on the text near the first cue (a 32 k document that says "reverse" once stays cheap).
+  const cue = TRANSFORM_CUE.exec(norm.text)
+  if (cue !== null) {
+    const from = Math.max(0, cue.index - TRANSFORM_BEFORE)
+    const near = norm.text.slice(from, cue.index + TRANSFORM_AFTER)
+    const n = near.length
+    for (const kind of ['rot13', 'reversed'] as const) {
+      let best: RuleMatch | undefined
+      for (const m of matchRules(kind === 'rot13' ? rot13(near) : reverse(near))) if (best === undefined || m.weight > best.weight) best = m
+      if (best === undefined || best.weight < 0.5) continue
+      const span = kind === 'rot13' ? originalSpan(norm, from + best.start, from + best.end) : originalSpan(norm, from + n - best.end, from + n - best.start)
+      findings.push({ family: 'encoded_payload', rule: `${kind}_payload`, score: Math.min(0.99, Math.max(0.95, best.weight)), span })
+      mask |= familyBit('encoded_payload')
+    }
+  }
   return { norm, text: norm.text, findings, mask, payloads }
+}
+
+const TRANSFORM_BEFORE = 512
+const TRANSFORM_AFTER = 2048
+// "rot13" is normalised to "rotie" (leet digits next to letters become letters).
+// Not "reverse" alone: "reverse proxy" and "reverse the list" are everyday words in technical text.
+const TRANSFORM_CUE = /\brot ?(?:13|ie)\b|\bcaesar\b|\bbackwards?\b|\breversed\b|\bin reverse\b|\breverse (?:order|it|this|that|the text|the message|each|every|all)\b|\bright to left\b|\bmirror(?:ed)?\b/
+
+function rot13(s: string): string {
+  let out = ''
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    out += c >= 97 && c <= 122 ? String.fromCharCode(((c - 84) % 26) + 97) : s[i]
+  }
+  return out
+}
+
+function reverse(s: string): string {
+  let out = ''
+  for (let i = s.length - 1; i >= 0; i--) out += s[i]
+  return out
 }
 
 /** Rules at or above this weight set the score by themselves (all of them sit above the threshold). */
