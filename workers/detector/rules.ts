@@ -190,7 +190,9 @@ function alternatives(source: string): string[] {
 const ORDERED = [...RULES].sort((a, b) => b.weight - a.weight)
 const AT_WORD = ORDERED.filter((r) => alternatives(r.re.source).every((a) => a.startsWith('\\b')))
 const ELSEWHERE = ORDERED.filter((r) => !AT_WORD.includes(r))
-const WORD_SCAN = new RegExp(`\\b(?=\\w)(?:${AT_WORD.map((r) => `(${r.re.source})`).join('|')})`, 'g')
+// The leading \b of each alternative is dropped: the scan already stands at a word start, and an
+// alternative that opens with a literal lets the engine reject it on its first character.
+const WORD_SCAN = new RegExp(`\\b(?=\\w)(?:${AT_WORD.map((r) => `(${alternatives(r.re.source).map((a) => a.slice(2)).join('|')})`).join('|')})`, 'g')
 const OTHER_SCAN = new RegExp(`(?!(?<=\\w)\\w)(?:${ELSEWHERE.map((r) => `(${r.re.source})`).join('|')})`, 'g')
 const MAX_MATCHES = 256
 
