@@ -1,11 +1,13 @@
 // Trace ingest: (1) the traces per second the store worker sustains into embedded ClickHouse with ~2 KB
-// prompts and answers, and the posting thread's event-loop delay meanwhile; (2) proxy throughput with
-// tracing on against off, and a check that the traced server stored one row per call it answered.
-// Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10), BENCH_INGEST_TRACES
-// (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per message, default 500,
-// about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN (traces packed per
-// event-loop turn, as exchanges end, default 25), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50),
-// BENCH_SKIP (comma list of: store, proxy).
+// prompts and answers, and the posting thread's event-loop delay meanwhile; (2) the same with traces
+// offered at the target rate (20,000/s), the posting thread's delay while the worker keeps up; (3) proxy
+// throughput with tracing on against off, and a check that the traced server stored one row per call
+// it answered. Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10),
+// BENCH_INGEST_TRACES (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per
+// message, default 500, about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN
+// (traces packed per event-loop turn, as exchanges end, default 25), BENCH_INGEST_RATE (the paced case's
+// traces/s, 20000), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: store,
+// paced, proxy).
 import autocannon from 'autocannon'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -26,6 +28,7 @@ const perTurn = Number(process.env.BENCH_INGEST_PER_TURN ?? 25)
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
+const pacedRate = Number(process.env.BENCH_INGEST_RATE ?? 20_000)
 
 const ACCOUNT_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'
 const KEY_ID = '0190a1b2-c3d4-7e5f-8a9b-6c7d8e9f0a1b'
@@ -164,7 +167,12 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
   }
 }
 
-async function storeWorkerCase (): Promise<void> {
+/**
+ * `rate` null: as fast as the worker takes them (the rate it sustains). A number: traces offered at that
+ * rate, the way a proxy thread serving that many calls hands them over, to read the posting thread's
+ * event-loop delay while the worker keeps up with it.
+ */
+async function storeWorkerCase (rate: number | null): Promise<void> {
   const traces = loadConfig({}).traces
   const store = openStore(tempDir('store'))
   await store.call('migrate')
@@ -183,6 +191,12 @@ async function storeWorkerCase (): Promise<void> {
   const w = new TraceBatchWriter()
   let packed = 0
   while (performance.now() < deadline && posted < ingestTraces) {
+    if (rate !== null) {
+      // Paced: the next traces are due when the offered rate says so.
+      const due = t0 + (packed / rate) * 1000
+      const now = performance.now()
+      if (now < due) { await sleep(Math.max(1, due - now)); continue }
+    }
     if (stats.queued + (packed - stats.written) + perTurn > bound) {
       stats = await store.call('traceStats')
       if (stats.queued + (packed - stats.written) + perTurn > bound) await sleep(2)
@@ -215,7 +229,8 @@ async function storeWorkerCase (): Promise<void> {
   const { rows } = await countRows(store)
   await store.close()
   line({
-    case: 'store_worker',
+    case: rate === null ? 'store_worker' : 'store_worker_paced',
+    ...(rate === null ? {} : { offered_traces_per_s: rate }),
     traces: posted,
     seconds: round2(seconds),
     traces_per_s: Math.round(posted / seconds),
@@ -359,7 +374,7 @@ async function proxyCase (): Promise<void> {
 async function main (): Promise<void> {
   // Bounded in time whatever happens: the cases' own durations plus a generous margin for start-up,
   // warm-up and flushing.
-  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 6 * duration + 120)
+  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('paced') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 6 * duration + 120)
   const watchdog = setTimeout(() => {
     process.stderr.write(`ingest bench exceeded ${budgetS} s; stopping\n`)
     process.exitCode = 1
@@ -373,7 +388,8 @@ async function main (): Promise<void> {
     })
   }
   try {
-    if (!skip.has('store')) await storeWorkerCase()
+    if (!skip.has('store')) await storeWorkerCase(null)
+    if (!skip.has('paced')) await storeWorkerCase(pacedRate)
     if (!skip.has('proxy')) await proxyCase()
   } finally {
     await cleanup()
