@@ -5,13 +5,14 @@
 // chDB allows one data directory per process: every tracegate in this file runs on the same one, closed
 // and started again as needed. Each test uses its own account so its rows can be counted alone.
 import t, { type Test } from 'tap'
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import type { Logger } from '../src/log.js'
 import { startMockProvider } from '../src/mock-provider/index.js'
+import { insertInbox } from '../src/store/connect.js'
 import type { TraceStats } from '../src/store/trace-types.js'
 import { Tracegate } from '../src/tracegate.js'
 import { bodyFor, post, ROUTES, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
@@ -283,7 +284,12 @@ t.test('a restart with a spool on disk: the new process replays it by itself', a
   t.equal(onDisk.length, N, `after close the spool holds the ${N} traces`)
   t.same(new Set(onDisk), new Set(ids), 'exactly the traces of the requests')
 
+  // A batch file an insert of an earlier run left behind (a crash between write and insert): the spool,
+  // not this file, accounts for its rows, and the next start clears it.
+  const leftover = join(insertInbox(dataDir), 'traces-0badc0de-1.tsv')
+  writeFileSync(leftover, 'not a row\n')
   const next = await start(t)
+  t.notOk(existsSync(leftover), 'a batch file left by an earlier run is removed at start')
   const s = await until(next.tg, 'the spool left by the previous run is replayed', (st) => replayed(st) && st.replayed >= N)
   t.equal(s.replayed, N, `the new process replayed ${N} rows`)
   t.same(spoolFiles().map((f) => f.name), [], 'the spool directory is empty')

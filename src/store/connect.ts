@@ -1,5 +1,6 @@
 // The one place a ClickHouse client is made: embedded chDB in the data directory, or a server by URL.
-import { mkdirSync, rmSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { open, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -14,9 +15,15 @@ export function chdbPath (dataDir: string): string {
   return join(dataDir, 'clickhouse')
 }
 
-/** Where an embedded client stages each insert batch as a file (see insertTsv), and a sequence for names. */
-interface Embedded { readonly inbox: string; seq: number }
-const embedded = new WeakMap<ClickHouseClient, Embedded>()
+/** Where each embedded client stages its insert batches as files (see insertTsv). */
+const embedded = new WeakMap<ClickHouseClient, string>()
+/**
+ * Batch file names carry an id of this run (not the process id: in a container every run can be pid 1)
+ * and a number counted across clients: a client made while another still inserts (the test seam that
+ * switches connections) never reuses a name in use, nor clears a file in use.
+ */
+const RUN = randomUUID().slice(0, 8)
+let batchSeq = 0
 
 export function insertInbox (dataDir: string): string {
   return join(dataDir, 'insert-batches')
@@ -35,9 +42,9 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
     // Batch files are removed when their insert returns; one left here belongs to an insert a crash
     // cut short, whose rows are accounted for elsewhere (the spool) or not at all, never by this file.
     const inbox = insertInbox(dataDir)
-    rmSync(inbox, { recursive: true, force: true })
     mkdirSync(inbox, { recursive: true })
-    embedded.set(client, { inbox, seq: 0 })
+    for (const f of readdirSync(inbox)) if (!f.includes(`-${RUN}-`)) rmSync(join(inbox, f), { force: true })
+    embedded.set(client, inbox)
     return client
   }
   if (server.database !== 'default') {
@@ -81,9 +88,9 @@ function sqlString (s: string): string {
  */
 export async function insertTsv (client: ClickHouseClient, table: string, columns: readonly string[], parts: readonly Uint8Array[],
   settings: Record<string, string | number>): Promise<void> {
-  const chdb = embedded.get(client)
-  if (chdb !== undefined) {
-    const file = join(chdb.inbox, `${table}-${process.pid}-${++chdb.seq}.tsv`)
+  const inbox = embedded.get(client)
+  if (inbox !== undefined) {
+    const file = join(inbox, `${table}-${RUN}-${++batchSeq}.tsv`)
     const fh = await open(file, 'w')
     try {
       await fh.writev(parts as Uint8Array[])
