@@ -139,9 +139,7 @@ export interface DashboardServer extends TestServer {
 
 export async function startDashboard (t: Tap, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<DashboardServer> {
   const dispatcher = new Agent({ keepAliveTimeout: 1_000 })
-  // Dashboard tests judge real injections but do not test the deadline: on a loaded machine (chromium
-  // beside the rest of the suite) the default 500 ms turned a block into 503 detection_unavailable.
-  const s = await startServer(t, { TRACEGATE_DETECTION_DEADLINE_MS: '5000', ...env }, options)
+  const s = await startServer(t, env, options)
   // Registered after the server's, so it runs first: no kept-alive socket holds the dashboard open.
   t.teardown(() => dispatcher.close())
   const dashboard = `http://127.0.0.1:${s.tg.dashboardPort}`
