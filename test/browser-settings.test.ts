@@ -25,6 +25,19 @@ async function keyValue (p: Page): Promise<string> {
     (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement ? el.value : el.textContent ?? '').trim())
 }
 
+/** Opens the create-key form on the page shown, fills and submits it, and returns the key it shows once. */
+async function createKey (p: Page, name: string, scope: 'proxy' | 'read', expires?: string): Promise<string> {
+  await p.locator('button[data-testid=create-key]').click()
+  const form = p.locator('form[data-testid=create-key-form]')
+  await form.waitFor()
+  await form.locator('input[name=name]').fill(name)
+  await form.locator('select[name=scope]').selectOption(scope)
+  if (expires !== undefined) await form.locator('select[name=expires]').selectOption(expires)
+  await p.locator('button[data-testid=create-key-submit]').click()
+  await p.locator('[data-testid=created-key]').waitFor()
+  return await keyValue(p)
+}
+
 async function callWith (apiKey: string, label: string): Promise<{ status: number; traceId: string; code: unknown; nonce: string; said: string }> {
   const n = nonce(label)
   const r = await send(d.proxy, 'alpha', chatBody('alpha', apiKey, `Hello ${n}`))
@@ -48,15 +61,7 @@ t.test('Settings → API Keys: a created key is shown once with a copy button an
   try { await firstRow.waitFor() } catch { /* the assertion below says it */ }
   t.equal(await firstRow.count(), 1, 'the first-start key is listed')
 
-  await page.locator('button[data-testid=create-key]').click()
-  const form = page.locator('form[data-testid=create-key-form]')
-  await form.waitFor()
-  await form.locator('input[name=name]').fill('browser test key')
-  await form.locator('select[name=scope]').selectOption('proxy')
-  await form.locator('select[name=expires]').selectOption('30')
-  await page.locator('button[data-testid=create-key-submit]').click()
-  await page.locator('[data-testid=created-key]').waitFor()
-  createdValue = await keyValue(page)
+  createdValue = await createKey(page, 'browser test key', 'proxy', '30')
   t.match(createdValue, /^tgk_[A-Za-z0-9_-]{43}$/, 'the key is shown')
   const warning = (await text(page.locator('[data-testid=created-key-warning]'))).trim()
   t.match(warning, /again|once|not be shown|won.t be shown|cannot be shown/i, `a warning that it is shown once (${JSON.stringify(warning)})`)
@@ -180,15 +185,7 @@ t.test('the key filter lists exactly the calls made with that key', async (t) =>
 
 t.test('a read key made in the dashboard reads through the read API and is refused by the proxy', async (t) => {
   await page.goto('/settings/keys')
-  await page.locator('button[data-testid=create-key]').click()
-  const form = page.locator('form[data-testid=create-key-form]')
-  await form.waitFor()
-  await form.locator('input[name=name]').fill('analytics')
-  await form.locator('select[name=scope]').selectOption('read')
-  await form.locator('select[name=expires]').selectOption('never')
-  await page.locator('button[data-testid=create-key-submit]').click()
-  await page.locator('[data-testid=created-key]').waitFor()
-  const value = await keyValue(page)
+  const value = await createKey(page, 'analytics', 'read', 'never')
   t.match(value, /^tgk_[A-Za-z0-9_-]{43}$/, 'the key is shown')
   const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === 'analytics')
   const row = page.locator(`tr[data-testid=key-row][data-key-id="${stored?.id}"]`)
@@ -209,14 +206,7 @@ t.test('a read key made in the dashboard reads through the read API and is refus
 t.test('a key name holding HTML is shown as text everywhere it appears, and runs nothing', async (t) => {
   const name = '<img src=x onerror="window.__pwned=4;alert(4)">'
   await page.goto('/settings/keys')
-  await page.locator('button[data-testid=create-key]').click()
-  const form = page.locator('form[data-testid=create-key-form]')
-  await form.waitFor()
-  await form.locator('input[name=name]').fill(name)
-  await form.locator('select[name=scope]').selectOption('proxy')
-  await page.locator('button[data-testid=create-key-submit]').click()
-  await page.locator('[data-testid=created-key]').waitFor()
-  const value = await keyValue(page)
+  const value = await createKey(page, name, 'proxy')
   const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === name)
   t.ok(stored !== undefined, 'stored with its name as typed')
   const used = await callWith(value, 'html-name')
