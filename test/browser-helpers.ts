@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
+import type { Test } from 'tap'
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
 import { Tracegate, type FirstStart } from '../src/tracegate.js'
@@ -45,6 +46,16 @@ export async function startDashboard (t: Tap): Promise<Dashboard> {
   t.teardown(() => tg.close())
   if (tg.firstStart === null) throw new Error('the first start on an empty data directory made no admin')
   return { tg, mock, base: `http://127.0.0.1:${dashboardPort(tg)}`, proxy: `http://127.0.0.1:${tg.proxyPort}`, admin: tg.firstStart }
+}
+
+/** The checks every browser test file ends with: nothing a page did that it must not (see Watched). */
+export function checkWatched (t: Test, w: Watched, who = ''): void {
+  const p = who === '' ? '' : `${who}: `
+  t.same(w.dialogs, [], `${p}no dialogs`)
+  t.same(w.pageErrors, [], `${p}no uncaught errors`)
+  t.same(w.cspViolations, [], `${p}no CSP violations`)
+  t.same(w.missingHeaders, [], `${p}every dashboard response carried the security headers`)
+  t.same(w.assetProblems, [], `${p}every asset had its content-type and cache-control: no-cache`)
 }
 
 /** Debian's chromium, headless. Missing is a failure, not a skip: CI installs it (.ci/run). */

@@ -6,8 +6,8 @@ import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { Page } from 'playwright-core'
 import {
-  chatBody, launchBrowser, newPage, nonce, openList, rowOf, said, screenshot, send, signIn, startDashboard,
-  storedTrace, type Watched,
+  chatBody, checkWatched, launchBrowser, newPage, nonce, openList, rowOf, said, screenshot, send, signIn,
+  startDashboard, storedTrace, type Watched,
 } from './browser-helpers.js'
 import { shownNumber, text } from './browser-checks.js'
 
@@ -428,11 +428,5 @@ t.test('after repeated wrong passwords the sign-in form says to wait, even for t
 })
 
 t.test('no dialog, no uncaught error and no CSP violation on any page', async (t: Test) => {
-  for (const [who, w] of watchedPages) {
-    t.same(w.dialogs, [], `${who}: no dialogs`)
-    t.same(w.pageErrors, [], `${who}: no uncaught errors`)
-    t.same(w.cspViolations, [], `${who}: no CSP violations`)
-    t.same(w.missingHeaders, [], `${who}: every dashboard response carried the security headers`)
-    t.same(w.assetProblems, [], `${who}: every asset had its content-type and cache-control: no-cache`)
-  }
+  for (const [who, w] of watchedPages) checkWatched(t, w, who)
 })

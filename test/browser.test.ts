@@ -11,8 +11,8 @@ import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { Locator } from 'playwright-core'
 import {
-  callProxy, chatBody, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said, screenshot, send,
-  startDashboard, storedTrace, type Provider, type Sent,
+  callProxy, chatBody, checkWatched, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn,
+  said, screenshot, send, startDashboard, storedTrace, type Provider, type Sent,
 } from './browser-helpers.js'
 import { appearsWithin, checkCost, checkInt, checkMs, text } from './browser-checks.js'
 import type { TraceRow } from '../src/store/rows.js'
@@ -404,9 +404,5 @@ t.test('HTML in a prompt and in a model name is displayed as text and runs nothi
 })
 
 t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s own pages', async (t) => {
-  t.same(watched.dialogs, [], 'no dialogs')
-  t.same(watched.pageErrors, [], 'no uncaught errors')
-  t.same(watched.cspViolations, [], 'no CSP violations')
-  t.same(watched.missingHeaders, [], 'every dashboard response carried the security headers')
-  t.same(watched.assetProblems, [], 'every asset had its content-type and cache-control: no-cache')
+  checkWatched(t, watched)
 })
