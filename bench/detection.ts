@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { DetectionPool } from '../src/detection/pool.js'
 import { detectBody } from '../workers/detect.js'
-import { processCpuUs, startMock, startTracegate, type TracegateProc } from './processes.js'
+import { processCpuUs, providerBody, proxyBody, skipped as skip, startMock, startTracegate, type TracegateProc } from './processes.js'
 
 const n = Number(process.env.BENCH_DETECT_N ?? 20_000)
 const duration = Number(process.env.BENCH_DURATION ?? 5)
@@ -23,12 +23,7 @@ const concurrency = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const threads = Number(process.env.TRACEGATE_DETECTION_THREADS ?? 1)
 const proxyDuration = Number(process.env.BENCH_PROXY_DURATION ?? 5)
 const proxyRuns = Number(process.env.BENCH_PROXY_RUNS ?? 3)
-const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
-
-const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
-const body = (i: number | null): Buffer => Buffer.from(JSON.stringify({
-  model: 'gpt-4o-mini', messages: i === null ? MESSAGES : [MESSAGES[0], { role: 'user', content: `${i} ${MESSAGES[1]!.content}` }], stream: false, temperature: 0.7,
-}))
+const body = (i: number | null): Buffer => Buffer.from(providerBody(false, i))
 
 function perBody (make: (i: number) => Buffer): number {
   const warm = Math.min(2000, n)
@@ -81,10 +76,7 @@ interface Run { rps: number; errors: number; cpuUsPerRequest: number }
 
 /** One autocannon run; `distinct` puts a new number in front of the user message of every request. */
 async function load (tg: TracegateProc, distinct: boolean, seconds: number): Promise<Run> {
-  const payload = (i: number | null): string => {
-    const b = JSON.parse(body(i).toString('utf8')) as Record<string, unknown>
-    return JSON.stringify({ api_key: tg.key, alpha_api_key: 'sk-bench', ...b })
-  }
+  const payload = (i: number | null): string => proxyBody(tg.key, false, i)
   const fixed = payload(null)
   let seq = 0
   const cpu0 = processCpuUs(tg.pid)

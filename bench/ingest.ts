@@ -19,7 +19,7 @@ import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
 import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
 import type { TraceStats } from '../src/store/trace-types.js'
-import { mainThreadCpuUs, processCpuUs, startMock, startTracegate } from './processes.js'
+import { mainThreadCpuUs, processCpuUs, proxyBody, skipped as skip, startMock, startTracegate } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
@@ -27,7 +27,6 @@ const ingestBatch = Number(process.env.BENCH_INGEST_BATCH ?? 500)
 const perTurn = Number(process.env.BENCH_INGEST_PER_TURN ?? 25)
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
-const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
 const pacedRate = Number(process.env.BENCH_INGEST_RATE ?? 20_000)
 
 const ACCOUNT_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'
@@ -259,7 +258,6 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
 
 // ---- 2. proxy throughput, tracing on against off ---------------------------------------------------
 
-const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
 
 interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number; proxyThreadUsPerRequest: number }
 
@@ -269,7 +267,7 @@ async function load (url: string, key: string, seconds: number, pid: number): Pr
   const r = await autocannon({
     url: `${url}/api/alpha_service/chat_completion`,
     method: 'POST',
-    body: JSON.stringify({ api_key: key, alpha_api_key: 'sk-bench', model: 'gpt-4o-mini', messages: MESSAGES, stream: false, temperature: 0.7 }),
+    body: proxyBody(key, false),
     headers: { 'content-type': 'application/json' },
     connections,
     duration: seconds,

@@ -1,11 +1,33 @@
 // Child processes for the benchmarks: the mock provider, tracegate in front of it, and nginx when it is
-// installed. Each is a real process on loopback that the benchmark stops when it ends.
+// installed. Each is a real process on loopback that the benchmark stops when it ends. Also what the
+// benchmarks share: the chat they send, its request bodies, and BENCH_SKIP.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+/** The cases BENCH_SKIP (a comma list) leaves out. */
+export const skipped: ReadonlySet<string> = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
+
+/** The chat every proxy benchmark sends: a system prompt and a 580-character user message. */
+export const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
+
+/** MESSAGES, or with `n` in front of the user message (a new message every request). */
+function chat (n: number | null): typeof MESSAGES {
+  return n === null ? MESSAGES : [MESSAGES[0]!, { role: 'user', content: `${n} ${MESSAGES[1]!.content}` }]
+}
+
+/** The provider's request body for the chat (what tracegate forwards, or what a direct call sends). */
+export function providerBody (stream: boolean, n: number | null = null): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', messages: chat(n), stream, temperature: 0.7 })
+}
+
+/** tracegate's request body for the chat: the provider's, with the tracegate key and a provider key. */
+export function proxyBody (key: string, stream: boolean, n: number | null = null): string {
+  return JSON.stringify({ api_key: key, alpha_api_key: 'sk-bench', model: 'gpt-4o-mini', messages: chat(n), stream, temperature: 0.7 })
+}
 
 export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url))
 

@@ -5,23 +5,12 @@
 // BENCH_RATE (2000), BENCH_SLOW_STREAMS (1000), BENCH_SKIP (comma list of: throughput, rate, memory).
 import autocannon from 'autocannon'
 import { connect, type Socket } from 'node:net'
-import { rssOf, startMock, startNginx, startTracegate } from './processes.js'
+import { MESSAGES, providerBody, proxyBody, rssOf, skipped as skip, startMock, startNginx, startTracegate } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const rate = Number(process.env.BENCH_RATE ?? 2000)
 const slowStreams = Number(process.env.BENCH_SLOW_STREAMS ?? 1000)
-const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
-
-const MESSAGES = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a haiku about proxies. '.repeat(20) }]
-
-function providerBody (stream: boolean): string {
-  return JSON.stringify({ model: 'gpt-4o-mini', messages: MESSAGES, stream, temperature: 0.7 })
-}
-
-function proxyBody (key: string, stream: boolean): string {
-  return JSON.stringify({ api_key: key, alpha_api_key: 'sk-bench', model: 'gpt-4o-mini', messages: MESSAGES, stream, temperature: 0.7 })
-}
 
 interface Target { name: string; url: string; body (stream: boolean): string; headers: Record<string, string> }
 
