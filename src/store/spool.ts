@@ -43,13 +43,13 @@ export class Spool {
   get batches (): number { return this.#files.length }
 
   /** False when the batch does not fit under the byte limit. */
-  append (token: string, summaries: readonly TraceSummary[], tsv: Uint8Array): boolean {
+  append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
     const head = Buffer.from(JSON.stringify(summaries) + '\n')
-    const size = head.length + tsv.length
+    const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
     const name = `${String(++this.#seq).padStart(16, '0')}-${token}.tsv`
     const tmp = join(this.#dir, name + '.tmp')
-    writeFileSync(tmp, Buffer.concat([head, tsv]))
+    writeFileSync(tmp, Buffer.concat([head, ...parts], size))
     renameSync(tmp, join(this.#dir, name))
     this.#files.push(name)
     this.#bytes += size

@@ -1,8 +1,9 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
-// in memory as bytes, and are inserted at least every flush interval or every batch of rows, each batch with its own insert_deduplication_token. A batch
-// ClickHouse refuses goes to the spool, and while the spool holds anything new batches follow it
-// there, so replay keeps their order. A replay loop drains the spool once ClickHouse answers again.
-// When memory and spool are both full, rows are dropped, counted and logged: never silently.
+// in memory as bytes, and are inserted at least every flush interval or every batch of rows, each batch
+// with its own insert_deduplication_token. A batch ClickHouse refuses goes to the spool, and while the
+// spool holds anything new batches follow it there, so replay keeps their order. A replay loop drains
+// the spool once ClickHouse answers again. When memory and spool are both full, rows are dropped,
+// counted and logged: never silently.
 import { randomUUID } from 'node:crypto'
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../pricing/index.js'
@@ -240,8 +241,7 @@ export class TraceWriter {
   /** False when the spool was full and the rows went back to memory (the caller stops flushing then). */
   #toSpool (token: string, batch: Batch): boolean {
     const rows = batch.summaries.length
-    const tsv = batch.segments.length === 1 ? batch.segments[0]!.tsv : Buffer.concat(batch.segments.map((seg) => seg.tsv))
-    if (this.#spool.append(token, batch.summaries, tsv)) {
+    if (this.#spool.append(token, batch.summaries, batch.segments.map((seg) => seg.tsv))) {
       this.#buffers.give(batch.segments)
       this.stats.spooled += rows
       this.stats.spoolBytes = this.#spool.bytes
