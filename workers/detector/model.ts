@@ -101,6 +101,11 @@ export function prepare(original: string): Prepared {
     findings.push({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) })
     mask |= familyBit(m.family)
   }
+  // A payload someone bothered to encode that decodes to an attack phrase is worse than the phrase.
+  const encoded = (rule: string, weight: number, span: readonly [number, number]): void => {
+    findings.push({ family: 'encoded_payload', rule, score: Math.min(0.99, Math.max(0.95, weight)), span })
+    mask |= familyBit('encoded_payload')
+  }
   const payloads: { text: string, span: readonly [number, number] }[] = []
   const pending = findPayloads(original).map((p) => ({ p, depth: 1 }))
   for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
@@ -108,13 +113,8 @@ export function prepare(original: string): Prepared {
     const pn = normalize(p.decoded)
     const span: [number, number] = [p.start, p.end]
     payloads.push({ text: pn.text, span })
-    let best = 0
-    for (const m of matchRules(pn.text)) best = Math.max(best, m.weight)
-    // A payload someone bothered to encode that decodes to an attack phrase is worse than the phrase.
-    if (best >= 0.5) {
-      findings.push({ family: 'encoded_payload', rule: `${p.kind}_payload`, score: Math.min(0.99, Math.max(0.95, best)), span })
-      mask |= familyBit('encoded_payload')
-    }
+    const best = strongestMatch(pn.text)
+    if (best !== undefined) encoded(`${p.kind}_payload`, best.weight, span)
     if (depth < 2) for (const inner of findPayloads(p.decoded)) pending.push({ p: { ...inner, start: p.start, end: p.end }, depth: depth + 1 })
   }
   // Text read backwards or in ROT13: the attack has to tell the model how to read it ("read this
@@ -126,15 +126,20 @@ export function prepare(original: string): Prepared {
     const near = norm.text.slice(from, cue.index + TRANSFORM_AFTER)
     const n = near.length
     for (const kind of ['rot13', 'reversed'] as const) {
-      let best: RuleMatch | undefined
-      for (const m of matchRules(kind === 'rot13' ? rot13(near) : reverse(near))) if (best === undefined || m.weight > best.weight) best = m
-      if (best === undefined || best.weight < 0.5) continue
+      const best = strongestMatch(kind === 'rot13' ? rot13(near) : reverse(near))
+      if (best === undefined) continue
       const span = kind === 'rot13' ? originalSpan(norm, from + best.start, from + best.end) : originalSpan(norm, from + n - best.end, from + n - best.start)
-      findings.push({ family: 'encoded_payload', rule: `${kind}_payload`, score: Math.min(0.99, Math.max(0.95, best.weight)), span })
-      mask |= familyBit('encoded_payload')
+      encoded(`${kind}_payload`, best.weight, span)
     }
   }
   return { norm, text: norm.text, findings, mask, payloads }
+}
+
+/** The strongest rule match in decoded text, when it is strong enough (weight >= 0.5) to count. */
+function strongestMatch(text: string): RuleMatch | undefined {
+  let best: RuleMatch | undefined
+  for (const m of matchRules(text)) if (best === undefined || m.weight > best.weight) best = m
+  return best !== undefined && best.weight >= 0.5 ? best : undefined
 }
 
 const TRANSFORM_BEFORE = 512
