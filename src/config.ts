@@ -23,8 +23,11 @@ export interface Config {
   readonly host: string
   readonly proxyPort: number
   readonly dashboardPort: number
-  /** The dashboard sits behind a reverse proxy: believe its x-forwarded-for/-host/-proto headers. */
-  readonly dashboardTrustProxy: boolean
+  /**
+   * A reverse proxy sits in front of both ports: believe its x-forwarded-for/-host/-proto headers and a
+   * PROXY protocol header. Off, the client address is always the socket's.
+   */
+  readonly trustProxy: boolean
   readonly dataDir: string
   readonly maxBodyBytes: number
   readonly providers: Readonly<Record<ProviderName, ProviderConfig>>
@@ -174,7 +177,8 @@ export function loadConfig (env: Env = process.env): Config {
     host,
     proxyPort: int(env, 'TRACEGATE_PROXY_PORT', 8080, 0, 65535),
     dashboardPort: int(env, 'TRACEGATE_DASHBOARD_PORT', 8081, 0, 65535),
-    dashboardTrustProxy: bool(env, 'TRACEGATE_DASHBOARD_TRUST_PROXY', false),
+    // TRACEGATE_DASHBOARD_TRUST_PROXY is the setting's earlier name, from when only the dashboard read it.
+    trustProxy: bool(env, 'TRACEGATE_TRUST_PROXY', bool(env, 'TRACEGATE_DASHBOARD_TRUST_PROXY', false)),
     dataDir: resolve(str(env, 'TRACEGATE_DATA_DIR', './data')),
     maxBodyBytes: int(env, 'TRACEGATE_MAX_BODY_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     providers: Object.freeze(providers),

@@ -35,6 +35,7 @@ export const ERRORS = {
   provider_unreachable: { status: 500, type: 'provider_error', message: 'The provider could not be reached.' },
   provider_timeout: { status: 500, type: 'provider_error', message: 'The provider did not answer in time.' },
   provider_disconnected: { status: 500, type: 'provider_error', message: 'The provider closed the connection before its answer was complete.' },
+  malformed_request: { status: 400, type: 'invalid_request_error', message: 'The request is not well-formed HTTP/1.1 (conflicting or duplicate framing headers).' },
   internal_error: { status: 500, type: 'api_error', message: 'An internal error occurred.' },
   service_unavailable: { status: 503, type: 'api_error', message: 'The server is shutting down or not ready.' },
   not_found: { status: 404, type: 'not_found_error', message: 'No such endpoint.' },

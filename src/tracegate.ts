@@ -168,7 +168,7 @@ export class Tracegate {
       let dashboard: DashboardServer
       try {
         dashboard = await DashboardServer.start({
-          store, keys, admin, dataDir: config.dataDir, trustProxy: config.dashboardTrustProxy, log,
+          store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
           isClosing: () => self !== null && self.#closing,
         }, config.host, config.dashboardPort)
       } catch (err) {

@@ -53,12 +53,17 @@ export class Guards {
     return s
   }
 
+  /**
+   * Who the client is. The socket's peer unless a proxy is trusted: then the address the proxy appended
+   * to x-forwarded-for (earlier entries are the client's own claims), or the one its PROXY protocol
+   * header named. Untrusted, neither header can pick the address the sign-in limiter counts.
+   */
   clientAddress (req: Req): string {
     if (this.#trustProxy) {
-      // The proxy appends the address it saw; earlier entries are the client's own claims.
       const hops = (req.headers.get('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '')
       const last = hops[hops.length - 1]
       if (last !== undefined) return last
+      if (req.proxiedPeer !== '') return req.proxiedPeer
     }
     return req.peer
   }

@@ -26,8 +26,13 @@ export interface Req {
   /** Route parameters (`:id`), in pattern order. */
   readonly params: readonly string[]
   readonly headers: ReadonlyMap<string, string>
-  /** The TCP peer (or the PROXY protocol's client) as text. */
+  /** The TCP peer's address as text: the socket's, whatever the client sent. */
   readonly peer: string
+  /**
+   * The client a PROXY protocol header named, or ''. This uWS build accepts that header from any peer,
+   * so it is only believed when the operator says a proxy sits in front (guards.ts).
+   */
+  readonly proxiedPeer: string
   body: unknown
 }
 
@@ -57,7 +62,6 @@ export function readRequest (res: HttpResponse, req: HttpRequest, paramCount = 0
   req.forEach((k, v) => { headers.set(k, v) })
   const params: string[] = []
   for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''))
-  const proxied = decoder.decode(res.getProxiedRemoteAddressAsText())
   return {
     id: newRequestId(),
     method: req.getMethod().toUpperCase(),
@@ -65,7 +69,8 @@ export function readRequest (res: HttpResponse, req: HttpRequest, paramCount = 0
     query: new URLSearchParams(req.getQuery() ?? ''),
     params,
     headers,
-    peer: proxied !== '' ? proxied : decoder.decode(res.getRemoteAddressAsText()),
+    peer: decoder.decode(res.getRemoteAddressAsText()),
+    proxiedPeer: decoder.decode(res.getProxiedRemoteAddressAsText()),
     body: undefined,
   }
 }
