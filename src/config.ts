@@ -153,16 +153,22 @@ export function loadConfig (env: Env = process.env): Config {
   const chUrl = env.CLICKHOUSE_URL
   let clickhouse: ClickHouseServerConfig | null = null
   if (chUrl !== undefined && chUrl !== '') {
+    let url: URL
     try {
-      // eslint-disable-next-line no-new
-      new URL(chUrl)
+      url = new URL(chUrl)
     } catch {
       throw new ConfigError('CLICKHOUSE_URL', 'must be a URL such as http://localhost:8123')
     }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('CLICKHOUSE_URL', 'must use http or https')
+    // Credentials written into the URL become the user and password, so the URL itself can be printed.
+    const userInUrl = decodeURIComponent(url.username)
+    const passwordInUrl = decodeURIComponent(url.password)
+    url.username = ''
+    url.password = ''
     clickhouse = Object.freeze({
-      url: chUrl,
-      username: str(env, 'CLICKHOUSE_USER', 'default'),
-      password: env.CLICKHOUSE_PASSWORD ?? '',
+      url: url.toString(),
+      username: str(env, 'CLICKHOUSE_USER', userInUrl === '' ? 'default' : userInUrl),
+      password: env.CLICKHOUSE_PASSWORD ?? passwordInUrl,
       database: str(env, 'CLICKHOUSE_DATABASE', 'default'),
     })
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(clickhouse.database)) throw new ConfigError('CLICKHOUSE_DATABASE', 'must be a plain identifier')

@@ -25,14 +25,15 @@ export class Metrics {
     })
     const traces = new Gauge({
       name: 'tracegate_traces',
-      help: 'Trace pipeline counters since start: written, spooled, replayed, dropped; queued rows; spool bytes; clickhouse_up (1/0).',
+      help: 'Trace pipeline since start: rows written, spooled, replayed, dropped, spoolRefused (refused by a full or unwritable spool); queued rows; spool bytes; clickhouse_up and spool_ok (1/0).',
       labelNames: ['kind'],
       registers: [this.registry],
       async collect () {
         const s = await traceStats().catch(() => null)
         if (s === null) return
-        for (const kind of ['written', 'spooled', 'replayed', 'dropped', 'queued', 'spoolBytes'] as const) this.set({ kind }, s[kind])
+        for (const kind of ['written', 'spooled', 'replayed', 'dropped', 'spoolRefused', 'queued', 'spoolBytes'] as const) this.set({ kind }, s[kind])
         this.set({ kind: 'clickhouse_up' }, s.clickhouseUp ? 1 : 0)
+        this.set({ kind: 'spool_ok' }, s.spoolError === null ? 1 : 0)
       },
     })
     void traces

@@ -10,7 +10,7 @@ import type { Logger } from './log.js'
 import { startMockProvider, type MockProvider } from './mock-provider/index.js'
 import type { Exchange } from './proxy/exchange.js'
 import { AdminServer } from './server/admin-server.js'
-import { createProxyApp, listen } from './server/proxy-app.js'
+import { createProxyApp, listen, type NotReady } from './server/proxy-app.js'
 import { uws } from './server/uws.js'
 import { StoreClient } from './store/client.js'
 import { createUpstreamAgent } from './upstream/client.js'
@@ -162,7 +162,7 @@ export class Tracegate {
         isClosing: () => self !== null && self.#closing,
         onStart: () => { if (self !== null) self.#inflight++ },
         onFinish: (x) => { if (self !== null) self.#finished(x, options.onExchange) },
-        ready: () => withTimeout(store.call('ping'), 2_000).catch(() => false),
+        ready: () => readiness(store),
       })
       const bound = await listen(app, config.host, config.proxyPort)
       let dashboard: DashboardServer
@@ -226,6 +226,22 @@ export class Tracegate {
       this.#log?.info('closed')
     })()
     return this.#closed
+  }
+}
+
+/**
+ * Ready while the store answers and traces can be kept: written to ClickHouse, or at least taken by the
+ * spool. While inserts fail the instance says so (a load balancer can move traffic to one that stores).
+ */
+async function readiness (store: StoreClient): Promise<NotReady | null> {
+  try {
+    if (!await withTimeout(store.call('ping'), 2_000)) return { reason: 'store_unreachable', message: 'ClickHouse does not answer.' }
+    const s = await withTimeout(store.call('traceStats'), 2_000)
+    if (s?.spoolError != null) return { reason: 'spool_refusing', message: `Traces cannot be written to ClickHouse or the spool: ${s.spoolError}.` }
+    if (s?.insertError != null) return { reason: 'trace_inserts_failing', message: `Trace inserts fail (the spool keeps them): ${s.insertError}` }
+    return null
+  } catch (err) {
+    return { reason: 'store_unreachable', message: `The store does not answer: ${(err as Error).message}` }
   }
 }
 

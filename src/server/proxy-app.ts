@@ -1,13 +1,19 @@
 // The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest.
+import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import { DIALECTS } from '../providers/index.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { sendError, sendJson } from './respond.js'
 import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
 
+export interface NotReady {
+  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing'
+  readonly message: string
+}
+
 export interface ProxyAppDeps extends ProxyDeps {
-  /** Resolves true when the store answers. */
-  ready (): Promise<boolean>
+  /** Resolves null when ready, else why not (a stable reason and a message for people). */
+  ready (): Promise<NotReady | null>
   /** The Prometheus text of the process metrics. */
   metrics (): Promise<string>
 }
@@ -37,13 +43,13 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     let aborted = false
     res.onAborted(() => { aborted = true })
     if (deps.isClosing()) {
-      sendError(res, 'service_unavailable', id)
+      sendError(res, new TracegateError('service_unavailable', { extra: { reason: 'shutting_down' } }), id)
       return
     }
-    void deps.ready().then((ok) => {
+    void deps.ready().then((not) => {
       if (aborted) return
-      if (ok) sendJson(res, 200, '{"status":"ready"}', id)
-      else sendError(res, 'service_unavailable', id)
+      if (not === null) sendJson(res, 200, '{"status":"ready"}', id)
+      else sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
     })
   })
   app.get('/metrics', (res) => {

@@ -1,12 +1,12 @@
 // The one place a ClickHouse client is made: embedded chDB in the data directory, or a server by URL.
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, rmSync } from 'node:fs'
-import { open, unlink } from 'node:fs/promises'
+import { open, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
-import { createChdbConnection } from 'chdb/connection'
 import type { ClickHouseServerConfig } from '../config.js'
+import { StoreOpError } from './accounts.js'
 
 // Counts and byte sizes (UInt64) come back as JSON numbers, not strings, for every query.
 const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const
@@ -29,10 +29,53 @@ export function insertInbox (dataDir: string): string {
   return join(dataDir, 'insert-batches')
 }
 
-export async function connect (dataDir: string, server: ClickHouseServerConfig | null): Promise<ClickHouseClient> {
+/** The server's address as it may be printed: never its credentials. */
+export function serverAddress (url: string): string {
+  try {
+    const u = new URL(url)
+    u.username = ''
+    u.password = ''
+    return u.toString().replace(/\/$/, '')
+  } catch {
+    return '(an invalid URL)'
+  }
+}
+
+const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'])
+
+/**
+ * A server must answer as ClickHouse before tracegate starts on it: a wrong URL stops the start with a
+ * message naming it, instead of every key lookup and trace failing later.
+ */
+async function checkServer (client: ClickHouseClient, server: ClickHouseServerConfig): Promise<void> {
+  const where = serverAddress(server.url)
+  let rows: unknown
+  try {
+    const rs = await client.query({ query: 'SELECT version() AS version', format: 'JSONEachRow' })
+    rows = await rs.json()
+  } catch (err) {
+    const e = err as { code?: unknown; message?: unknown }
+    let cause = String(e.message ?? err).split('\n')[0]!.slice(0, 200)
+    if (cause.trimStart().startsWith('<')) cause = 'it answered with an HTML page'
+    if (typeof e.code === 'string' && NETWORK_ERRORS.has(e.code)) {
+      throw new StoreOpError('clickhouse_unavailable', `ClickHouse at ${where} (CLICKHOUSE_URL) is not reachable: ${cause}`)
+    }
+    throw new StoreOpError('clickhouse_unavailable', `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: ${cause}`)
+  }
+  const first = Array.isArray(rows) ? rows[0] as { version?: unknown } | undefined : undefined
+  if (typeof first?.version !== 'string') {
+    throw new StoreOpError('clickhouse_unavailable', `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: SELECT version() returned no version`)
+  }
+}
+
+/** `check`: a server must answer as ClickHouse (the start's connection; the test seam's may point nowhere). */
+export async function connect (dataDir: string, server: ClickHouseServerConfig | null, check = false): Promise<ClickHouseClient> {
   if (server === null) {
     const path = chdbPath(dataDir)
     mkdirSync(path, { recursive: true })
+    // Loaded only when embedded: with a server URL the 550 MB engine never enters the process, and a
+    // store worker that exits cannot take the process down with chDB's unloading (client.ts).
+    const { createChdbConnection } = await import('chdb/connection')
     const connection = createChdbConnection({ path })
     const client = createClient({
       clickhouse_settings: SETTINGS,
@@ -47,10 +90,11 @@ export async function connect (dataDir: string, server: ClickHouseServerConfig |
     embedded.set(client, inbox)
     return client
   }
-  if (server.database !== 'default') {
-    const bootstrap = createClient({ url: server.url, username: server.username, password: server.password })
+  if (check || server.database !== 'default') {
+    const bootstrap = createClient({ url: server.url, username: server.username, password: server.password, log: { level: ClickHouseLogLevel.OFF } })
     try {
-      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${server.database}` })
+      if (check) await checkServer(bootstrap, server)
+      if (server.database !== 'default') await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${server.database}` })
     } finally {
       await bootstrap.close()
     }
@@ -91,7 +135,15 @@ export async function insertTsv (client: ClickHouseClient, table: string, column
   const inbox = embedded.get(client)
   if (inbox !== undefined) {
     const file = join(inbox, `${table}-${RUN}-${++batchSeq}.tsv`)
-    const fh = await open(file, 'w')
+    let fh: FileHandle
+    try {
+      fh = await open(file, 'w')
+    } catch (err) {
+      // The folder was removed under the running process: made again, so inserts recover by themselves.
+      if ((err as { code?: unknown }).code !== 'ENOENT') throw err
+      mkdirSync(inbox, { recursive: true })
+      fh = await open(file, 'w')
+    }
     try {
       await fh.writev(parts as Uint8Array[])
     } finally {

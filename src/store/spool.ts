@@ -3,6 +3,8 @@
 // ClickHouse already took once is a no-op. Written to a temporary name and renamed, so a crash never
 // leaves half a batch behind. Bounded in bytes. A file is the batch's summaries (for the live list, as
 // one JSON line) followed by the batch itself, as the TabSeparated bytes that are inserted.
+// Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
+// removed under a running process is made again.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -15,14 +17,27 @@ export interface SpooledBatch {
   readonly tsv: Buffer
 }
 
+/** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
+export class SpoolReadError extends Error {
+  constructor (readonly file: string, readonly rows: number, cause: unknown) {
+    super(`spool file ${file} cannot be read: ${(cause as Error).message}`, { cause })
+    this.name = 'SpoolReadError'
+  }
+}
+
 const NAME = /^(\d{16})-([0-9a-f-]{36})\.tsv$/
+
+function isMissing (err: unknown): boolean {
+  return (err as { code?: unknown }).code === 'ENOENT'
+}
 
 export class Spool {
   readonly #dir: string
   readonly #maxBytes: number
   #bytes = 0
   #seq = 0
-  #files: string[] = []
+  /** Batch files, oldest first, with their sizes and (for files written by this run) row counts. */
+  #files: Array<{ name: string; size: number; rows: number }> = []
 
   constructor (dir: string, maxBytes: number) {
     this.#dir = dir
@@ -32,46 +47,85 @@ export class Spool {
       if (f.endsWith('.tmp')) { rmSync(join(dir, f), { force: true }); continue }
       const m = NAME.exec(f)
       if (m === null) continue
-      this.#files.push(f)
-      this.#bytes += statSync(join(dir, f)).size
+      const size = statSync(join(dir, f)).size
+      this.#files.push({ name: f, size, rows: 0 })
+      this.#bytes += size
       this.#seq = Math.max(this.#seq, Number(m[1]))
     }
-    this.#files.sort()
+    this.#files.sort((a, b) => (a.name < b.name ? -1 : 1))
   }
 
   get bytes (): number { return this.#bytes }
   get batches (): number { return this.#files.length }
+  get maxBytes (): number { return this.#maxBytes }
 
-  /** False when the batch does not fit under the byte limit. */
+  /** False when the batch does not fit under the byte limit; throws when it cannot be written. */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
     const head = Buffer.from(JSON.stringify(summaries) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(++this.#seq).padStart(16, '0')}-${token}.tsv`
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.tsv`
     const tmp = join(this.#dir, name + '.tmp')
-    writeFileSync(tmp, Buffer.concat([head, ...parts], size))
-    renameSync(tmp, join(this.#dir, name))
-    this.#files.push(name)
+    const bytes = Buffer.concat([head, ...parts], size)
+    try {
+      writeFileSync(tmp, bytes)
+    } catch (err) {
+      if (!isMissing(err)) throw err
+      mkdirSync(this.#dir, { recursive: true })
+      writeFileSync(tmp, bytes)
+    }
+    try {
+      renameSync(tmp, join(this.#dir, name))
+    } catch (err) {
+      rmSync(tmp, { force: true })
+      throw err
+    }
+    this.#seq++
+    this.#files.push({ name, size, rows: summaries.length })
     this.#bytes += size
     return true
   }
 
-  /** The oldest batch, or null when the spool is empty. */
+  /**
+   * The oldest batch, or null when the spool is empty. A file that is gone or is not a batch is taken off
+   * the list (SpoolReadError; one that is not a batch is kept aside as .bad); any other read error is
+   * thrown as it is and the file stays, to be tried again.
+   */
   oldest (): SpooledBatch | null {
     const f = this.#files[0]
     if (f === undefined) return null
-    const bytes = readFileSync(join(this.#dir, f))
-    const nl = bytes.indexOf(0x0a)
-    const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
-    return { file: f, token: NAME.exec(f)![2]!, summaries, tsv: bytes.subarray(nl + 1) }
+    const path = join(this.#dir, f.name)
+    let bytes: Buffer
+    try {
+      bytes = readFileSync(path)
+    } catch (err) {
+      if (!isMissing(err)) throw err
+      this.#forget(0)
+      throw new SpoolReadError(f.name, f.rows, err)
+    }
+    try {
+      const nl = bytes.indexOf(0x0a)
+      if (nl < 0) throw new Error('no summaries line')
+      const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
+      if (!Array.isArray(summaries)) throw new Error('no summaries line')
+      return { file: f.name, token: NAME.exec(f.name)![2]!, summaries, tsv: bytes.subarray(nl + 1) }
+    } catch (err) {
+      this.#forget(0)
+      try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
+      throw new SpoolReadError(f.name, f.rows, err)
+    }
   }
 
   remove (file: string): void {
-    const path = join(this.#dir, file)
-    let size = 0
-    try { size = statSync(path).size } catch { /* already gone */ }
-    rmSync(path, { force: true })
-    this.#files = this.#files.filter((f) => f !== file)
-    this.#bytes = Math.max(0, this.#bytes - size)
+    const i = this.#files.findIndex((f) => f.name === file)
+    if (i < 0) return
+    this.#forget(i)
+    // A file that cannot be removed is replayed again after a restart, which its token makes a no-op.
+    try { rmSync(join(this.#dir, file), { force: true }) } catch { /* see above */ }
+  }
+
+  #forget (i: number): void {
+    const [f] = this.#files.splice(i, 1)
+    this.#bytes = Math.max(0, this.#bytes - f!.size)
   }
 }

@@ -44,12 +44,19 @@ export interface TraceStats {
   spooled: number
   /** Rows replayed from the spool. */
   replayed: number
-  /** Rows dropped because memory and spool were both full. */
+  /** Rows dropped because the spool refused them and memory was full (or the process was closing). */
   dropped: number
+  /** Rows the spool refused (full, or its files could not be written); kept in memory or dropped. */
+  spoolRefused: number
   /** Rows waiting in memory. */
   queued: number
   spoolBytes: number
+  /** The last insert succeeded (false from the first refused insert until one succeeds again). */
   clickhouseUp: boolean
+  /** Why traces cannot be written to ClickHouse right now, or null. */
+  insertError: string | null
+  /** Why the spool refused its last batch (full, or an I/O error), or null once it takes one again. */
+  spoolError: string | null
 }
 
 /**

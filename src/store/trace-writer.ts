@@ -9,7 +9,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from './rows.js'
-import type { Spool } from './spool.js'
+import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
 import { decodeTraces, type EncodedTraces } from './trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from './trace-types.js'
 import { TsvWriter } from './tsv.js'
@@ -109,7 +109,10 @@ interface Batch {
 }
 
 export class TraceWriter {
-  readonly stats: TraceStats = { written: 0, spooled: 0, replayed: 0, dropped: 0, queued: 0, spoolBytes: 0, clickhouseUp: true }
+  readonly stats: TraceStats = {
+    written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
+    clickhouseUp: true, insertError: null, spoolError: null,
+  }
   readonly #ch: ClientHolder
   readonly #spool: Spool
   readonly #pricing: Pricing
@@ -125,6 +128,8 @@ export class TraceWriter {
   #retry: NodeJS.Timeout | null = null
   #retryMs = RETRY_MIN_MS
   #closed = false
+  /** Rows dropped since the current loss episode began (one log line at its start, one at its end). */
+  #episodeDropped = 0
 
   constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: WrittenListener, warn: Warn) {
     this.#ch = ch
@@ -134,7 +139,7 @@ export class TraceWriter {
     this.#onWritten = onWritten
     this.#warn = warn
     this.stats.spoolBytes = spool.bytes
-    this.#timer = setInterval(() => { void this.flush() }, opts.flushMs)
+    this.#timer = setInterval(() => { void this.flush().catch(() => { /* logged by flush */ }) }, opts.flushMs)
     // A spool left by an earlier run is replayed first.
     if (spool.batches > 0) this.#scheduleReplay(0)
   }
@@ -145,8 +150,7 @@ export class TraceWriter {
       raws = decodeTraces(batch)
     } catch (err) {
       // A batch that does not decode is a bug in the codec; its traces are counted as dropped.
-      this.stats.dropped += batch.count
-      this.#warn('a trace batch could not be decoded', { traces: batch.count, err: (err as Error).message })
+      this.#drop(batch.count, `a trace batch could not be decoded: ${(err as Error).message}`)
       return
     }
     // Escaping adds a little to the bytes the front thread sent; the writer grows if it must.
@@ -161,12 +165,12 @@ export class TraceWriter {
         summaries.push(record.summary)
       } catch (err) {
         w.rewind(ends.length === 0 ? 0 : ends[ends.length - 1]!)
-        this.stats.dropped++
-        this.#warn('trace row could not be built', { trace_id: raw.traceId, err: (err as Error).message })
+        this.#drop(1, `trace row ${raw.traceId} could not be built: ${(err as Error).message}`)
       }
     }
     if (ends.length > 0) this.#push(new Segment(w.view(), ends, summaries))
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
+    // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
     while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
     if (this.#queued >= this.#opts.batchRows) void this.flush()
   }
@@ -204,30 +208,42 @@ export class TraceWriter {
     return { segments, summaries }
   }
 
-  /** Sends what is queued: to ClickHouse, or to the spool when it is away. Flushes run one at a time. */
+  /**
+   * Sends what is queued: to ClickHouse, or to the spool when it is away. Flushes run one at a time.
+   * Every batch taken off the queue ends written, spooled, back in the queue, or dropped and counted; a
+   * fault in between is logged here, never swallowed.
+   */
   flush (): Promise<void> {
-    const next = this.#chain.then(() => this.#flushOnce())
-    this.#chain = next.catch(() => {})
+    const next = this.#chain.then(() => this.#flushOnce(false))
+    this.#chain = next.catch((err: unknown) => { this.#fault('flush', err) })
     return next
   }
 
-  async #flushOnce (): Promise<void> {
+  #fault (what: string, err: unknown): void {
+    this.#warn(`trace writer ${what} failed`, { err: (err as Error).message })
+  }
+
+  /** `probe`: try ClickHouse even though the last insert failed (the replay loop's attempt). */
+  async #flushOnce (probe: boolean): Promise<void> {
     while (this.#queued > 0) {
       const batch = this.#takeBatch()
       const token = randomUUID()
-      if (!this.stats.clickhouseUp || this.#spool.batches > 0) {
+      if ((!this.stats.clickhouseUp && !probe) || this.#spool.batches > 0) {
         if (!this.#toSpool(token, batch)) return
         continue
       }
+      probe = false
       try {
         await this.#insert(token, batch.segments.map((seg) => seg.tsv))
-        this.#buffers.give(batch.segments)
-        this.stats.written += batch.summaries.length
-        this.#onWritten(batch.summaries)
       } catch (err) {
         this.#down(err)
         if (!this.#toSpool(token, batch)) return
+        continue
       }
+      this.#buffers.give(batch.segments)
+      this.stats.written += batch.summaries.length
+      this.#up()
+      this.#onWritten(batch.summaries)
     }
   }
 
@@ -238,17 +254,32 @@ export class TraceWriter {
       { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 })
   }
 
-  /** False when the spool was full and the rows went back to memory (the caller stops flushing then). */
+  /**
+   * The batch goes to the spool. When the spool refuses it (full, or its files cannot be written) the
+   * rows go back to the front of the queue while memory allows and are dropped, counted and logged past
+   * that (or at close). False when the spool refused: the caller stops flushing then.
+   */
   #toSpool (token: string, batch: Batch): boolean {
     const rows = batch.summaries.length
-    if (this.#spool.append(token, batch.summaries, batch.segments.map((seg) => seg.tsv))) {
-      this.#buffers.give(batch.segments)
-      this.stats.spooled += rows
-      this.stats.spoolBytes = this.#spool.bytes
-      this.#scheduleReplay(this.#retryMs)
-      return true
+    let refusal: string
+    try {
+      if (this.#spool.append(token, batch.summaries, batch.segments.map((seg) => seg.tsv))) {
+        this.#buffers.give(batch.segments)
+        this.stats.spooled += rows
+        this.stats.spoolBytes = this.#spool.bytes
+        if (this.stats.spoolError !== null) this.#warn('the trace spool takes batches again', { was: this.stats.spoolError })
+        this.stats.spoolError = null
+        this.#episodeEnds()
+        this.#scheduleReplay(this.#retryMs)
+        return true
+      }
+      refusal = `the spool is full (${this.#spool.bytes} of TRACEGATE_SPOOL_MAX_BYTES=${this.#spool.maxBytes} bytes)`
+    } catch (err) {
+      refusal = `the spool cannot be written: ${(err as Error).message}`
     }
-    // The spool is full. Keep the oldest rows in memory while there is room, else drop them, loudly.
+    if (this.stats.spoolError === null) this.#warn('the trace spool refused a batch', { rows, cause: refusal })
+    this.stats.spoolError = refusal
+    this.stats.spoolRefused += rows
     const room = this.#closed ? 0 : Math.max(0, Math.min(this.#opts.queueRows - this.#queued, rows))
     const back: Segment[] = []
     for (let left = room, k = 0; left > 0; k++) {
@@ -259,18 +290,39 @@ export class TraceWriter {
     this.#queue.unshift(...back)
     this.#queued += room
     this.stats.queued = this.#queued
-    const dropped = rows - room
-    if (dropped > 0) {
-      this.stats.dropped += dropped
-      this.#warn('traces dropped: ClickHouse is unreachable and the spool and memory queue are full', { dropped, total_dropped: this.stats.dropped })
-    }
+    if (rows > room) this.#drop(rows - room, `ClickHouse does not take inserts (${this.stats.insertError ?? 'closing'}) and ${refusal}; the memory queue is full`)
     this.#scheduleReplay(this.#retryMs)
-    return room === 0
+    return false
+  }
+
+  /** Counts dropped rows; the first drop of an episode is logged with its cause. */
+  #drop (rows: number, cause: string): void {
+    this.stats.dropped += rows
+    if (this.#episodeDropped === 0) this.#warn('traces dropped', { dropped: rows, cause, total_dropped: this.stats.dropped })
+    this.#episodeDropped += rows
+  }
+
+  /** A batch was stored again: a loss episode, if one was going on, ends with its count. */
+  #episodeEnds (): void {
+    if (this.#episodeDropped === 0) return
+    this.#warn('traces are stored again after a loss', { dropped: this.#episodeDropped, total_dropped: this.stats.dropped })
+    this.#episodeDropped = 0
   }
 
   #down (err: unknown): void {
-    if (this.stats.clickhouseUp) this.#warn('ClickHouse refused a trace batch; spooling to disk', { err: (err as Error).message })
+    const cause = (err as Error).message
+    if (this.stats.clickhouseUp) this.#warn('ClickHouse refused a trace batch; spooling to disk', { err: cause })
     this.stats.clickhouseUp = false
+    this.stats.insertError = cause
+    this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2)
+  }
+
+  #up (): void {
+    if (!this.stats.clickhouseUp) this.#warn('ClickHouse takes trace inserts again', { was: this.stats.insertError })
+    this.stats.clickhouseUp = true
+    this.stats.insertError = null
+    this.#retryMs = RETRY_MIN_MS
+    this.#episodeEnds()
   }
 
   #scheduleReplay (ms: number): void {
@@ -278,30 +330,49 @@ export class TraceWriter {
     this.#retry = setTimeout(() => {
       this.#retry = null
       const run = this.#chain.then(() => this.#replay())
-      this.#chain = run.catch(() => {})
+      this.#chain = run.catch((err: unknown) => {
+        // A fault the loop did not foresee: it is logged and the loop goes on.
+        this.#fault('replay', err)
+        this.#scheduleReplay(this.#retryMs)
+      })
     }, ms)
   }
 
+  /**
+   * Replays the spool in order, then sends the rows that waited in memory (also when the spool itself
+   * refused them). Keeps trying, backing off up to RETRY_MAX_MS, until both are empty.
+   */
   async #replay (): Promise<void> {
-    for (let batch = this.#spool.oldest(); batch !== null; batch = this.#spool.oldest()) {
+    for (;;) {
+      let batch: SpooledBatch | null
+      try {
+        batch = this.#spool.oldest()
+      } catch (err) {
+        if (err instanceof SpoolReadError) {
+          this.stats.spoolBytes = this.#spool.bytes
+          this.#drop(err.rows, err.message)
+          continue
+        }
+        this.#fault('reading the spool', err)
+        this.#scheduleReplay(this.#retryMs)
+        return
+      }
+      if (batch === null) break
       try {
         await this.#insert(batch.token, [batch.tsv])
       } catch (err) {
         this.#down(err)
-        this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2)
         this.#scheduleReplay(this.#retryMs)
         return
       }
       this.#spool.remove(batch.file)
       this.stats.replayed += batch.summaries.length
       this.stats.spoolBytes = this.#spool.bytes
+      this.#up()
       this.#onWritten(batch.summaries)
     }
-    if (!this.stats.clickhouseUp) this.#warn('ClickHouse is back; the spool is replayed', { replayed: this.stats.replayed })
-    this.stats.clickhouseUp = true
-    this.#retryMs = RETRY_MIN_MS
-    // Rows queued meanwhile go out now rather than at the next tick.
-    if (this.#queued > 0) await this.#flushOnce()
+    if (this.#queued > 0) await this.#flushOnce(true)
+    if (this.#queued > 0 || this.#spool.batches > 0) this.#scheduleReplay(this.#retryMs)
   }
 
   /** Flushes everything queued (to ClickHouse or the spool) and stops the timers. */
@@ -312,5 +383,14 @@ export class TraceWriter {
     if (this.#retry !== null) clearTimeout(this.#retry)
     this.#retry = null
     await this.#chain
+    // Rows the spool refused wait in memory: one more try at ClickHouse, then they have nowhere to go.
+    if (this.#queued > 0) await this.#flushOnce(true).catch((err: unknown) => { this.#fault('flush at close', err) })
+    if (this.#queued > 0) {
+      const rows = this.#queued
+      this.#queue = []
+      this.#queued = 0
+      this.stats.queued = 0
+      this.#drop(rows, `closing while ${this.stats.spoolError ?? 'the spool refuses batches'}`)
+    }
   }
 }

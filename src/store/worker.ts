@@ -58,7 +58,7 @@ function written (summaries: readonly TraceSummary[]): void {
 
 function open (): Promise<void> {
   ready ??= (async () => {
-    const client = await connect(data.dataDir, data.clickhouse)
+    const client = await connect(data.dataDir, data.clickhouse, true)
     // Storage work below the front thread's priority (priority.ts), and every few seconds for the threads
     // chDB and libuv start on first use (a few dozen /proc reads).
     lowerStoreThreads()
