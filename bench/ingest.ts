@@ -153,6 +153,7 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
       status: 200,
       outcome: 'ok',
       errorCode: '',
+      errorCause: '',
       requestBytes: request.length,
       responseBytes: response.length,
       chunkMarks: null,

@@ -137,8 +137,10 @@ function origin (env: Env, name: string, fallback: string): string {
 function secret (env: Env, name: string): string | null {
   const v = env[name]
   if (v === undefined || v === '') return null
-  if (/[\r\n]/.test(v)) throw new ConfigError(name, 'must not contain line breaks')
-  return v.trim()
+  const key = v.trim()
+  // It is sent in a header: anything else would fail every call that uses it (never echoed here).
+  if (!/^[\x21-\x7e]+$/.test(key)) throw new ConfigError(name, 'must be printable ASCII without spaces or line breaks')
+  return key
 }
 
 export function loadConfig (env: Env = process.env): Config {
@@ -166,7 +168,7 @@ export function loadConfig (env: Env = process.env): Config {
     url.username = ''
     url.password = ''
     clickhouse = Object.freeze({
-      url: url.toString(),
+      url: userInUrl === '' && passwordInUrl === '' ? chUrl : url.toString(),
       username: str(env, 'CLICKHOUSE_USER', userInUrl === '' ? 'default' : userInUrl),
       password: env.CLICKHOUSE_PASSWORD ?? passwordInUrl,
       database: str(env, 'CLICKHOUSE_DATABASE', 'default'),

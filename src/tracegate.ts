@@ -190,6 +190,12 @@ export class Tracegate {
 
   #finished (x: Exchange, listener: ((x: Exchange) => void) | undefined): void {
     this.#inflight--
+    // Each 5xx of tracegate's own and each cut stream is logged once, with its cause (never a key).
+    if (x.errorCause !== null && this.#log !== null) {
+      const fields = { request_id: x.requestId, provider: x.dialect.name, status: x.status, code: x.errorCode, outcome: x.outcome, cause: x.errorCause }
+      if (x.errorCode === 'internal_error') this.#log.error(fields, 'request failed')
+      else this.#log.warn(fields, 'request failed')
+    }
     if (x.accountId === null) {
       const code = x.errorCode ?? x.outcome ?? 'unknown'
       this.rejectedBeforeAuth.set(code, (this.rejectedBeforeAuth.get(code) ?? 0) + 1)

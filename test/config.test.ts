@@ -57,3 +57,22 @@ t.test('a bad value names the variable and never echoes a secret', async (t) => 
   t.equal(multiline.variable, 'TRACEGATE_ALPHA_API_KEY')
   t.notMatch(multiline.message, 'sk-a')
 })
+
+t.test('a server-side provider key must be able to travel in a header', async (t) => {
+  for (const value of ['sk-…', 'sk-a b', 'sk-\u0000x', 'sk-\u007fx', 'sk-\ud800x']) {
+    const err = configError({ TRACEGATE_GAMMA_API_KEY: value })
+    t.equal(err.variable, 'TRACEGATE_GAMMA_API_KEY', JSON.stringify(value))
+    t.notMatch(err.message, value)
+  }
+  t.equal(loadConfig({ TRACEGATE_GAMMA_API_KEY: ' AIza-x_y.z ' }).providers.gamma.apiKey, 'AIza-x_y.z', 'surrounding spaces are trimmed')
+})
+
+t.test('credentials in CLICKHOUSE_URL become the user and password, and leave the URL', async (t) => {
+  const c = loadConfig({ CLICKHOUSE_URL: 'https://tg:p%40ss@ch.internal:8443/' })
+  t.same(c.clickhouse, { url: 'https://ch.internal:8443/', username: 'tg', password: 'p@ss', database: 'default' })
+  const explicit = loadConfig({ CLICKHOUSE_URL: 'http://a:b@ch:8123', CLICKHOUSE_USER: 'u', CLICKHOUSE_PASSWORD: 'p' })
+  t.equal(explicit.clickhouse?.username, 'u')
+  t.equal(explicit.clickhouse?.password, 'p')
+  t.notMatch(explicit.clickhouse?.url ?? '', 'b@')
+  t.equal(configError({ CLICKHOUSE_URL: 'tcp://ch:9000' }).variable, 'CLICKHOUSE_URL')
+})

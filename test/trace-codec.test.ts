@@ -16,6 +16,7 @@ const meta = (i: number): TraceMeta => ({
   status: i % 4 === 0 ? 502 : 200,
   outcome: i % 4 === 0 ? 'provider_error' : 'ok',
   errorCode: i % 4 === 0 ? 'provider_unreachable' : '',
+  errorCause: i % 4 === 0 ? 'connect_refused: connect ECONNREFUSED 127.0.0.1:9' : '',
   requestBytes: 5000 + i,
   responseBytes: 70_000 + i,
   chunkMarks: i % 2 === 1 ? [10, 1.5, 20 + i, 2.25] : null,

@@ -70,7 +70,7 @@ t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
     bytes.set(response.subarray(0, cut), req.length)
     return {
       traceId, accountId, keyId: randomUUID(), time: Date.UTC(2026, 10, 23, 12, 0, 0, 7), provider: 'alpha', model: 'm\tx',
-      endpoint: '/api/alpha_service/chat_completion', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '',
+      endpoint: '/api/alpha_service/chat_completion', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
       bytes, requestLength: req.length, requestBytes: req.length, headLength: cut, responseBytes: response.length,
       chunkMarks: null, latencyMs: 12.5, ttfbMs: null, providerMs: 11, overheadMs: 0.25,
       detection: '{"a":"\\n"}', issues: '[]',

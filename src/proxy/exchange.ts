@@ -6,7 +6,7 @@ import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
 import { asTracegateError, sendError } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
-import { upstreamErrorCode } from '../upstream/client.js'
+import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
 import type { Verdict } from '../detection/types.js'
 
@@ -41,6 +41,8 @@ export class Exchange {
   status = 0
   outcome: Outcome | null = null
   errorCode: string | null = null
+  /** Why tracegate failed the call itself (an upstream failure, a fault), for the log and the trace. */
+  errorCause: string | null = null
   /** Detection's answer; null when it did not run (confidential, off) or could not judge. */
   verdict: Verdict | null = null
   /** Why detection could not judge the request (error, deadline, queue_full). */
@@ -97,6 +99,7 @@ export class Exchange {
     if (this.finished) return
     const e = asTracegateError(err)
     this.errorCode = e.code
+    if (e.status >= 500) this.errorCause ??= causeOf(e)
     if (!this.aborted) {
       if (this.headersSent) this.res.close()
       else {
@@ -114,6 +117,7 @@ export class Exchange {
       this.finish('client_aborted')
       return
     }
+    this.errorCause = describeCause(err)
     if (this.headersSent) {
       // A stream the provider broke is not turned into a clean end: the client sees the cut.
       this.errorCode = 'provider_stream_error'
@@ -135,4 +139,12 @@ export class Exchange {
     this.endedAt = performance.now()
     this.#onFinish(this)
   }
+}
+
+/** The cause of one of tracegate's own 5xx: what it wraps, or what the code itself says. */
+function causeOf (e: TracegateError): string {
+  if (e.cause !== undefined) return describeCause(e.cause)
+  const failure = (e.extra?.detection as { failure?: unknown } | undefined)?.failure
+  if (typeof failure === 'string') return `detection_${failure}: ${e.message}`
+  return `${e.code}: ${e.message}`
 }

@@ -16,7 +16,7 @@ import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { ResponseCapture } from './capture.js'
 import { cutMembers, Kind, stringValue } from './scan.js'
-import { checkSchema, readServiceFields, type ServiceFields } from './validate.js'
+import { checkSchema, HEADER_VALUE, readServiceFields, type ServiceFields } from './validate.js'
 
 export interface ProxyDeps {
   readonly config: Config
@@ -110,7 +110,10 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     if (deps.captureLimit !== null) x.capture = new ResponseCapture(deps.captureLimit, checked.stream)
     const target = dialect.target(checked)
     const headers: Record<string, string> = { 'content-type': 'application/json' }
-    for (const [name, value] of x.forwardHeaders) headers[name] = value
+    for (const [name, value] of x.forwardHeaders) {
+      if (!HEADER_VALUE.test(value)) throw new TracegateError('invalid_field', { param: name, message: `The ${name} header must be printable ASCII.` })
+      headers[name] = value
+    }
     for (const name in dialect.defaultHeaders) headers[name] ??= dialect.defaultHeaders[name]!
     Object.assign(headers, dialect.authHeaders(providerKey))
     // Step 8: detection on every non-confidential request, before anything is sent.

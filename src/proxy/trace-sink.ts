@@ -38,6 +38,7 @@ function traceMeta (x: Exchange): TraceMeta {
     status: x.status,
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
+    errorCause: x.errorCause ?? '',
     requestBytes: x.body?.length ?? 0,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,

@@ -58,6 +58,11 @@ export function readServiceFields (body: Buffer, dialect: Dialect): ServiceField
   return { members, apiKey: stringValue(body, apiKey), cut }
 }
 
+/** What a provider key may hold: it travels in a header, where anything else is refused or mangled. */
+export const HEADER_TOKEN = /^[\x21-\x7e]+$/
+/** A header value passed on from the client: visible ASCII, spaces and tabs (RFC 9110 §5.5, no obs-text). */
+export const HEADER_VALUE = /^[\t\x20-\x7e]*$/
+
 const KIND_NAMES: Record<Kind, string> = {
   [Kind.String]: 'string', [Kind.Number]: 'number', [Kind.Object]: 'object', [Kind.Array]: 'array',
   [Kind.True]: 'boolean', [Kind.False]: 'boolean', [Kind.Null]: 'null',
@@ -87,7 +92,9 @@ export function checkSchema (body: Buffer, members: readonly Member[], dialect: 
       }
       if (kind !== Kind.String) throw invalid(m.name, `${m.name} must be a string.`)
       providerKey = stringValue(body, m)
-      if (providerKey === '' || /[\r\n]/.test(providerKey)) throw invalid(m.name, `${m.name} must be a non-empty single-line string.`)
+      if (!HEADER_TOKEN.test(providerKey)) {
+        throw invalid(m.name, `${m.name} must be a non-empty string of printable ASCII characters without spaces (it is sent in a header).`)
+      }
       continue
     }
     if (m.name === 'stream') {

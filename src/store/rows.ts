@@ -23,6 +23,7 @@ export interface TraceRow {
   status: number
   outcome: string
   error_code: string
+  error_cause: string
   prompt: string
   prompt_truncated: boolean
   response: string
@@ -59,6 +60,7 @@ export interface TraceRecord {
   readonly providerMs: number | null
   readonly overheadMs: number
   readonly costStatus: TraceRow['cost_status']
+  readonly errorCause: string
   readonly detection: string
   readonly issues: string
 }
@@ -66,7 +68,7 @@ export interface TraceRecord {
 /** The traces table's columns in the order `encodeRecord` writes them. */
 export const TRACE_COLUMNS: readonly string[] = [
   'account_id', 'time', 'trace_id', 'key_id', 'provider', 'model', 'endpoint', 'streaming', 'confidential',
-  'status', 'outcome', 'error_code', 'prompt', 'prompt_truncated', 'response', 'response_truncated',
+  'status', 'outcome', 'error_code', 'error_cause', 'prompt', 'prompt_truncated', 'response', 'response_truncated',
   'request_bytes', 'response_bytes', 'input_tokens', 'output_tokens', 'cached_input_tokens', 'token_source',
   'latency_ms', 'ttfb_ms', 'ttft_ms', 'provider_ms', 'overhead_ms', 'cost_usd', 'cost_status', 'detection', 'issues',
 ]
@@ -75,7 +77,7 @@ export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
   const s = r.summary
   w.string(s.account_id).string(s.time).string(s.trace_id).string(s.key_id).string(s.provider).string(s.model)
     .string(r.endpoint).bool(s.streaming).bool(s.confidential).number(s.status).string(s.outcome).string(s.error_code)
-    .bytes(r.prompt).bool(r.promptTruncated).bytes(r.response).bool(r.responseTruncated)
+    .string(r.errorCause).bytes(r.prompt).bool(r.promptTruncated).bytes(r.response).bool(r.responseTruncated)
     .number(r.requestBytes).number(r.responseBytes).number(s.input_tokens).number(s.output_tokens)
     .number(s.cached_input_tokens).string(s.token_source).number(s.latency_ms).number(r.ttfbMs).number(r.ttftMs)
     .number(r.providerMs).number(r.overheadMs).number(s.cost_usd).string(r.costStatus).string(r.detection)
@@ -198,6 +200,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
       cost_usd: costUsd,
     },
     endpoint: raw.endpoint,
+    errorCause: raw.errorCause,
     prompt: confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd)),
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
     response: confidential ? EMPTY : storedText(head),

@@ -89,6 +89,7 @@ export class TraceBatchWriter {
     this.#str(meta.endpoint)
     this.#str(meta.outcome)
     this.#str(meta.errorCode)
+    this.#str(meta.errorCause)
     this.#str(meta.detection)
     this.#str(meta.issues)
     this.#room(requestLength + headLength + tailLength)
@@ -153,6 +154,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     const endpoint = str()
     const outcome = str()
     const errorCode = str()
+    const errorCause = str()
     const detection = str()
     const issues = str()
     const size = requestLength + headLength + tailLength
@@ -162,7 +164,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
       traceId, accountId, keyId, time, provider, model, endpoint,
       streaming: (flags & 1) !== 0,
       confidential: (flags & 2) !== 0,
-      status, outcome, errorCode, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
+      status, outcome, errorCode, errorCause, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
       latencyMs, ttfbMs, providerMs, overheadMs, detection, issues,
     })
   }

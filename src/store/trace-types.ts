@@ -16,6 +16,8 @@ export interface RawTrace {
   readonly status: number
   readonly outcome: string
   readonly errorCode: string
+  /** Why tracegate failed the call itself (upstream failure or fault), or ''. */
+  readonly errorCause: string
   /**
    * One buffer holding the forwarded request body, then the captured head of the response, then its
    * captured tail (when the response was longer than the capture limit). Offsets below.

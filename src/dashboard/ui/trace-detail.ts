@@ -191,7 +191,10 @@ function render (root: HTMLElement, t: TraceDetail): void {
       h('div', null, h('dt', null, 'Endpoint'), h('dd', null, t.endpoint)),
       h('div', null, h('dt', null, 'Streaming'), h('dd', null, t.streaming ? 'yes' : 'no')),
       h('div', null, h('dt', null, 'Status'), h('dd', null, t.status === 0 ? '—' : String(t.status), t.error_code !== '' ? h('span', { class: 'muted' }, ` ${t.error_code}`) : null)),
-      h('div', null, h('dt', null, 'Key'), h('dd', null, keyName))),
+      h('div', null, h('dt', null, 'Key'), h('dd', null, keyName)),
+      t.error_cause !== undefined && t.error_cause !== ''
+        ? h('div', null, h('dt', null, 'Cause'), h('dd', { 'data-testid': 'error-cause' }, t.error_cause))
+        : null),
     h('div', { class: 'cards' },
       h('section', { class: 'card' }, h('h2', null, 'Tokens and cost'), h('dl', { class: 'stats' },
         stat('Input tokens', 'tokens-input', int(t.input_tokens)),

@@ -51,6 +51,8 @@ export interface Detection {
 
 export interface TraceDetail extends TraceListItem {
   endpoint: string
+  /** Why tracegate failed the call itself ('' otherwise; absent on rows older than the column). */
+  error_cause?: string
   prompt: string
   prompt_truncated: boolean
   response: string
