@@ -25,7 +25,7 @@ export class Metrics {
     })
     const traces = new Gauge({
       name: 'tracegate_traces',
-      help: 'Trace pipeline since start: rows written, spooled, replayed, dropped, spoolRefused (refused by a full or unwritable spool); queued rows; spool bytes; clickhouse_up and spool_ok (1/0).',
+      help: 'Trace pipeline since start: rows written, spooled, replayed, dropped, spoolRefused (batches a full or unwritable spool refused); queued rows; spool bytes; clickhouse_up and spool_ok (1/0).',
       labelNames: ['kind'],
       registers: [this.registry],
       async collect () {

@@ -243,9 +243,9 @@ async function readiness (store: StoreClient): Promise<NotReady | null> {
   try {
     if (!await withTimeout(store.call('ping'), 2_000)) return { reason: 'store_unreachable', message: 'ClickHouse does not answer.' }
     const s = await withTimeout(store.call('traceStats'), 2_000)
-    if (s?.spoolError != null) return { reason: 'spool_refusing', message: `Traces cannot be written to ClickHouse or the spool: ${s.spoolError}.` }
-    if (s?.insertError != null) return { reason: 'trace_inserts_failing', message: `Trace inserts fail (the spool keeps them): ${s.insertError}` }
-    return null
+    if (s?.insertError == null) return null
+    if (s.spoolError !== null) return { reason: 'spool_refusing', message: `Traces cannot be written to ClickHouse (${s.insertError}) or the spool (${s.spoolError}).` }
+    return { reason: 'trace_inserts_failing', message: `Trace inserts fail (the spool keeps them): ${s.insertError}` }
   } catch (err) {
     return { reason: 'store_unreachable', message: `The store does not answer: ${(err as Error).message}` }
   }

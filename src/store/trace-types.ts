@@ -48,7 +48,7 @@ export interface TraceStats {
   replayed: number
   /** Rows dropped because the spool refused them and memory was full (or the process was closing). */
   dropped: number
-  /** Rows the spool refused (full, or its files could not be written); kept in memory or dropped. */
+  /** Batches the spool refused (full, or its file could not be written); their rows went back to memory or were dropped. */
   spoolRefused: number
   /** Rows waiting in memory. */
   queued: number

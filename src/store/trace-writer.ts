@@ -279,7 +279,7 @@ export class TraceWriter {
     }
     if (this.stats.spoolError === null) this.#warn('the trace spool refused a batch', { rows, cause: refusal })
     this.stats.spoolError = refusal
-    this.stats.spoolRefused += rows
+    this.stats.spoolRefused++
     const room = this.#closed ? 0 : Math.max(0, Math.min(this.#opts.queueRows - this.#queued, rows))
     const back: Segment[] = []
     for (let left = room, k = 0; left > 0; k++) {
@@ -321,6 +321,8 @@ export class TraceWriter {
     if (!this.stats.clickhouseUp) this.#warn('ClickHouse takes trace inserts again', { was: this.stats.insertError })
     this.stats.clickhouseUp = true
     this.stats.insertError = null
+    // With inserts going through, the spool is not needed; whether it would take a batch is learnt when it is.
+    this.stats.spoolError = null
     this.#retryMs = RETRY_MIN_MS
     this.#episodeEnds()
   }
