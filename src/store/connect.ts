@@ -162,7 +162,8 @@ export async function insertTsv (client: ClickHouseClient, table: string, column
   await client.insert({
     table,
     columns: columns as [string, ...string[]],
-    values: Readable.from(parts),
+    // A byte stream: @clickhouse/client refuses an object-mode one for a raw format.
+    values: Readable.from(parts, { objectMode: false }),
     format: 'TabSeparated',
     clickhouse_settings: settings,
   })
