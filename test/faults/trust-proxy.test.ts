@@ -19,18 +19,23 @@ const [s, on] = await Promise.all([
 const offPort = s.tg.dashboardPort
 const onPort = on.dashboardPort
 
-/** A PROXY protocol v2 header (PROXY command, TCP over IPv4) naming `client` as the connection's source. */
+/**
+ * A PROXY protocol v2 header (PROXY command, TCP) naming `client` as the connection's source: dotted
+ * IPv4, or IPv6 written out in full (eight groups of four hex digits).
+ */
 function proxyV2 (client: string, port: number): Buffer {
-  const b = Buffer.alloc(16 + 12)
-  Buffer.from('\r\n\r\n\0\r\nQUIT\n', 'latin1').copy(b, 0)
-  b[12] = 0x21 // version 2, PROXY
-  b[13] = 0x11 // AF_INET, STREAM
-  b.writeUInt16BE(12, 14)
-  client.split('.').forEach((octet, i) => { b[16 + i] = Number(octet) })
-  Buffer.from([127, 0, 0, 1]).copy(b, 20)
-  b.writeUInt16BE(40_000, 24)
-  b.writeUInt16BE(port, 26)
-  return b
+  const v6 = client.includes(':')
+  const addr = v6 ? Buffer.from(client.replaceAll(':', ''), 'hex') : Buffer.from(client.split('.').map(Number))
+  const dst = v6 ? Buffer.from('00000000000000000000000000000001', 'hex') : Buffer.from([127, 0, 0, 1])
+  const ports = Buffer.alloc(4)
+  ports.writeUInt16BE(40_000, 0)
+  ports.writeUInt16BE(port, 2)
+  const head = Buffer.alloc(16)
+  Buffer.from('\r\n\r\n\0\r\nQUIT\n', 'latin1').copy(head, 0)
+  head[12] = 0x21 // version 2, PROXY
+  head[13] = v6 ? 0x21 : 0x11 // AF_INET6 or AF_INET, STREAM
+  head.writeUInt16BE(addr.length * 2 + 4, 14)
+  return Buffer.concat([head, addr, dst, ports])
 }
 
 interface Attempt {
@@ -103,4 +108,27 @@ t.test('trust on: the last X-Forwarded-For entry (the one the proxy appended) na
   t.same(code(same), REFUSED, 'earlier entries are the client\'s own claims and change nothing')
   const other = await attempt(onPort, { from: '127.0.0.3', email: email(), xff: '198.51.100.7, 198.51.100.8' })
   t.same(code(other), FAILED, 'another last entry is another client')
+})
+
+t.test('trust on: a PROXY header outranks X-Forwarded-For, which a TCP proxy passes from the client untouched', async (t) => {
+  await fail(t, onPort, (i) => ({ from: '127.0.0.4', email: email(), proxied: '192.0.2.20', xff: `198.51.100.${101 + i}` }))
+  const next = await attempt(onPort, { from: '127.0.0.4', email: email(), proxied: '192.0.2.20', xff: '198.51.100.199' })
+  t.same(code(next), REFUSED, 'the client the PROXY header named is refused, whatever it claims')
+})
+
+t.test('trust on: an IPv6 client counts with its /64, an IPv4-mapped address as its IPv4 address', async (t) => {
+  const prefix = '2001:0db8:0001:0002:0000:0000:0000'
+  await Promise.all([
+    // Half named by PROXY headers (uWS writes those out in full), half by X-Forwarded-For (compressed).
+    fail(t, onPort, (i) => i % 2 === 0
+      ? { from: '127.0.0.5', email: email(), proxied: `${prefix}:${(i + 1).toString(16).padStart(4, '0')}` }
+      : { from: '127.0.0.5', email: email(), xff: `2001:db8:1:2::${(i + 1).toString(16)}` }),
+    fail(t, onPort, (i) => ({ from: '127.0.0.6', email: email(), xff: i % 2 === 0 ? '198.51.100.77' : '::ffff:198.51.100.77' })),
+  ])
+  const sameBlock = await attempt(onPort, { from: '127.0.0.5', email: email(), xff: '2001:db8:1:2:ffff:ffff:ffff:ffff' })
+  t.same(code(sameBlock), REFUSED, 'another address in the same /64 is the same client')
+  const otherBlock = await attempt(onPort, { from: '127.0.0.5', email: email(), xff: '2001:db8:1:3::1' })
+  t.same(code(otherBlock), FAILED, 'the next /64 is another client')
+  const mapped = await attempt(onPort, { from: '127.0.0.6', email: email(), proxied: '0000:0000:0000:0000:0000:ffff:c633:644d' })
+  t.same(code(mapped), REFUSED, '198.51.100.77 however it is written')
 })
