@@ -6,7 +6,7 @@
 // and raw requests over TLS or TCP for what node's HTTP client will not send.
 import { execFile, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { request as httpsRequest } from 'node:https'
+import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https'
 import { connect as netConnect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
@@ -210,14 +210,16 @@ export interface HttpsOptions {
   readonly onData?: (chunk: Buffer, at: number) => void
   /** The whole exchange's limit (default 15 s). */
   readonly ms?: number
+  /** Reuse this agent's connections; by default every request has a fresh one. */
+  readonly agent?: HttpsAgent
 }
 
-/** One HTTPS request over a fresh connection that trusts `ca`. */
+/** One HTTPS request that trusts `ca`. */
 export function https (url: string, ca: string, o: HttpsOptions = {}): Promise<HttpsAnswer> {
   let destroy = (): void => {}
   const answer = new Promise<HttpsAnswer>((resolve, reject) => {
     const req = httpsRequest(url, {
-      method: o.method ?? 'GET', headers: o.headers, ca, agent: false, ...(o.from === undefined ? {} : { localAddress: o.from }),
+      method: o.method ?? 'GET', headers: o.headers, ca, agent: o.agent ?? false, ...(o.from === undefined ? {} : { localAddress: o.from }),
     }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => { chunks.push(c); o.onData?.(c, performance.now()) })

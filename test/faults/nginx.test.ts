@@ -3,17 +3,23 @@
 // events as they are produced; nginx answers what uWebSockets.js 20.30 would not (HTTP/1.0, a request
 // without Host, two Content-Lengths) and refuses an oversized body with tracegate's own error; the
 // dashboard and its live WebSocket work through it; and the sign-in limiter counts the client nginx saw
-// only when TRACEGATE_TRUST_PROXY is on.
+// only when TRACEGATE_TRUST_PROXY is on. What only the receiving side can see (one kept-alive upstream
+// connection, the exact forwarded headers, a body passed on before it is complete) is checked with a
+// stand-in HTTP server behind a third nginx.
 //
 // Two tracegates: one in this process with the setting on, one in a child process with it off (chDB
 // allows one data directory per process), each behind its own nginx. Clients come from different
 // loopback addresses (127.0.0.2, 127.0.0.3, …), which is what nginx sees and forwards.
 import t from 'tap'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { Agent as HttpsAgent } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
 import { Agent, WebSocket } from 'undici'
 import { LiveSocket } from '../dashboard-helpers.js'
 import { bodyFor, ROUTES, startServer } from '../helpers.js'
 import { SseSplitter } from '../stream-helpers.js'
-import { https, rawTls, requireNginx, spawnTracegate, startNginx, type HttpsAnswer, type Nginx } from './nginx-helpers.js'
+import { https, rawTls, requireNginx, spawnTracegate, startNginx, withTimeout, type HttpsAnswer, type Nginx } from './nginx-helpers.js'
 import { MAX_FAILURES } from '../../src/dashboard/signin-limit.js'
 
 requireNginx()
@@ -38,6 +44,15 @@ t.test('a JSON call and a stream pass through nginx over TLS, the stream event b
   t.equal(r.status, 200)
   t.equal(r.json?.object, 'chat.completion')
   t.match(r.headers['x-request-id'], UUID, "tracegate's answer")
+
+  // A body sent in chunks without a length passes unbuffered (proxy_request_buffering off), still chunked.
+  const body = JSON.stringify(bodyFor('alpha', { api_key: s.key }))
+  const chunked = await rawTls(front.proxyPort, front.ca, `POST ${ROUTES.alpha} HTTP/1.1\r\nhost: x\r\n` +
+    `content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n` +
+    `${Buffer.byteLength(body.slice(0, 20)).toString(16)}\r\n${body.slice(0, 20)}\r\n` +
+    `${Buffer.byteLength(body.slice(20)).toString(16)}\r\n${body.slice(20)}\r\n0\r\n\r\n`)
+  t.equal(chunked.status, 200, 'a chunked request body')
+  t.equal(JSON.parse(chunked.body).object, 'chat.completion')
 
   // Six chunks 300 ms apart: the provider takes 1.5 s, and each event must arrive when it is produced.
   const sse = new SseSplitter()
@@ -135,6 +150,61 @@ t.test('the dashboard through nginx: a Secure session cookie and the live WebSoc
   t.equal(r.status, 200)
   const trace = await live.waitFor(String(r.headers['x-request-id']), 10_000)
   t.equal(trace.outcome, 'ok', 'the call arrived on the live feed through nginx')
+})
+
+t.test('what tracegate receives from nginx: HTTP/1.1 on kept-alive connections, the forwarded headers, Upgrade', async (t) => {
+  // A stand-in for tracegate that records each request and the connection it came on (tracegate cannot
+  // tell its connections apart from the outside).
+  const seen: Array<{ version: string; port: number; headers: IncomingHttpHeaders }> = []
+  let arrived = (): void => {}
+  const upstream = createServer((req, res) => {
+    seen.push({ version: req.httpVersion, port: req.socket.remotePort ?? 0, headers: req.headers })
+    arrived()
+    req.resume()
+    req.on('end', () => { res.end('{}') })
+  })
+  await new Promise<void>((resolve) => { upstream.listen(0, '127.0.0.1', resolve) })
+  t.teardown(() => { upstream.closeAllConnections(); upstream.close() })
+  const port = (upstream.address() as AddressInfo).port
+  const n = await startNginx(t, { upstreamProxy: port, upstreamDashboard: port })
+
+  // One client connection, so one nginx worker and its pool of upstream connections.
+  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: n.ca, localAddress: '127.0.0.9' })
+  t.teardown(() => { agent.destroy() })
+  for (let i = 0; i < 10; i++) {
+    const r = await https(n.proxyUrl + '/healthz', n.ca, { agent, headers: { 'x-forwarded-for': '192.0.2.1' } })
+    t.equal(r.status, 200)
+  }
+  t.same([...new Set(seen.map((x) => x.version))], ['1.1'], 'HTTP/1.1 upstream')
+  t.equal(new Set(seen.map((x) => x.port)).size, 1, '10 requests on one kept-alive upstream connection')
+  const h = seen[0]!.headers
+  t.equal(h['x-forwarded-for'], '192.0.2.1, 127.0.0.9', "the client's claim, then the address nginx saw")
+  t.equal(h['x-real-ip'], '127.0.0.9')
+  t.equal(h['x-forwarded-proto'], 'https')
+  t.equal(h['x-forwarded-host'], `127.0.0.1:${n.proxyPort}`, 'the host the client asked for, port included')
+  t.equal(h.host, `127.0.0.1:${n.proxyPort}`)
+  t.equal(h.connection, undefined, 'no Connection: close, so the connection stays alive')
+
+  seen.length = 0
+  await https(n.dashboardUrl + '/api/ui/live', n.ca, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+  })
+  t.match(seen[0]?.headers, { upgrade: 'websocket', connection: 'upgrade' }, 'a WebSocket handshake keeps its Upgrade')
+
+  // The request reaches tracegate while its body is still arriving (proxy_request_buffering off).
+  seen.length = 0
+  const reached = new Promise<void>((resolve) => { arrived = resolve })
+  const socket = tlsConnect({ port: n.proxyPort, host: '127.0.0.1', ca: n.ca, servername: 'localhost' })
+  t.teardown(() => { socket.destroy() })
+  const answer = new Promise<string>((resolve) => {
+    let text = ''
+    socket.setEncoding('utf8').on('data', (c: string) => { text += c; if (text.endsWith('{}')) resolve(text) })
+  })
+  socket.write(`POST ${ROUTES.alpha} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 4\r\n\r\n{"`)
+  await withTimeout(reached, 5_000, 'the request reached the upstream only with its whole body')
+  t.pass('the request reached the upstream before its body was complete')
+  socket.write('"}')
+  t.match(await withTimeout(answer, 5_000, 'no answer'), /^HTTP\/1\.1 200/)
 })
 
 /** MAX_FAILURES failed sign-ins at once from one client, each with its own email and its own X-Forwarded-For claim. */
