@@ -5,7 +5,7 @@ import type { Req } from './http.js'
 import { COOKIE_NAME, cookieValue, type Session, type Sessions } from './session.js'
 
 export interface GuardOptions {
-  /** Behind a reverse proxy: believe its x-forwarded-for/-host/-proto. Off by default. */
+  /** Behind a reverse proxy: believe its PROXY protocol header and x-forwarded-for/-host/-proto. Off by default. */
   readonly trustProxy: boolean
 }
 
@@ -54,18 +54,16 @@ export class Guards {
   }
 
   /**
-   * Who the client is. The socket's peer unless a proxy is trusted: then the address the proxy appended
-   * to x-forwarded-for (earlier entries are the client's own claims), or the one its PROXY protocol
-   * header named. Untrusted, neither header can pick the address the sign-in limiter counts.
+   * Who the client is. The socket's peer unless a proxy is trusted: then the client its PROXY protocol
+   * header named, else the address it appended to x-forwarded-for (earlier entries are the client's own
+   * claims). The PROXY header comes first because a proxy that sends it may pass HTTP through untouched
+   * (a TCP load balancer): x-forwarded-for is then the client's own. Untrusted, neither header counts.
    */
   clientAddress (req: Req): string {
-    if (this.#trustProxy) {
-      const hops = (req.headers.get('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '')
-      const last = hops[hops.length - 1]
-      if (last !== undefined) return last
-      if (req.proxiedPeer !== '') return req.proxiedPeer
-    }
-    return req.peer
+    if (!this.#trustProxy) return req.peer
+    if (req.proxiedPeer !== '') return req.proxiedPeer
+    const hops = (req.headers.get('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '')
+    return hops[hops.length - 1] ?? req.peer
   }
 
   secure (req: Req): boolean {
