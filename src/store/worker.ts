@@ -159,7 +159,11 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
   }
   if ('traces' in msg) {
     if (traces !== null) traces.add(msg.traces)
-    else void open().then(() => traces?.add(msg.traces))
+    else {
+      open().then(() => traces?.add(msg.traces), (err: unknown) => {
+        warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
+      })
+    }
     return
   }
   const exec = (): Promise<unknown> => run(msg.op, msg.args)
