@@ -100,8 +100,8 @@ export function send (res: HttpResponse, id: string, reply: Reply): void {
     // API answers are per user and never cached; static files say otherwise.
     if (!headers.some(([k]) => k === 'cache-control')) res.writeHeader('cache-control', 'no-store')
     for (const [k, v] of headers) res.writeHeader(k, v)
-    if (reply.status === 204 || reply.status === 304) res.endWithoutBody(undefined, reply.close)
-    else res.end(body, reply.close)
+    if (reply.status === 204 || reply.status === 304) res.endWithoutBody()
+    else res.end(body, reply.close === true)
   })
 }
 
