@@ -3,8 +3,9 @@
 // one wrapper that turns a handler's result or error into a response.
 import { newRequestId } from '../ids.js'
 import { TracegateError } from '../errors.js'
-import { asTracegateError, errorBody, statusLine } from '../server/respond.js'
+import { asTracegateError, errorBody, startError, statusLine } from '../server/respond.js'
 import { readBody } from '../server/body.js'
+import { MALFORMED, requestLength } from '../server/head.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 
 export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
@@ -41,6 +42,8 @@ export interface Reply {
   /** JSON-serialised unless it is a Buffer or a string (then sent as is). */
   readonly body?: unknown
   readonly headers?: ReadonlyArray<readonly [string, string]>
+  /** Close the connection after the answer. */
+  readonly close?: boolean
 }
 
 export type Handler = (req: Req) => Promise<Reply> | Reply
@@ -98,7 +101,7 @@ export function send (res: HttpResponse, id: string, reply: Reply): void {
     if (!headers.some(([k]) => k === 'cache-control')) res.writeHeader('cache-control', 'no-store')
     for (const [k, v] of headers) res.writeHeader(k, v)
     if (reply.status === 204 || reply.status === 304) res.endWithoutBody()
-    else res.end(body)
+    else res.end(body, reply.close === true)
   })
 }
 
@@ -127,13 +130,31 @@ export interface RouteOptions {
   readonly onFault?: (err: unknown) => void
 }
 
+/** Headers every dashboard answer carries, for an answer begun with startError. */
+const ERROR_HEADERS: ReadonlyArray<readonly [string, string]> = [...SECURITY_HEADERS, ['cache-control', 'no-store']]
+
+/**
+ * Refuses a head with ambiguous framing (server/head.ts): 400 malformed_request, connection closed.
+ * Returns the announced body length otherwise (-1: none or chunked).
+ */
+export function checkHead (res: HttpResponse, ureq: HttpRequest): number {
+  const length = requestLength(ureq)
+  if (length === MALFORMED) {
+    const id = newRequestId()
+    send(res, id, { ...errorReply(new TracegateError('malformed_request'), id), close: true })
+  }
+  return length
+}
+
 /** Wraps a handler for uWS: copies the request, reads the body, sends the reply or the error. */
 export function route (handler: Handler, options: RouteOptions = {}) {
   return (res: HttpResponse, ureq: HttpRequest): void => {
+    const length = checkHead(res, ureq)
+    if (length === MALFORMED) return
     const req = readRequest(res, ureq, options.params ?? 0)
-    let aborted = false
-    res.onAborted(() => { aborted = true })
-    const finish = (reply: Reply): void => { if (!aborted) send(res, req.id, reply) }
+    const state = { aborted: false }
+    res.onAborted(() => { state.aborted = true })
+    const finish = (reply: Reply): void => { if (!state.aborted) send(res, req.id, reply) }
     const fail = (err: unknown): void => {
       if (!(err instanceof TracegateError)) options.onFault?.(err)
       finish(errorReply(err, req.id, err instanceof HttpError ? err.headers : []))
@@ -159,15 +180,16 @@ export function route (handler: Handler, options: RouteOptions = {}) {
       fail(new TracegateError('unsupported_media_type'))
       return
     }
-    const length = Number(req.headers.get('content-length') ?? -1)
+    // Decided before reading: uWS reads and drops the announced body after the answer (proxy/handler.ts).
     if (length > BODY_LIMIT) {
       fail(new TracegateError('body_too_large'))
       return
     }
-    readBody(res, Number.isInteger(length) && length >= 0 ? length : -1, BODY_LIMIT, (r) => {
-      if (aborted) return
+    readBody(res, length, BODY_LIMIT, (r) => {
+      if (state.aborted) return
       if (!r.ok) {
-        fail(new TracegateError('body_too_large'))
+        // Passed the limit while streaming in: answered at once, the rest dropped (server/body.ts).
+        startError(res, 'body_too_large', req.id, ERROR_HEADERS)
         return
       }
       let body: unknown
@@ -182,6 +204,6 @@ export function route (handler: Handler, options: RouteOptions = {}) {
       }
       req.body = body
       run()
-    })
+    }, state)
   }
 }

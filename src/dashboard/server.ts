@@ -6,12 +6,13 @@ import type { Logger } from '../log.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import { listen } from '../server/proxy-app.js'
-import { uws, type HttpResponse } from '../server/uws.js'
+import { MALFORMED } from '../server/head.js'
+import { uws, type HttpRequest, type HttpResponse } from '../server/uws.js'
 import type { StoreClient } from '../store/client.js'
 import { AuthRoutes } from './auth-routes.js'
 import { getTrace, listTraces, usage } from './data-routes.js'
 import { Guards } from './guards.js'
-import { errorReply, route, send, type Handler, type RouteOptions } from './http.js'
+import { checkHead, errorReply, route, send, type Handler, type RouteOptions } from './http.js'
 import { KeyRoutes } from './key-routes.js'
 import { LiveFeed } from './live.js'
 import { ReadApi } from './read-api.js'
@@ -31,7 +32,8 @@ export interface DashboardDeps {
 export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/settings/keys', '/settings/account']
 
 function answer (code: 'not_found' | 'method_not_allowed', allow?: string) {
-  return (res: HttpResponse): void => {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    if (checkHead(res, req) === MALFORMED) return
     const id = newRequestId()
     send(res, id, errorReply(new TracegateError(code), id, allow === undefined ? [] : [['allow', allow]]))
   }

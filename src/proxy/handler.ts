@@ -4,10 +4,11 @@ import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
 import { hashKey, KEY_PATTERN } from '../auth/keys.js'
 import type { Config } from '../config.js'
-import { TracegateError } from '../errors.js'
+import { ERRORS, TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
 import { readBody } from '../server/body.js'
-import { sendError } from '../server/respond.js'
+import { MALFORMED, requestLength } from '../server/head.js'
+import { sendError, startError } from '../server/respond.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import type { KeyInfo } from '../store/protocol.js'
 import { Passthrough } from '../upstream/passthrough.js'
@@ -60,11 +61,34 @@ function blockedSummary (v: Verdict): Record<string, unknown> {
   }
 }
 
+/**
+ * 413 decided from content-length, before reading: the connection stays open and uWS reads and drops
+ * the announced body (until its idle timer closes the connection, 10-14 s after the answer), so a
+ * client still sending reads the answer instead of a reset.
+ */
 function tooLarge (x: Exchange): void {
-  x.status = 413
-  x.errorCode = 'body_too_large'
-  sendError(x.res, 'body_too_large', x.requestId, true)
+  refused(x, 'body_too_large')
+  sendError(x.res, 'body_too_large', x.requestId)
   x.finish('rejected')
+}
+
+/** 413 for a body that passed the limit while streaming in: answered at once, the rest dropped (body.ts). */
+function tooLargeMidBody (x: Exchange): void {
+  refused(x, 'body_too_large')
+  startError(x.res, 'body_too_large', x.requestId)
+  x.finish('rejected')
+}
+
+/** A head whose body length is ambiguous (head.ts): 400 and the connection closed, nothing read. */
+function malformed (x: Exchange): void {
+  refused(x, 'malformed_request')
+  sendError(x.res, 'malformed_request', x.requestId, true)
+  x.finish('rejected')
+}
+
+function refused (x: Exchange, code: 'body_too_large' | 'malformed_request'): void {
+  x.status = ERRORS[code].status
+  x.errorCode = code
 }
 
 export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
@@ -188,13 +212,18 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
       x.fail(new TracegateError('service_unavailable'))
       return
     }
-    const lengthHeader = req.getHeader('content-length')
-    req.forEach((name, value) => {
-      if (dialect.forwardHeaders.has(name)) x.forwardHeaders.push([name, value])
-    })
-    const contentLength = lengthHeader === '' ? -1 : Number(lengthHeader)
-    // Over the limit, decided before reading when content-length says so. The connection closes with
-    // the answer, so an unread body never has to be drained.
+    const contentLength = requestLength(req)
+    // getHeader reads a value byte for byte (latin1), where forEach's UTF-8 decoding silently drops
+    // bytes that are not UTF-8: a non-ASCII value must be seen as such to be refused (forward()).
+    for (const name of dialect.forwardHeaders) {
+      const value = req.getHeader(name)
+      if (value !== '') x.forwardHeaders.push([name, value])
+    }
+    if (contentLength === MALFORMED) {
+      malformed(x)
+      return
+    }
+    // Over the limit, decided before reading when content-length says so.
     if (contentLength > limit) {
       tooLarge(x)
       return
@@ -202,7 +231,7 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     readBody(res, contentLength, limit, (r) => {
       if (x.aborted) return
       if (!r.ok) {
-        tooLarge(x)
+        tooLargeMidBody(x)
         return
       }
       x.body = r.body
@@ -211,6 +240,6 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
       } catch (err) {
         x.fail(err)
       }
-    })
+    }, x)
   }
 }

@@ -1,8 +1,10 @@
-// The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest.
+// The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest. Every
+// route refuses a head with ambiguous framing (head.ts); the provider routes check it themselves.
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import { DIALECTS } from '../providers/index.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
+import { framed } from './head.js'
 import { sendError, sendJson } from './respond.js'
 import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
 
@@ -33,12 +35,12 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   const app = uws.App()
   for (const dialect of Object.values(DIALECTS)) {
     app.post(dialect.route, proxyRoute(dialect, deps))
-    app.any(dialect.route, methodNotAllowed('POST'))
+    app.any(dialect.route, framed(methodNotAllowed('POST')))
   }
-  app.get('/healthz', (res) => {
+  app.get('/healthz', framed((res) => {
     sendJson(res, 200, '{"status":"ok"}', newRequestId())
-  })
-  app.get('/readyz', (res) => {
+  }))
+  app.get('/readyz', framed((res) => {
     const id = newRequestId()
     let aborted = false
     res.onAborted(() => { aborted = true })
@@ -51,8 +53,8 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
       if (not === null) sendJson(res, 200, '{"status":"ready"}', id)
       else sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
     })
-  })
-  app.get('/metrics', (res) => {
+  }))
+  app.get('/metrics', framed((res) => {
     const id = newRequestId()
     let aborted = false
     res.onAborted(() => { aborted = true })
@@ -64,13 +66,13 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     }, () => {
       if (!aborted) sendError(res, 'internal_error', id)
     })
-  })
-  app.any('/metrics', methodNotAllowed('GET'))
-  app.any('/healthz', methodNotAllowed('GET'))
-  app.any('/readyz', methodNotAllowed('GET'))
-  app.any('/*', (res) => {
+  }))
+  app.any('/metrics', framed(methodNotAllowed('GET')))
+  app.any('/healthz', framed(methodNotAllowed('GET')))
+  app.any('/readyz', framed(methodNotAllowed('GET')))
+  app.any('/*', framed((res) => {
     sendError(res, 'not_found', newRequestId())
-  })
+  }))
   return app
 }
 

@@ -39,3 +39,19 @@ export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, r
   const e = typeof err === 'string' ? new TracegateError(err) : err
   sendJson(res, e.status, errorBody(e, requestId), requestId, closeConnection)
 }
+
+/**
+ * Begins an error answer without ending it: status, headers and the error body as one chunk, so a
+ * client still sending a body that will be dropped (body.ts) can read the answer at once. The reader
+ * that drops the body ends it.
+ */
+export function startError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, headers: ReadonlyArray<readonly [string, string]> = []): void {
+  const e = typeof err === 'string' ? new TracegateError(err) : err
+  const body = errorBody(e, requestId)
+  res.cork(() => {
+    res.writeStatus(statusLine(e.status))
+    for (const [k, v] of headers) res.writeHeader(k, v)
+    res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', requestId)
+    res.write(body)
+  })
+}

@@ -117,10 +117,13 @@ t.test('provider keys and passed-on headers that cannot travel in a header are 4
       t.equal(json(res).error?.param, field, `${provider} ${value}: param names ${field}`)
     }
   }
-  // node:http writes header text as latin1, so these two characters go out as the UTF-8 bytes of 'é'.
-  const header = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key })), { 'openai-organization': 'org-\u00c3\u00a9' })
-  t.equal(header.status, 422, `a non-ASCII openai-organization header: 422 (${header.body.toString('utf8').slice(0, 200)})`)
-  t.equal(json(header).error?.param, 'openai-organization', 'naming the header')
+  // node:http sends header text as UTF-8. Not at the end of the value: uWS 20.30 trims bytes >= 0x80
+  // from a value's end as if they were spaces, so 'org-é' would arrive as 'org-' (README, HTTP limits).
+  for (const value of ['org-\u00e9-x', 'org-\u00ff\u00fe-1']) {
+    const header = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key })), { 'openai-organization': value })
+    t.equal(header.status, 422, `a non-ASCII openai-organization header: 422 (${header.body.toString('utf8').slice(0, 120)})`)
+    t.equal(json(header).error?.param, 'openai-organization', 'naming the header')
+  }
   t.equal(mock.stats.received, 0, 'nothing reached the provider')
   t.equal(r.logs.find('request failed').length, 0, 'client mistakes are not logged as failures')
   const ok = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key, alpha_api_key: 'sk-proj-AZaz09_-.~+/=' })))
