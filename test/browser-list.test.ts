@@ -6,7 +6,7 @@
 // One tracegate and one chromium for the file. The calls below are its traffic: each dialect, a
 // stream, a blocked injection, a provider error and a model name holding HTML.
 import t, { type Test } from 'tap'
-import { createServer } from 'node:net'
+import { closedPort } from './helpers.js'
 import type { Locator } from 'playwright-core'
 import {
   callProxy, checkWatched, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said,
@@ -33,15 +33,6 @@ async function call (provider: Provider, text: string, options: { model?: string
   return r
 }
 
-/** A loopback port nothing listens on: connections to it are refused. */
-async function closedPort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => { resolve() }))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
 
 /** Clicks "Load more" until `want` rows are shown or there is no further page; the ids in order. */
 async function loadAll (want: number): Promise<string[]> {

@@ -6,7 +6,6 @@
 // and started again as needed. Each test uses its own account so its rows can be counted alone.
 import t, { type Test } from 'tap'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
@@ -15,7 +14,7 @@ import { startMockProvider } from '../src/mock-provider/index.js'
 import { insertInbox } from '../src/store/connect.js'
 import type { TraceStats } from '../src/store/trace-types.js'
 import { Tracegate } from '../src/tracegate.js'
-import { bodyFor, post, ROUTES, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
+import { bodyFor, closedPort, post, ROUTES, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
 
 const N = 40
 const CONCURRENCY = 8
@@ -31,15 +30,6 @@ t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const mock = await startMockProvider({ recordLimit: 0 })
 t.teardown(() => mock.close())
 
-/** A port nothing listens on: bound, then released. */
-async function closedPort (): Promise<number> {
-  const srv = createServer()
-  await new Promise<void>((resolve) => { srv.listen(0, '127.0.0.1', resolve) })
-  const addr = srv.address()
-  await new Promise<void>((resolve) => { srv.close(() => { resolve() }) })
-  if (addr === null || typeof addr === 'string') throw new Error('no port')
-  return addr.port
-}
 const REFUSING = { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default' }
 
 function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promise<T> {

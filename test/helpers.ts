@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request as httpRequest } from 'node:http'
+import { createServer as createTcpServer } from 'node:net'
 import { loadConfig, type Config } from '../src/config.js'
 import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
 import { Tracegate, type ServeOptions } from '../src/tracegate.js'
@@ -96,4 +97,17 @@ export function bodyFor (provider: keyof typeof ROUTES, fields: Record<string, u
 
 export function sleep (ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * A loopback port nothing listens on right now (bound, then released): connections to it are refused
+ * until something takes it, as a server that cannot listen on port 0 can.
+ */
+export async function closedPort (): Promise<number> {
+  const server = createTcpServer()
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => { resolve() }))
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
 }

@@ -6,24 +6,15 @@
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:http'
-import { createServer as createTcpServer } from 'node:net'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { sleep, tempDir } from '../helpers.js'
+import { closedPort, sleep, tempDir } from '../helpers.js'
 import { accounted, chat, loadUntil, readyz, startTracegate, until, watchHealth } from './fault-helpers.js'
 
 const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url))
 const STANDIN = fileURLToPath(new URL('../fixtures/clickhouse-standin.js', import.meta.url))
 
-async function freePort (): Promise<number> {
-  const srv = createTcpServer()
-  await new Promise<void>((resolve) => { srv.listen(0, '127.0.0.1', resolve) })
-  const addr = srv.address()
-  await new Promise<void>((resolve) => { srv.close(() => { resolve() }) })
-  if (addr === null || typeof addr === 'string') throw new Error('no port')
-  return addr.port
-}
 
 interface Exit { code: number | null; signal: NodeJS.Signals | null; stderr: string; ms: number }
 
@@ -45,7 +36,7 @@ function serve (t: Test, env: Record<string, string>): Promise<Exit> {
 }
 
 t.test('a closed port stops the start with a message naming the URL, never its password', async (t) => {
-  const port = await freePort()
+  const port = await closedPort()
   const r = await serve(t, { CLICKHOUSE_URL: `http://tg:hunter2@127.0.0.1:${port}` })
   t.equal(r.signal, null, 'the process was not killed by a signal (it died of SIGSEGV)')
   t.equal(r.code, 1, 'it exits with status 1')

@@ -7,7 +7,7 @@ import { createServer as createTcpServer, type Server } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
 import { rmSync } from 'node:fs'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { bodyFor, json, post, ROUTES, sleep, tempDir } from '../helpers.js'
+import { bodyFor, closedPort, json, post, ROUTES, sleep, tempDir } from '../helpers.js'
 import { startTracegate, stats, withTimeout, type Running } from './fault-helpers.js'
 
 const dataDir = tempDir('tracegate-upstream-faults-')
@@ -22,12 +22,6 @@ async function listening (srv: Server | ReturnType<typeof createHttpServer>): Pr
   return addr.port
 }
 
-async function closedPort (): Promise<number> {
-  const srv = createTcpServer()
-  const port = await listening(srv)
-  await new Promise<void>((resolve) => { srv.close(() => { resolve() }) })
-  return port
-}
 
 interface Stored { error_code: string; error_cause: string; outcome: string; status: number }
 
