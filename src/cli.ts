@@ -1,7 +1,7 @@
 // The `tracegate` command. The only file that calls process.exit.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { AdminError } from './admin/ops.js'
+import { TracegateError } from './errors.js'
 import { runAdmin } from './admin/remote.js'
 import { createLogger } from './log.js'
 import { startMockProvider } from './mock-provider/index.js'
@@ -185,7 +185,7 @@ async function main (argv: string[]): Promise<void> {
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message, 2)
   if (err instanceof UsageError) fail(err.message, 2)
-  if (err instanceof AdminError) fail(err.message, 1)
+  if (err instanceof TracegateError) fail(err.message, 1)
   if (err instanceof Error && 'code' in err && (err as { code: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') fail(err.message, 2)
   fail(err instanceof Error ? err.message : String(err), 1)
 })

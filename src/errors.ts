@@ -50,9 +50,20 @@ export const ERRORS = {
   invalid_parameter: { status: 400, type: 'invalid_request_error', message: 'A parameter has a value that is not allowed.' },
   trace_not_found: { status: 404, type: 'not_found_error', message: 'No such trace.' },
   key_not_found: { status: 404, type: 'not_found_error', message: 'No such key.' },
+  // Admin commands (the CLI, the local admin socket) and the store behind them.
+  missing_argument: { status: 400, type: 'invalid_request_error', message: 'A required argument is missing.' },
+  invalid_argument: { status: 400, type: 'invalid_request_error', message: 'An argument has a value that is not allowed.' },
+  unknown_account: { status: 404, type: 'not_found_error', message: 'No such account.' },
+  email_taken: { status: 409, type: 'invalid_request_error', message: 'A user with that email already exists.' },
+  not_allowed: { status: 403, type: 'permission_error', message: 'This operation is not allowed here.' },
+  clickhouse_unavailable: { status: 503, type: 'api_error', message: 'ClickHouse is not reachable.' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS
+
+export function isErrorCode (code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERRORS, code)
+}
 
 export class TracegateError extends Error {
   readonly code: ErrorCode

@@ -1,35 +1,28 @@
 // The admin operations behind the CLI. They run wherever the store is: in the CLI's own process when
 // no server holds the data directory, or inside the running server when the CLI reaches it over the
-// local admin socket (admin-server.ts). Inputs are checked here, so both paths refuse the same things.
+// local admin socket (admin-server.ts). Inputs are checked here, so both paths refuse the same things, with
+// codes of the one error table.
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
 import { promisify } from 'node:util'
 import { v7 as uuidv7 } from 'uuid'
 import { generateKey, hashKey, keyPrefix, parseDuration } from '../auth/keys.js'
+import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope } from '../store/protocol.js'
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>
 
-export class AdminError extends Error {
-  readonly code: string
-  constructor (code: string, message: string) {
-    super(message)
-    this.name = 'AdminError'
-    this.code = code
-  }
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 function need (value: unknown, name: string): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new AdminError('missing_argument', `--${name} is required`)
+  if (typeof value !== 'string' || value.trim() === '') throw new TracegateError('missing_argument', { message: `--${name} is required` })
   return value.trim()
 }
 
 function uuid (value: unknown, name: string): string {
   const v = need(value, name)
-  if (!UUID.test(v)) throw new AdminError('invalid_argument', `--${name} must be an id (a UUID)`)
+  if (!UUID.test(v)) throw new TracegateError('invalid_argument', { message: `--${name} must be an id (a UUID)` })
   return v.toLowerCase()
 }
 
@@ -73,16 +66,16 @@ export class AdminOps {
   async createAccount (args: { name?: unknown; plan?: unknown; serverSideKeys?: unknown }): Promise<AccountRow> {
     const name = need(args.name, 'name')
     const plan = need(args.plan, 'plan')
-    if (!PLANS.includes(plan as Plan)) throw new AdminError('invalid_argument', `--plan must be one of ${PLANS.join(', ')}`)
+    if (!PLANS.includes(plan as Plan)) throw new TracegateError('invalid_argument', { message: `--plan must be one of ${PLANS.join(', ')}` })
     return await this.#store.call('createAccount', { id: uuidv7(), name, plan: plan as Plan, serverSideKeys: args.serverSideKeys === true })
   }
 
   async createUser (args: { account?: unknown; email?: unknown; password?: unknown; role?: unknown }): Promise<{ id: string; email: string }> {
     const accountId = uuid(args.account, 'account')
     const email = need(args.email, 'email').toLowerCase()
-    if (!EMAIL.test(email)) throw new AdminError('invalid_argument', '--email must be an email address')
+    if (!EMAIL.test(email)) throw new TracegateError('invalid_argument', { message: '--email must be an email address' })
     const password = typeof args.password === 'string' ? args.password : ''
-    if (password.length < 8) throw new AdminError('invalid_argument', 'the password must have at least 8 characters')
+    if (password.length < 8) throw new TracegateError('invalid_argument', { message: 'the password must have at least 8 characters' })
     const role = args.role === 'member' ? 'member' : 'admin'
     return this.#store.call('createUser', { id: uuidv7(), accountId, email, passwordHash: await hashPassword(password), role })
   }
@@ -90,11 +83,11 @@ export class AdminOps {
   async createKey (args: { account?: unknown; scope?: unknown; name?: unknown; expiresIn?: unknown }): Promise<CreatedKey> {
     const accountId = uuid(args.account, 'account')
     const scope = need(args.scope, 'scope')
-    if (!SCOPES.includes(scope as Scope)) throw new AdminError('invalid_argument', `--scope must be one of ${SCOPES.join(', ')}`)
+    if (!SCOPES.includes(scope as Scope)) throw new TracegateError('invalid_argument', { message: `--scope must be one of ${SCOPES.join(', ')}` })
     let expiresAt: number | null = null
     if (args.expiresIn !== undefined && args.expiresIn !== null) {
       const ms = parseDuration(String(args.expiresIn))
-      if (ms === null) throw new AdminError('invalid_argument', '--expires-in must look like 30d, 12h, 45m or 90s')
+      if (ms === null) throw new TracegateError('invalid_argument', { message: '--expires-in must look like 30d, 12h, 45m or 90s' })
       expiresAt = Date.now() + ms
     }
     const name = typeof args.name === 'string' && args.name.trim() !== '' ? args.name.trim() : `${scope} key`
@@ -108,7 +101,7 @@ export class AdminOps {
   async revokeKey (args: { id?: unknown }): Promise<KeyRow> {
     const id = uuid(args.id, 'id')
     const r = await this.#store.call('revokeKey', { id })
-    if (r === null) throw new AdminError('not_found', `no key with id ${id}`)
+    if (r === null) throw new TracegateError('key_not_found', { message: `no key with id ${id}` })
     this.#onRevoke(r.hash)
     return r.key
   }

@@ -3,9 +3,10 @@
 import { readFileSync } from 'node:fs'
 import { request } from 'undici'
 import type { Config } from '../config.js'
-import { adminFile, errorPayload, type AdminEndpoint } from '../server/admin-server.js'
+import { isErrorCode, TracegateError } from '../errors.js'
+import { adminFile, type AdminEndpoint } from '../server/admin-server.js'
 import { StoreClient } from '../store/client.js'
-import { AdminError, AdminOps } from './ops.js'
+import { AdminOps } from './ops.js'
 
 type Op = 'migrate' | 'account.create' | 'user.create' | 'key.create' | 'key.revoke' | 'key.list'
 
@@ -33,7 +34,9 @@ async function viaServer (endpoint: AdminEndpoint, op: Op, args: Record<string, 
     body: JSON.stringify(args),
   })
   const body = await res.body.json() as { value?: unknown; error?: { code: string; message: string } }
-  if (body.error !== undefined) throw new AdminError(body.error.code, body.error.message)
+  if (body.error !== undefined) {
+    throw new TracegateError(isErrorCode(body.error.code) ? body.error.code : 'internal_error', { message: body.error.message })
+  }
   return body.value
 }
 
@@ -51,9 +54,6 @@ async function direct (config: Config, op: Op, args: Record<string, unknown>): P
       case 'key.revoke': return await ops.revokeKey(args)
       case 'key.list': return await ops.listKeys(args)
     }
-  } catch (err) {
-    const e = errorPayload(err)
-    throw new AdminError(e.code, e.message)
   } finally {
     await store.close()
   }

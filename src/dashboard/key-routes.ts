@@ -1,7 +1,7 @@
 // Settings → API Keys: list, create (the value is in this one answer and nowhere after), revoke. Creation
 // and revocation go through AdminOps, so the dashboard and the CLI refuse the same things and a revoked
 // key leaves the proxy's key cache at once.
-import { AdminError, type AdminOps } from '../admin/ops.js'
+import type { AdminOps } from '../admin/ops.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import { SCOPES, type KeyRow, type Scope } from '../store/protocol.js'
@@ -67,15 +67,10 @@ export class KeyRoutes {
     if (days !== null && (typeof days !== 'number' || !Number.isInteger(days) || days < 1 || days > MAX_EXPIRY_DAYS)) {
       throw new TracegateError('invalid_parameter', { param: 'expires_in_days' })
     }
-    try {
-      const created = await this.#admin.createKey({
-        account: s.accountId, scope: body.scope, name, ...(days === null ? {} : { expiresIn: `${days}d` }),
-      })
-      return { status: 201, body: { key: { ...keyView(created, null), key: created.key } } }
-    } catch (err) {
-      if (err instanceof AdminError && err.code !== 'unknown_account') throw new TracegateError('invalid_parameter', { cause: err })
-      throw err
-    }
+    const created = await this.#admin.createKey({
+      account: s.accountId, scope: body.scope, name, ...(days === null ? {} : { expiresIn: `${days}d` }),
+    })
+    return { status: 201, body: { key: { ...keyView(created, null), key: created.key } } }
   }
 
   revoke = async (req: Req): Promise<Reply> => {

@@ -4,9 +4,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { AdminError, type AdminOps } from '../admin/ops.js'
-import { StoreError } from '../store/client.js'
+import type { AdminOps } from '../admin/ops.js'
+import { TracegateError } from '../errors.js'
+import { newRequestId } from '../ids.js'
 import { readBody } from './body.js'
+import { asTracegateError, sendError, sendJson } from './respond.js'
 import { listen } from './proxy-app.js'
 import { uws, type TemplatedApp } from './uws.js'
 
@@ -33,12 +35,6 @@ const HANDLERS: Record<string, Handler> = {
   migrate: (ops) => ops.migrate(),
 }
 
-export function errorPayload (err: unknown): { code: string; message: string } {
-  if (err instanceof AdminError) return { code: err.code, message: err.message }
-  if (err instanceof StoreError && err.code !== null) return { code: err.code, message: err.message }
-  return { code: 'internal_error', message: err instanceof Error ? err.message : String(err) }
-}
-
 export class AdminServer {
   readonly #app: TemplatedApp
   readonly #token = randomBytes(32).toString('base64url')
@@ -48,45 +44,45 @@ export class AdminServer {
   constructor (ops: AdminOps) {
     this.#app = uws.App()
     const expected = Buffer.from(`Bearer ${this.#token}`)
+    // Answers come from the one error table (respond.ts): the CLI reads `error.code` and `error.message`.
     this.#app.post('/admin/:op', (res, req) => {
+      const id = newRequestId()
       const op = req.getParameter(0) ?? ''
       const auth = Buffer.from(req.getHeader('authorization'))
       let aborted = false
       res.onAborted(() => { aborted = true })
       const lengthHeader = req.getHeader('content-length')
-      const answer = (status: string, body: unknown, close = false): void => {
-        if (!aborted) res.cork(() => { res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify(body), close) })
-      }
+      const fail = (err: unknown, close = false): void => { if (!aborted) sendError(res, asTracegateError(err), id, close) }
       readBody(res, lengthHeader === '' ? -1 : Number(lengthHeader), ADMIN_BODY_LIMIT, (r) => {
         if (aborted) return
         if (!r.ok) {
-          answer('413 Payload Too Large', { error: { code: 'body_too_large', message: 'admin requests are small' } }, true)
+          fail(new TracegateError('body_too_large', { message: 'Admin requests are small.' }), true)
           return
         }
         if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
-          answer('401 Unauthorized', { error: { code: 'unauthorized', message: 'bad admin token' } })
+          fail(new TracegateError('unauthorized', { message: 'The admin token is not valid.' }))
           return
         }
         const handler = HANDLERS[op]
         if (handler === undefined) {
-          answer('404 Not Found', { error: { code: 'not_found', message: `no admin operation ${op}` } })
+          fail(new TracegateError('not_found', { message: `No admin operation ${op}.` }))
           return
         }
         let args: Record<string, unknown>
         try {
           args = JSON.parse(r.body.toString('utf8') || '{}') as Record<string, unknown>
         } catch {
-          answer('400 Bad Request', { error: { code: 'invalid_json', message: 'the admin body must be JSON' } })
+          fail(new TracegateError('invalid_json', { message: 'The admin body must be JSON.' }))
           return
         }
         // Checks inside an operation may throw before its first await: keep them on the promise path.
         Promise.resolve().then(() => handler(ops, args)).then(
-          (value) => { answer('200 OK', { value }) },
-          (err: unknown) => { answer('400 Bad Request', { error: errorPayload(err) }) },
+          (value) => { if (!aborted) sendJson(res, 200, JSON.stringify({ value }), id) },
+          fail,
         )
       })
     })
-    this.#app.any('/*', (res) => { res.writeStatus('404 Not Found').end() })
+    this.#app.any('/*', (res) => { sendError(res, 'not_found', newRequestId()) })
   }
 
   async start (dataDir: string): Promise<AdminEndpoint> {

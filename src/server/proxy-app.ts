@@ -5,7 +5,7 @@ import { newRequestId } from '../ids.js'
 import { DIALECTS } from '../providers/index.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { framed } from './head.js'
-import { sendError, sendJson } from './respond.js'
+import { sendError, sendJson, type Headers } from './respond.js'
 import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
 
 export interface NotReady {
@@ -21,13 +21,10 @@ export interface ProxyAppDeps extends ProxyDeps {
 }
 
 function methodNotAllowed (allow: string) {
+  const err = new TracegateError('method_not_allowed', { message: `Use ${allow}.` })
+  const headers: Headers = [['allow', allow]]
   return (res: HttpResponse): void => {
-    const id = newRequestId()
-    res.cork(() => {
-      res.writeStatus('405 Method Not Allowed').writeHeader('allow', allow)
-      res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', id)
-      res.end(JSON.stringify({ error: { type: 'invalid_request_error', code: 'method_not_allowed', message: `Use ${allow}.`, param: null, request_id: id } }))
-    })
+    sendError(res, err, newRequestId(), false, headers)
   }
 }
 

@@ -26,18 +26,21 @@ export function asTracegateError (err: unknown): TracegateError {
   return err instanceof TracegateError ? err : new TracegateError('internal_error', { cause: err })
 }
 
-export function sendJson (res: HttpResponse, status: number, body: string, requestId: string, closeConnection = false): void {
+export type Headers = ReadonlyArray<readonly [string, string]>
+
+export function sendJson (res: HttpResponse, status: number, body: string, requestId: string, closeConnection = false, headers: Headers = []): void {
   res.cork(() => {
     res.writeStatus(statusLine(status))
-      .writeHeader('content-type', 'application/json')
+    for (const [k, v] of headers) res.writeHeader(k, v)
+    res.writeHeader('content-type', 'application/json')
       .writeHeader('x-request-id', requestId)
       .end(body, closeConnection)
   })
 }
 
-export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, closeConnection = false): void {
+export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, closeConnection = false, headers: Headers = []): void {
   const e = typeof err === 'string' ? new TracegateError(err) : err
-  sendJson(res, e.status, errorBody(e, requestId), requestId, closeConnection)
+  sendJson(res, e.status, errorBody(e, requestId), requestId, closeConnection, headers)
 }
 
 /**
@@ -45,7 +48,7 @@ export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, r
  * client still sending a body that will be dropped (body.ts) can read the answer at once. The reader
  * that drops the body ends it.
  */
-export function startError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, headers: ReadonlyArray<readonly [string, string]> = []): void {
+export function startError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, headers: Headers = []): void {
   const e = typeof err === 'string' ? new TracegateError(err) : err
   const body = errorBody(e, requestId)
   res.cork(() => {

@@ -1,16 +1,10 @@
 // Account, user and key reads and writes. Every query is parameterised; rows are versioned
 // (ReplacingMergeTree by updated_at) and read with FINAL.
+import { TracegateError } from '../errors.js'
 import { chTime } from './connect.js'
 import type { AccountRow, KeyInfo, KeyRow, StoreOps, UserRow } from './protocol.js'
 import type { ClientHolder } from './trace-writer.js'
 
-export class StoreOpError extends Error {
-  readonly code: string
-  constructor (code: string, message: string) {
-    super(message)
-    this.code = code
-  }
-}
 
 type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 
@@ -80,14 +74,14 @@ export class AccountStore {
   }
 
   async #requireAccount (id: string): Promise<void> {
-    if (await this.getAccount({ id }) === null) throw new StoreOpError('unknown_account', `no account with id ${id}`)
+    if (await this.getAccount({ id }) === null) throw new TracegateError('unknown_account', { message: `no account with id ${id}` })
   }
 
   async createUser ({ id, accountId, email, passwordHash, role }: Args<'createUser'>): Promise<{ id: string; email: string }> {
     await this.#requireAccount(accountId)
     const taken = await this.#rows<{ id: string }>(
       'SELECT id FROM users FINAL WHERE email = {email:String} LIMIT 1', { email })
-    if (taken.length > 0) throw new StoreOpError('email_taken', 'a user with that email already exists')
+    if (taken.length > 0) throw new TracegateError('email_taken', { message: 'a user with that email already exists' })
     const now = chTime(Date.now())
     await this.#ch.insert({
       table: 'users',

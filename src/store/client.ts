@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import { isErrorCode, TracegateError } from '../errors.js'
 import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { LiveBatch } from './trace-types.js'
@@ -81,7 +82,7 @@ export class StoreClient {
       if (p === undefined) return
       this.#pending.delete(msg.id)
       if (msg.ok) p.resolve(msg.value)
-      else p.reject(new StoreError(msg.error.message, msg.error.code))
+      else p.reject(isErrorCode(msg.error.code) ? new TracegateError(msg.error.code, { message: msg.error.message }) : new StoreError(msg.error.message, msg.error.code))
     })
     this.#exited = new Promise((resolve) => {
       this.#worker.once('exit', () => {

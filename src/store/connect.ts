@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { ClickHouseServerConfig } from '../config.js'
-import { StoreOpError } from './accounts.js'
+import { TracegateError } from '../errors.js'
 
 // Counts and byte sizes (UInt64) come back as JSON numbers, not strings, for every query.
 const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const
@@ -58,13 +58,13 @@ async function checkServer (client: ClickHouseClient, server: ClickHouseServerCo
     let cause = String(e.message ?? err).split('\n')[0]!.slice(0, 200)
     if (cause.trimStart().startsWith('<')) cause = 'it answered with an HTML page'
     if (typeof e.code === 'string' && NETWORK_ERRORS.has(e.code)) {
-      throw new StoreOpError('clickhouse_unavailable', `ClickHouse at ${where} (CLICKHOUSE_URL) is not reachable: ${cause}`)
+      throw new TracegateError('clickhouse_unavailable', { message: `ClickHouse at ${where} (CLICKHOUSE_URL) is not reachable: ${cause}` })
     }
-    throw new StoreOpError('clickhouse_unavailable', `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: ${cause}`)
+    throw new TracegateError('clickhouse_unavailable', { message: `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: ${cause}` })
   }
   const first = Array.isArray(rows) ? rows[0] as { version?: unknown } | undefined : undefined
   if (typeof first?.version !== 'string') {
-    throw new StoreOpError('clickhouse_unavailable', `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: SELECT version() returned no version`)
+    throw new TracegateError('clickhouse_unavailable', { message: `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: SELECT version() returned no version` })
   }
 }
 

@@ -4,7 +4,8 @@
 import { join } from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
 import { Pricing } from '../pricing/index.js'
-import { AccountStore, StoreOpError } from './accounts.js'
+import { TracegateError } from '../errors.js'
+import { AccountStore } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
 import { lowerStoreThreads } from './priority.js'
@@ -74,7 +75,7 @@ function open (): Promise<void> {
 }
 
 function seam (): void {
-  if (!data.testSeams) throw new StoreOpError('not_allowed', 'test seams are off')
+  if (!data.testSeams) throw new TracegateError('not_allowed', { message: 'test seams are off' })
 }
 
 async function run (op: OpName, args: unknown): Promise<unknown> {
@@ -181,7 +182,7 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
       ok: false,
       error: {
         message: err instanceof Error ? err.message : String(err),
-        code: err instanceof StoreOpError ? err.code : null,
+        code: err instanceof TracegateError ? err.code : null,
       },
     }),
   )
