@@ -2,7 +2,7 @@
 // time, refresh ahead of the TTL for keys in use, and invalidation.
 import t from 'tap'
 import { KeyCache } from '../src/auth/cache.js'
-import type { KeyInfo } from '../src/store/protocol.js'
+import type { KeyInfo } from '../src/auth/authenticate.js'
 import { sleep } from './helpers.js'
 
 const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false }

@@ -1,16 +1,18 @@
 // The read API for analytics tools: `Authorization: Bearer tgk_…` with a read-scope key, checked through
 // the same key cache as the proxy (so a revocation in this process is seen at once). No cookie, no CSRF:
 // a browser never attaches this header on its own.
-import { hashKey, KEY_PATTERN } from '../auth/keys.js'
+import { authenticate } from '../auth/authenticate.js'
 import type { KeyCache } from '../auth/cache.js'
+import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import type { KeyInfo } from '../store/protocol.js'
 import { getTrace, listTraces, usage } from './data-routes.js'
 import { HttpError, type Reply, type Req } from './http.js'
 
 const CHALLENGE: ReadonlyArray<readonly [string, string]> = [['www-authenticate', 'Bearer realm="tracegate"']]
 
-function refuse (code: 'unauthorized' | 'invalid_api_key' | 'expired_api_key' | 'revoked_api_key' | 'wrong_key_scope'): HttpError {
+type RefusalCode = 'unauthorized' | 'invalid_api_key' | 'expired_api_key' | 'revoked_api_key' | 'wrong_key_scope'
+
+function refuse (code: RefusalCode): HttpError {
   return new HttpError(code, { headers: CHALLENGE })
 }
 
@@ -29,16 +31,9 @@ export class ReadApi {
     if (header === undefined || header === '') throw refuse('unauthorized')
     const m = /^Bearer +(\S+)\s*$/i.exec(header)
     if (m === null) throw refuse('unauthorized')
-    const key = m[1]!
-    if (!KEY_PATTERN.test(key)) throw refuse('invalid_api_key')
-    const hash = hashKey(key)
-    const cached = this.#keys.peek(hash)
-    const info: KeyInfo | null = cached !== undefined ? cached : await this.#keys.fetch(hash)
-    if (info === null) throw refuse('invalid_api_key')
-    if (info.revoked) throw refuse('revoked_api_key')
-    if (info.expiresAt !== null && info.expiresAt <= Date.now()) throw refuse('expired_api_key')
-    if (info.scope !== 'read') throw refuse('wrong_key_scope')
-    return info.accountId
+    const verdict = await authenticate(this.#keys, m[1]!, 'read')
+    if (verdict instanceof TracegateError) throw refuse(verdict.code as RefusalCode)
+    return verdict.accountId
   }
 
   traces = async (req: Req): Promise<Reply> => {

@@ -23,8 +23,8 @@ export class Exchange {
   readonly startedWall: number
   /** Client request headers passed on to the provider (lower-case names). */
   readonly forwardHeaders: Array<[string, string]>
-  /** The client's raw body until authentication passes; from then on, the body with the service fields cut out. */
-  body: Buffer | null = null
+  /** The body sent upstream (service fields cut out), once the key is accepted; never the raw body. */
+  forwarded: Buffer | null = null
   /** What the trace keeps of the response; null when tracing is off or nothing was forwarded. */
   capture: ResponseCapture | null = null
   accountId: string | null = null

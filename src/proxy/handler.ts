@@ -1,8 +1,8 @@
-// The proxy pipeline for one dialect's route, in the check order of DESIGN §2.
+// The proxy pipeline for one dialect's route, in the check order of DESIGN §2, one named step each.
 import { newRequestId } from '../ids.js'
 import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
-import { hashKey, KEY_PATTERN } from '../auth/keys.js'
+import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import type { Config } from '../config.js'
 import { ERRORS, TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
@@ -10,14 +10,13 @@ import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
 import { sendError, startError } from '../server/respond.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
-import type { KeyInfo } from '../store/protocol.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { ResponseCapture } from './capture.js'
 import { cutMembers, Kind, stringValue } from './scan.js'
-import { checkSchema, HEADER_VALUE, readServiceFields, type ServiceFields } from './validate.js'
+import { checkSchema, HEADER_VALUE, readServiceFields, type CheckedRequest, type ServiceFields } from './validate.js'
 
 export interface ProxyDeps {
   readonly config: Config
@@ -32,15 +31,6 @@ export interface ProxyDeps {
   readonly captureLimit: number | null
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
-}
-
-/** Step 4: the key itself (401s; such requests are counted, not traced). */
-function keyError (info: KeyInfo | null, now: number): TracegateError | null {
-  if (info === null) return new TracegateError('invalid_api_key')
-  if (info.revoked) return new TracegateError('revoked_api_key')
-  if (info.expiresAt !== null && info.expiresAt <= now) return new TracegateError('expired_api_key')
-  if (info.scope !== 'proxy') return new TracegateError('wrong_key_scope')
-  return null
 }
 
 /** The model named in the body, for traces of calls rejected before the schema check passed. */
@@ -91,48 +81,129 @@ function refused (x: Exchange, code: 'body_too_large' | 'malformed_request'): vo
   x.errorCode = code
 }
 
-export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const { config } = deps
-  const limit = config.maxBodyBytes
-  const serverKey = config.providers[dialect.name].apiKey
-  const baseUrl = new URL(config.providers[dialect.name].baseUrl)
-  const origin = baseUrl.origin
-  const basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
+/** What the checks learnt that the upstream request needs. */
+interface Outbound {
+  readonly path: string
+  readonly headers: Record<string, string>
+  /** The body with the service fields cut out: what the provider, detection and the trace see. */
+  readonly body: Buffer
+}
 
-  function forward (x: Exchange, sf: ServiceFields, info: KeyInfo | null): void {
+/**
+ * One dialect's route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields
+ * and the key (`#received`), the plan, the schema and the provider key (`#authorised`), detection
+ * (`#detect`), and the upstream call (`#dispatch`). The raw body, which holds keys, is passed from step
+ * to step and never kept on the exchange; the exchange only ever holds the forwarded body.
+ */
+class ProxyRoute {
+  readonly #dialect: Dialect
+  readonly #deps: ProxyDeps
+  readonly #limit: number
+  readonly #serverKey: string | null
+  readonly #origin: string
+  readonly #basePath: string
+
+  constructor (dialect: Dialect, deps: ProxyDeps) {
+    this.#dialect = dialect
+    this.#deps = deps
+    this.#limit = deps.config.maxBodyBytes
+    this.#serverKey = deps.config.providers[dialect.name].apiKey
+    const baseUrl = new URL(deps.config.providers[dialect.name].baseUrl)
+    this.#origin = baseUrl.origin
+    this.#basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
+  }
+
+  /** Steps 1 and 2: the head's framing and size, then the body. */
+  readonly handle = (res: HttpResponse, req: HttpRequest): void => {
+    const dialect = this.#dialect
+    const x = new Exchange(res, dialect, newRequestId(), this.#deps.onFinish)
+    this.#deps.onStart()
+    res.onAborted(() => { x.clientAborted() })
+    if (this.#deps.isClosing()) {
+      x.fail(new TracegateError('service_unavailable'))
+      return
+    }
+    const contentLength = requestLength(req)
+    // getHeader reads a value byte for byte (latin1), where forEach's UTF-8 decoding silently drops
+    // bytes that are not UTF-8: a non-ASCII value must be seen as such to be refused (#authorised).
+    for (const name of dialect.forwardHeaders) {
+      const value = req.getHeader(name)
+      if (value !== '') x.forwardHeaders.push([name, value])
+    }
+    if (contentLength === MALFORMED) {
+      malformed(x)
+      return
+    }
+    // Over the limit, decided before reading when content-length says so.
+    if (contentLength > this.#limit) {
+      tooLarge(x)
+      return
+    }
+    readBody(res, contentLength, this.#limit, (r) => {
+      if (x.aborted) return
+      if (!r.ok) {
+        tooLargeMidBody(x)
+        return
+      }
+      try {
+        this.#received(x, r.body)
+      } catch (err) {
+        x.fail(err)
+      }
+    }, x)
+  }
+
+  /** Steps 2 to 4: valid JSON, the service fields, the tracegate key (synchronous when it is cached). */
+  #received (x: Exchange, raw: Buffer): void {
+    const sf = readServiceFields(raw, this.#dialect)
+    const verdict = authenticate(this.#deps.keys, sf.apiKey, 'proxy')
+    if (verdict instanceof Promise) {
+      verdict.then((v) => { this.#authorised(x, raw, sf, v) }).catch((err: unknown) => { x.fail(err) })
+    } else {
+      this.#authorised(x, raw, sf, verdict)
+    }
+  }
+
+  /** Steps 5 to 7: the plan, the schema, the provider key and headers; then detection or the call. */
+  #authorised (x: Exchange, raw: Buffer, sf: ServiceFields, verdict: KeyVerdict): void {
     if (x.aborted) return
-    const denied = keyError(info, Date.now())
-    if (denied !== null || info === null) {
-      x.fail(denied)
+    // A refused key is counted, not traced: the exchange has no account.
+    if (verdict instanceof TracegateError) {
+      x.fail(verdict)
       return
     }
-    // Authenticated: the exchange is traced whatever follows, so from here on its body never holds keys.
-    const body = x.body!
-    const forwarded = cutMembers(body, sf.members, sf.cut)
-    x.body = forwarded
-    x.accountId = info.accountId
-    x.keyId = info.keyId
-    // Step 5: the plan.
-    if (info.plan !== 'pro' && info.plan !== 'enterprise') {
-      x.model = modelOf(body, sf, dialect)
-      x.fail(new TracegateError('plan_required'))
-      return
-    }
-    let checked: ReturnType<typeof checkSchema>
+    // Authenticated: the exchange is traced whatever follows, with the body that has no keys in it.
+    const dialect = this.#dialect
+    const body = cutMembers(raw, sf.members, sf.cut)
+    x.forwarded = body
+    x.accountId = verdict.accountId
+    x.keyId = verdict.keyId
+    let out: Outbound
+    let checked: CheckedRequest
     try {
-      checked = checkSchema(body, sf.members, dialect)
+      if (verdict.plan !== 'pro' && verdict.plan !== 'enterprise') throw new TracegateError('plan_required')
+      checked = checkSchema(raw, sf.members, dialect)
+      // Known from here on, also for the trace of a call refused below (a confidential one stays so).
+      x.model = checked.model
+      x.streaming = checked.stream
+      x.confidential = checked.isConfidential
+      const providerKey = checked.providerKey ?? (verdict.serverSideKeys ? this.#serverKey : null)
+      if (providerKey === null) throw new TracegateError('missing_provider_key', { param: dialect.keyField })
+      out = { path: dialect.target(checked).path, headers: this.#headers(x, providerKey), body }
     } catch (err) {
-      // The trace of a call the schema check refused still names the model, when it is readable.
-      x.model = modelOf(body, sf, dialect)
-      throw err
+      // The trace of a call refused before the schema passed still names the model, when it is readable.
+      x.model ??= modelOf(raw, sf, dialect)
+      x.fail(err)
+      return
     }
-    x.model = checked.model
-    x.streaming = checked.stream
-    x.confidential = checked.isConfidential
-    const providerKey = checked.providerKey ?? (info.serverSideKeys ? serverKey : null)
-    if (providerKey === null) throw new TracegateError('missing_provider_key', { param: dialect.keyField })
-    if (deps.captureLimit !== null) x.capture = new ResponseCapture(deps.captureLimit, checked.stream)
-    const target = dialect.target(checked)
+    if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, checked.stream)
+    if (this.#deps.detection === null || checked.isConfidential) this.#dispatch(x, out)
+    else this.#detect(x, this.#deps.detection, out)
+  }
+
+  /** The upstream headers: the client's passed-on ones (printable ASCII only), defaults, the provider key. */
+  #headers (x: Exchange, providerKey: string): Record<string, string> {
+    const dialect = this.#dialect
     const headers: Record<string, string> = { 'content-type': 'application/json' }
     for (const [name, value] of x.forwardHeaders) {
       if (!HEADER_VALUE.test(value)) throw new TracegateError('invalid_field', { param: name, message: `The ${name} header must be printable ASCII.` })
@@ -140,18 +211,17 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
     }
     for (const name in dialect.defaultHeaders) headers[name] ??= dialect.defaultHeaders[name]!
     Object.assign(headers, dialect.authHeaders(providerKey))
-    // Step 8: detection on every non-confidential request, before anything is sent.
-    const detection = deps.detection
-    if (detection === null || checked.isConfidential) {
-      dispatch(x, target.path, headers)
-      return
-    }
-    detection.check(dialect.name, forwarded)
-      .then((outcome) => { judged(x, outcome, target.path, headers) })
+    return headers
+  }
+
+  /** Step 8: detection on every non-confidential request, before anything is sent. */
+  #detect (x: Exchange, detection: DetectionPool, out: Outbound): void {
+    detection.check(this.#dialect.name, out.body)
+      .then((outcome) => { this.#judged(x, outcome, out) })
       .catch((err: unknown) => { x.fail(err) })
   }
 
-  function judged (x: Exchange, outcome: DetectionOutcome, path: string, headers: Record<string, string>): void {
+  #judged (x: Exchange, outcome: DetectionOutcome, out: Outbound): void {
     if (x.finished || x.aborted) return
     if (outcome.ok) {
       const v = outcome.verdict
@@ -162,84 +232,27 @@ export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpRespon
       }
     } else {
       x.detectionFailure = outcome.failure
-      if (deps.config.detection.failureMode === 'closed') {
+      if (this.#deps.config.detection.failureMode === 'closed') {
         x.fail(new TracegateError('detection_unavailable', { extra: { detection: { failure: outcome.failure } } }))
         return
       }
     }
-    dispatch(x, path, headers)
+    this.#dispatch(x, out)
   }
 
-  function dispatch (x: Exchange, path: string, headers: Record<string, string>): void {
+  /** Steps 9 and 10: the provider's answer streams back through Passthrough. */
+  #dispatch (x: Exchange, out: Outbound): void {
     x.upstreamStartAt = performance.now()
-    deps.upstream.dispatch({
-      origin,
-      path: basePath + path,
+    this.#deps.upstream.dispatch({
+      origin: this.#origin,
+      path: this.#basePath + out.path,
       method: 'POST',
-      headers,
-      body: x.body!,
+      headers: out.headers,
+      body: out.body,
     }, new Passthrough(x))
   }
+}
 
-  function handleBody (x: Exchange): void {
-    let sf: ServiceFields
-    try {
-      sf = readServiceFields(x.body!, dialect)
-    } catch (err) {
-      x.fail(err)
-      return
-    }
-    if (!KEY_PATTERN.test(sf.apiKey)) {
-      x.fail(new TracegateError('invalid_api_key'))
-      return
-    }
-    const hash = hashKey(sf.apiKey)
-    const cached = deps.keys.peek(hash)
-    if (cached !== undefined) {
-      try { forward(x, sf, cached) } catch (err) { x.fail(err) }
-      return
-    }
-    deps.keys.fetch(hash)
-      .then((info) => { forward(x, sf, info) })
-      .catch((err: unknown) => { x.fail(err) })
-  }
-
-  return (res, req) => {
-    const x = new Exchange(res, dialect, newRequestId(), deps.onFinish)
-    deps.onStart()
-    res.onAborted(() => { x.clientAborted() })
-    if (deps.isClosing()) {
-      x.fail(new TracegateError('service_unavailable'))
-      return
-    }
-    const contentLength = requestLength(req)
-    // getHeader reads a value byte for byte (latin1), where forEach's UTF-8 decoding silently drops
-    // bytes that are not UTF-8: a non-ASCII value must be seen as such to be refused (forward()).
-    for (const name of dialect.forwardHeaders) {
-      const value = req.getHeader(name)
-      if (value !== '') x.forwardHeaders.push([name, value])
-    }
-    if (contentLength === MALFORMED) {
-      malformed(x)
-      return
-    }
-    // Over the limit, decided before reading when content-length says so.
-    if (contentLength > limit) {
-      tooLarge(x)
-      return
-    }
-    readBody(res, contentLength, limit, (r) => {
-      if (x.aborted) return
-      if (!r.ok) {
-        tooLargeMidBody(x)
-        return
-      }
-      x.body = r.body
-      try {
-        handleBody(x)
-      } catch (err) {
-        x.fail(err)
-      }
-    }, x)
-  }
+export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
+  return new ProxyRoute(dialect, deps).handle
 }

@@ -39,7 +39,7 @@ function traceMeta (x: Exchange): TraceMeta {
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
     errorCause: x.errorCause ?? '',
-    requestBytes: x.body?.length ?? 0,
+    requestBytes: x.forwarded?.length ?? 0,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,
     latencyMs: round(latency),
@@ -66,7 +66,7 @@ export class TraceSink {
   }
 
   push (x: Exchange): void {
-    const req = x.body
+    const req = x.forwarded
     const c = x.capture
     this.#batch.add(traceMeta(x), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
       c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)

@@ -2,7 +2,8 @@
 // (ReplacingMergeTree by updated_at) and read with FINAL.
 import { TracegateError } from '../errors.js'
 import { chTime } from './connect.js'
-import type { AccountRow, KeyInfo, KeyRow, StoreOps, UserRow } from './protocol.js'
+import type { KeyInfo } from '../auth/authenticate.js'
+import type { AccountRow, KeyRow, StoreOps, UserRow } from './protocol.js'
 import type { ClientHolder } from './trace-writer.js'
 
 

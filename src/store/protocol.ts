@@ -6,6 +6,7 @@ import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './trace-queries.js'
 import type { UsageReport } from './usage-report.js'
 import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './usage-queries.js'
+import type { KeyInfo } from '../auth/authenticate.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -20,17 +21,6 @@ export interface StoreWorkerData {
   readonly pricingFile: string | null
   /** Enables the test-only operations (connection switch, raw queries). Never set by the CLI. */
   readonly testSeams: boolean
-}
-
-/** What the front thread needs to authenticate a request, cached per key hash. */
-export interface KeyInfo {
-  readonly keyId: string
-  readonly accountId: string
-  readonly scope: Scope
-  readonly expiresAt: number | null
-  readonly revoked: boolean
-  readonly plan: Plan
-  readonly serverSideKeys: boolean
 }
 
 export interface AccountRow {
