@@ -8,7 +8,7 @@ import { KeyCache } from './auth/cache.js'
 import { PROVIDERS, type Config, type ProviderName, type ProviderConfig } from './config.js'
 import type { Logger } from './log.js'
 import { startMockProvider, type MockProvider } from './mock-provider/index.js'
-import type { Exchange } from './proxy/exchange.js'
+import { Calls } from './proxy/calls.js'
 import { AdminServer } from './server/admin-server.js'
 import { createProxyApp, listen, type NotReady } from './server/proxy-app.js'
 import { uws } from './server/uws.js'
@@ -27,8 +27,6 @@ export interface ServeOptions {
   /** On an empty store, create a pro account, an admin user and a first proxy key. Default true. */
   readonly bootstrap?: boolean
   readonly log?: Logger
-  /** Called once per finished exchange, after its trace was handed on. */
-  readonly onExchange?: (x: Exchange) => void
   /** Test seams in the store worker (connection switch, raw queries). */
   readonly testSeams?: boolean
   /** Test seam: another detection worker file (one that crashes or hangs). */
@@ -64,22 +62,18 @@ export class Tracegate {
   readonly #upstream: Agent
   readonly #sink: TraceSink | null
   readonly #detection: DetectionPool | null
-  /** Requests refused before authentication, by error code: counted here, never traced. */
-  readonly rejectedBeforeAuth = new Map<string, number>()
   readonly metrics: Metrics
   readonly #adminServer: AdminServer
   readonly #dashboard: DashboardServer
   readonly #listenSocket: unknown
   readonly #log: Logger | null
-  #closing = false
-  #inflight = 0
-  #drained: (() => void) | null = null
+  readonly #calls: Calls
   #closed: Promise<void> | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls
   }, listen: { socket: unknown; port: number }, adminPort: number) {
     this.config = parts.config
     this.store = parts.store
@@ -90,6 +84,7 @@ export class Tracegate {
     this.#upstream = parts.upstream
     this.#sink = parts.sink
     this.#detection = parts.detection
+    this.#calls = parts.calls
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -101,7 +96,7 @@ export class Tracegate {
   }
 
   get inflight (): number {
-    return this.#inflight
+    return this.#calls.inflight
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
@@ -141,11 +136,11 @@ export class Tracegate {
       const upstream = createUpstreamAgent(config)
       const adminServer = new AdminServer(admin)
       const endpoint = await adminServer.start(config.dataDir)
-      let self: Tracegate | null = null
       const sink = config.traces.enabled
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
       const metrics = new Metrics(() => store.call('traceStats'))
+      const calls = new Calls(metrics, sink, log)
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
@@ -159,9 +154,9 @@ export class Tracegate {
         upstream,
         captureLimit: sink === null ? null : config.traces.maxBodyBytes,
         detection,
-        isClosing: () => self !== null && self.#closing,
-        onStart: () => { if (self !== null) self.#inflight++ },
-        onFinish: (x) => { if (self !== null) self.#finished(x, options.onExchange) },
+        isClosing: calls.isClosing,
+        onStart: calls.started,
+        onFinish: calls.finished,
         ready: () => readiness(store),
       })
       const bound = await listen(app, config.host, config.proxyPort)
@@ -169,14 +164,14 @@ export class Tracegate {
       try {
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
-          isClosing: () => self !== null && self.#closing,
+          isClosing: calls.isClosing,
         }, config.host, config.dashboardPort)
       } catch (err) {
         uws.us_listen_socket_close(bound.socket as never)
         adminServer.close()
         throw err
       }
-      self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard }, bound, endpoint.port)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
@@ -188,39 +183,12 @@ export class Tracegate {
     }
   }
 
-  #finished (x: Exchange, listener: ((x: Exchange) => void) | undefined): void {
-    this.#inflight--
-    // Each 5xx of tracegate's own and each cut stream is logged once, with its cause (never a key).
-    if (x.errorCause !== null && this.#log !== null) {
-      const fields = { request_id: x.requestId, provider: x.dialect.name, status: x.status, code: x.errorCode, outcome: x.outcome, cause: x.errorCause }
-      if (x.errorCode === 'internal_error') this.#log.error(fields, 'request failed')
-      else this.#log.warn(fields, 'request failed')
-    }
-    if (x.accountId === null) {
-      const code = x.errorCode ?? x.outcome ?? 'unknown'
-      this.rejectedBeforeAuth.set(code, (this.rejectedBeforeAuth.get(code) ?? 0) + 1)
-      this.metrics.rejectedBeforeAuth(code)
-    } else {
-      this.metrics.finished(x.dialect.name, x.outcome ?? 'proxy_error')
-      this.#sink?.push(x)
-    }
-    if (listener !== undefined) {
-      try { listener(x) } catch (err) { this.#log?.error({ err }, 'exchange listener failed') }
-    }
-    if (this.#inflight === 0 && this.#drained !== null) this.#drained()
-  }
-
   /** Stop accepting (503), let in-flight calls finish within the grace period, then close the rest. */
   close (): Promise<void> {
     this.#closed ??= (async () => {
-      this.#closing = true
+      const drained = this.#calls.drain(this.config.shutdownGraceMs)
       uws.us_listen_socket_close(this.#listenSocket as never)
-      if (this.#inflight > 0) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.config.shutdownGraceMs)
-          this.#drained = () => { clearTimeout(timer); resolve() }
-        })
-      }
+      await drained
       this.#adminServer.close()
       this.#dashboard.close()
       await this.#upstream.destroy().catch(() => {})

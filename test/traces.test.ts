@@ -349,8 +349,16 @@ t.test('outcomes', async (t) => {
     }
   })
 
+  /** The refusals before authentication that /metrics counts, by code. */
+  async function rejectedBeforeAuth (): Promise<Map<string, number>> {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    const counts = new Map<string, number>()
+    for (const m of text.matchAll(/^tracegate_requests_rejected_before_auth_total\{code="([a-z_]+)"\} (\d+)$/gm)) counts.set(m[1]!, Number(m[2]))
+    return counts
+  }
+
   await t.test('refused before authentication: counted, not traced', async (t) => {
-    const before = new Map(s.tg.rejectedBeforeAuth)
+    const before = await rejectedBeforeAuth()
     const unknownKey = 'tgk_' + 'A'.repeat(43)
     const body = buildBody('alpha', { apiKey: s.key, text: 'x' })
     const sends = [
@@ -366,7 +374,8 @@ t.test('outcomes', async (t) => {
       t.match(r.requestId, UUID_V7)
       ids.push(r.requestId)
     }
-    const delta = (code: string): number => (s.tg.rejectedBeforeAuth.get(code) ?? 0) - (before.get(code) ?? 0)
+    const after = await rejectedBeforeAuth()
+    const delta = (code: string): number => (after.get(code) ?? 0) - (before.get(code) ?? 0)
     t.equal(delta('invalid_api_key'), 2, 'two invalid_api_key counted')
     t.equal(delta('invalid_json'), 1, 'one invalid_json counted')
     t.equal(delta('missing_api_key'), 1, 'one missing_api_key counted')

@@ -1,0 +1,58 @@
+// The proxy's calls in flight: what happens when one starts and ends (metrics, the trace, the log line of
+// a failure), and the drain that shutdown waits for. Made before the proxy app, so the app's callbacks
+// never wait on the server object that owns them.
+import type { Logger } from '../log.js'
+import type { Metrics } from '../metrics.js'
+import type { Exchange } from './exchange.js'
+import type { TraceSink } from './trace-sink.js'
+
+export class Calls {
+  readonly #metrics: Metrics
+  readonly #sink: TraceSink | null
+  readonly #log: Logger | null
+  #closing = false
+  #inflight = 0
+  #drained: (() => void) | null = null
+
+  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null) {
+    this.#metrics = metrics
+    this.#sink = sink
+    this.#log = log
+  }
+
+  get inflight (): number { return this.#inflight }
+  get closing (): boolean { return this.#closing }
+
+  readonly isClosing = (): boolean => this.#closing
+
+  readonly started = (): void => { this.#inflight++ }
+
+  /** Once per exchange, whatever its outcome. */
+  readonly finished = (x: Exchange): void => {
+    this.#inflight--
+    // Each 5xx of tracegate's own and each cut stream is logged once, with its cause (never a key).
+    if (x.errorCause !== null && this.#log !== null) {
+      const fields = { request_id: x.requestId, provider: x.dialect.name, status: x.status, code: x.errorCode, outcome: x.outcome, cause: x.errorCause }
+      if (x.errorCode === 'internal_error') this.#log.error(fields, 'request failed')
+      else this.#log.warn(fields, 'request failed')
+    }
+    // Refused before authentication: counted, not traced (no account to trace it under).
+    if (x.accountId === null) {
+      this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
+    } else {
+      this.#metrics.finished(x.dialect.name, x.outcome ?? 'proxy_error')
+      this.#sink?.push(x)
+    }
+    if (this.#inflight === 0 && this.#drained !== null) this.#drained()
+  }
+
+  /** New calls get 503 from now on; resolves when none is in flight, or after `graceMs`. */
+  drain (graceMs: number): Promise<void> {
+    this.#closing = true
+    if (this.#inflight === 0) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, graceMs)
+      this.#drained = () => { clearTimeout(timer); resolve() }
+    })
+  }
+}
