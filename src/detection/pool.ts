@@ -37,7 +37,7 @@ const BATCH_MAX = 64
 const BATCH_BYTES = MIB
 
 /** One request waiting for its verdict. */
-class Pending {
+class QueuedCheck {
   settled = false
   constructor (
     readonly provider: ProviderName,
@@ -54,10 +54,10 @@ class Pending {
 }
 
 /** Requests sent to a worker as one piscina task. */
-class Batch {
+class WorkerBatch {
   timer: NodeJS.Timeout | null = null
   readonly controller = new AbortController()
-  constructor (readonly items: Pending[], readonly started: number, readonly limit: number) {}
+  constructor (readonly items: QueuedCheck[], readonly started: number, readonly limit: number) {}
 }
 
 const DEADLINE: DetectionOutcome = Object.freeze({ ok: false, failure: 'deadline' })
@@ -70,13 +70,13 @@ export class DetectionPool {
   readonly #maxQueue: number
   readonly #threads: number
   /** Requests of this turn, not yet handed to piscina. */
-  #pending: Pending[] = []
+  #pending: QueuedCheck[] = []
   #flushScheduled = false
   #pendingTimer: NodeJS.Timeout | null = null
   /** When #pendingTimer fires (Infinity when it is not set). */
   #pendingDue = Infinity
   /** Batches handed to piscina, in the order they were sent (piscina starts them in that order). */
-  readonly #inFlight = new Set<Batch>()
+  readonly #inFlight = new Set<WorkerBatch>()
   readonly #watchdog: NodeJS.Timeout
   readonly #flush = (): void => { this.#flushPending() }
 
@@ -121,7 +121,7 @@ export class DetectionPool {
     return new Promise((resolve) => {
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
-      const p = new Pending(provider, body, performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve)
+      const p = new QueuedCheck(provider, body, performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve)
       this.#pending.push(p)
       // A small body behind a big one has the earlier deadline.
       if (p.due < this.#pendingDue) { this.#clearPendingTimer(); this.#armPending(p.due) }
@@ -146,7 +146,7 @@ export class DetectionPool {
     if (left === 0) { this.#pending = []; this.#clearPendingTimer(); return }
     const per = Math.min(BATCH_MAX, Math.ceil(left / free))
     for (let sent = 0; sent < free && i < all.length; sent++) {
-      const items: Pending[] = []
+      const items: QueuedCheck[] = []
       let bytes = 0
       while (i < all.length && items.length < per && (items.length === 0 || bytes + all[i]!.body.length <= BATCH_BYTES)) {
         const p = all[i++]!
@@ -161,7 +161,7 @@ export class DetectionPool {
     if (this.#pending.length > 0) this.#armPending(this.#earliestDue(this.#pending))
   }
 
-  #earliestDue (items: readonly Pending[]): number {
+  #earliestDue (items: readonly QueuedCheck[]): number {
     let due = Infinity
     for (const p of items) if (!p.settled && p.due < due) due = p.due
     return due
@@ -186,7 +186,7 @@ export class DetectionPool {
     this.#pendingDue = Infinity
   }
 
-  #send (items: Pending[], bytes: number, retry: boolean): void {
+  #send (items: QueuedCheck[], bytes: number, retry: boolean): void {
     const now = performance.now()
     // One copy of every body into one buffer that is moved, not cloned, to the worker.
     const buf = new Uint8Array(bytes)
@@ -204,7 +204,7 @@ export class DetectionPool {
       if (p.due < due) due = p.due
       if (p.due > last) last = p.due
     }
-    const batch = new Batch(items, now, (last - now) * HARD_LIMIT_FACTOR)
+    const batch = new WorkerBatch(items, now, (last - now) * HARD_LIMIT_FACTOR)
     this.#arm(batch, due)
     this.#inFlight.add(batch)
     const task: DetectTask = { providers, ends, body: buf }
@@ -228,7 +228,7 @@ export class DetectionPool {
   }
 
   /** One timer per batch, at its earliest deadline; requests past theirs are answered, the rest re-armed. */
-  #arm (batch: Batch, due: number): void {
+  #arm (batch: WorkerBatch, due: number): void {
     batch.timer = setTimeout(() => {
       batch.timer = null
       const now = performance.now()
@@ -242,7 +242,7 @@ export class DetectionPool {
     }, Math.max(0, due - performance.now()))
   }
 
-  #done (batch: Batch): void {
+  #done (batch: WorkerBatch): void {
     this.#inFlight.delete(batch)
     if (batch.timer !== null) clearTimeout(batch.timer)
     // A thread is free: what waited for it leaves now (this runs in a promise job, after the answer).

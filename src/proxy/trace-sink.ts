@@ -1,5 +1,5 @@
 // Hands finished exchanges to the store worker. Records are packed into one transferable buffer per
-// batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_BATCH
+// batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_HANDOFF_TRACES
 // records.
 // A postMessage costs tens of microseconds on this thread while the worker is busy, so one per
 // event-loop turn (the first design) cost more than half the proxy's throughput under load.
@@ -8,9 +8,9 @@ import type { Exchange } from './exchange.js'
 
 export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[]) => void
 
-const MAX_BATCH = 512
+const MAX_HANDOFF_TRACES = 512
 /** Big prompts and answers: a batch is also sent once it holds this many bytes. */
-const MAX_BATCH_BYTES = 8 * 1024 * 1024
+const MAX_HANDOFF_BYTES = 8 * 1024 * 1024
 const FLUSH_MS = 20
 
 function detectionJson (x: Exchange): string {
@@ -70,7 +70,7 @@ export class TraceSink {
     const c = x.capture
     this.#batch.add(traceMeta(x), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
       c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
-    if (this.#batch.count >= MAX_BATCH || this.#batch.bytes >= MAX_BATCH_BYTES) this.flush()
+    if (this.#batch.count >= MAX_HANDOFF_TRACES || this.#batch.bytes >= MAX_HANDOFF_BYTES) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
   }
 

@@ -21,7 +21,7 @@ export interface StoreOptions {
 
 type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] }
 
-export type WrittenListener = (batches: readonly LiveBatch[]) => void
+export type LiveListener = (batches: readonly LiveBatch[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -32,7 +32,7 @@ export class StoreError extends Error {
   }
 }
 
-interface Pending {
+interface PendingCall {
   resolve (value: unknown): void
   reject (err: Error): void
 }
@@ -50,8 +50,8 @@ function pinChdb (): void {
 
 export class StoreClient {
   readonly #worker: Worker
-  readonly #pending = new Map<number, Pending>()
-  readonly #written = new Set<WrittenListener>()
+  readonly #pending = new Map<number, PendingCall>()
+  readonly #written = new Set<LiveListener>()
   #nextId = 1
   #closed = false
   #exited: Promise<void>
@@ -109,7 +109,7 @@ export class StoreClient {
    * Calls `fn` with the stored traces of the accounts set by `watch`, once their rows are stored (in
    * ClickHouse, or replayed from the spool); returns the unsubscribe.
    */
-  onWritten (fn: WrittenListener): () => void {
+  onWritten (fn: LiveListener): () => void {
     this.#written.add(fn)
     return () => { this.#written.delete(fn) }
   }

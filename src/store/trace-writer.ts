@@ -24,14 +24,14 @@ export interface ClientHolder {
   client: ClickHouseClient
 }
 
-export type WrittenListener = (rows: readonly TraceSummary[]) => void
+export type StoredListener = (rows: readonly TraceSummary[]) => void
 export type Warn = (msg: string, fields: Record<string, unknown>) => void
 
 /**
  * An insert carries at most this many bytes whatever the row count (rows can be 2 MiB each with the
  * default caps), so one batch never needs gigabytes of memory.
  */
-const MAX_BATCH_BYTES = 64 * 1024 * 1024
+const MAX_INSERT_BYTES = 64 * 1024 * 1024
 
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
@@ -43,7 +43,7 @@ const RETRY_MAX_MS = 5_000
  * and one small object per row, not the row's whole record: the records held for up to a flush interval
  * outlived the young generation, and copying them cost the worker's collector 15-25 ms per scavenge.
  */
-class Segment {
+class EncodedRows {
   /** True when another segment shares the memory (after a split): it is then never given back. */
   shared = false
   constructor (readonly tsv: Buffer, readonly ends: number[], readonly summaries: TraceSummary[]) {}
@@ -54,22 +54,22 @@ class Segment {
   bytesOf (n: number): number { return n === 0 ? 0 : this.ends[n - 1]! }
 
   /** The first `n` rows as their own segment, and the rest. */
-  split (n: number): [Segment, Segment] {
+  split (n: number): [EncodedRows, EncodedRows] {
     const cut = this.bytesOf(n)
-    const head = new Segment(this.tsv.subarray(0, cut), this.ends.slice(0, n), this.summaries.slice(0, n))
-    const rest = new Segment(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), this.summaries.slice(n))
+    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n), this.summaries.slice(0, n))
+    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), this.summaries.slice(n))
     head.shared = rest.shared = true
     return [head, rest]
   }
 }
 
 /**
- * Segment memory, given back once its rows are inserted or spooled and reused by the next messages. A
+ * Row buffer memory, given back once its rows are inserted or spooled and reused by the next messages. A
  * new buffer per message made V8 count megabytes of fresh external memory per message and run a full
  * collection every few of them (bench:ingest: 43 collections for external memory in 8 s against 17).
  * Bounded in bytes: an idle proxy holds at most POOL_BYTES here.
  */
-class BufferPool {
+class RowBufferPool {
   readonly #free: Buffer[] = []
   #bytes = 0
 
@@ -83,7 +83,7 @@ class BufferPool {
     return Math.max(n, POOL_MIN_BYTES)
   }
 
-  give (segments: readonly Segment[]): void {
+  give (segments: readonly EncodedRows[]): void {
     for (const seg of segments) {
       if (seg.shared) continue
       const whole = Buffer.from(seg.tsv.buffer)
@@ -103,8 +103,8 @@ const POOL_MIN_BYTES = 64 * 1024
 const POOL_BYTES = 32 * 1024 * 1024
 
 /** One insert's rows: their segments, in order, and all their summaries. */
-interface Batch {
-  readonly segments: Segment[]
+interface InsertBatch {
+  readonly segments: EncodedRows[]
   readonly summaries: TraceSummary[]
 }
 
@@ -117,12 +117,12 @@ export class TraceWriter {
   readonly #spool: Spool
   readonly #pricing: Pricing
   readonly #opts: TraceWriterOptions
-  readonly #onWritten: WrittenListener
+  readonly #onWritten: StoredListener
   readonly #warn: Warn
   /** Rows waiting for an insert, oldest first, and how many. */
-  #queue: Segment[] = []
+  #queue: EncodedRows[] = []
   #queued = 0
-  readonly #buffers = new BufferPool()
+  readonly #buffers = new RowBufferPool()
   #chain: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout
   #retry: NodeJS.Timeout | null = null
@@ -131,7 +131,7 @@ export class TraceWriter {
   /** Rows dropped since the current loss episode began (one log line at its start, one at its end). */
   #episodeDropped = 0
 
-  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: WrittenListener, warn: Warn) {
+  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: StoredListener, warn: Warn) {
     this.#ch = ch
     this.#spool = spool
     this.#pricing = pricing
@@ -168,29 +168,29 @@ export class TraceWriter {
         this.#drop(1, `trace row ${raw.traceId} could not be built: ${(err as Error).message}`)
       }
     }
-    if (ends.length > 0) this.#push(new Segment(w.view(), ends, summaries))
+    if (ends.length > 0) this.#push(new EncodedRows(w.view(), ends, summaries))
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
     // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
     while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
     if (this.#queued >= this.#opts.batchRows) void this.flush()
   }
 
-  #push (segment: Segment): void {
+  #push (segment: EncodedRows): void {
     this.#queue.push(segment)
     this.#queued += segment.rows
     this.stats.queued = this.#queued
   }
 
   /** The oldest queued rows, up to the batch's row count and byte size (at least one row). */
-  #takeBatch (): Batch {
-    const segments: Segment[] = []
+  #takeBatch (): InsertBatch {
+    const segments: EncodedRows[] = []
     const summaries: TraceSummary[] = []
     let bytes = 0
     while (this.#queue.length > 0 && summaries.length < this.#opts.batchRows) {
       let seg = this.#queue[0]!
       // How many of this segment's rows fit, by count and by bytes (the first row of a batch always does).
       let n = Math.min(seg.rows, this.#opts.batchRows - summaries.length)
-      while (n > 0 && bytes + seg.bytesOf(n) > MAX_BATCH_BYTES && !(summaries.length === 0 && n === 1)) n--
+      while (n > 0 && bytes + seg.bytesOf(n) > MAX_INSERT_BYTES && !(summaries.length === 0 && n === 1)) n--
       if (n === 0) break
       if (n < seg.rows) {
         const [head, rest] = seg.split(n)
@@ -259,7 +259,7 @@ export class TraceWriter {
    * rows go back to the front of the queue while memory allows and are dropped, counted and logged past
    * that (or at close). False when the spool refused: the caller stops flushing then.
    */
-  #toSpool (token: string, batch: Batch): boolean {
+  #toSpool (token: string, batch: InsertBatch): boolean {
     const rows = batch.summaries.length
     let refusal: string
     try {
@@ -281,7 +281,7 @@ export class TraceWriter {
     this.stats.spoolError = refusal
     this.stats.spoolRefused++
     const room = this.#closed ? 0 : Math.max(0, Math.min(this.#opts.queueRows - this.#queued, rows))
-    const back: Segment[] = []
+    const back: EncodedRows[] = []
     for (let left = room, k = 0; left > 0; k++) {
       const seg = batch.segments[k]!
       back.push(left >= seg.rows ? seg : seg.split(left)[0])
