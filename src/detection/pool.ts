@@ -1,15 +1,9 @@
-// The detection pool: piscina worker threads running workers/detect.ts on every non-confidential
-// request before it is forwarded. A bounded queue, a per-request deadline, and a worker that crashes is
-// replaced by piscina without taking the process down. What happens when detection cannot judge a
-// request is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
-//
-// Requests are handed over in batches, copied once into one buffer that is moved to a worker as one
-// piscina task (no structured clone of the bodies). A piscina task costs the front thread tens of µs
-// (task object, message, waking the worker, its answer waking us), so the pool sends at most one batch
-// per thread at a time: while every worker is busy, new requests wait here (where they would otherwise
-// wait in piscina's queue) and leave together when a worker comes free. At low load a request leaves
-// at the end of the event-loop turn it arrived in, so batching adds no latency; under load a batch
-// grows to what arrived during the previous one. Each request keeps its own deadline.
+// The detection pool: piscina workers judge every non-confidential request before it is forwarded, with
+// a bounded queue and a deadline per request; piscina replaces a worker that crashes. What happens when
+// detection cannot judge is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
+// At most one batch per worker is in flight, because each piscina task costs this thread tens of µs:
+// requests that arrive while every worker is busy wait here and leave together, in one buffer moved to
+// the worker. A request alone leaves at the end of the turn it arrived in.
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'

@@ -1,8 +1,7 @@
 // Hands finished exchanges to the store worker. Records are packed into one transferable buffer per
 // batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_HANDOFF_TRACES
 // records.
-// A postMessage costs tens of microseconds on this thread while the worker is busy, so one per
-// event-loop turn (the first design) cost more than half the proxy's throughput under load.
+// Batched because a postMessage costs this thread tens of microseconds while the worker is busy.
 import { TraceBatchWriter, type EncodedTraces, type TraceMeta } from '../store/trace-codec.js'
 import type { Exchange } from './exchange.js'
 

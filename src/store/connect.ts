@@ -125,10 +125,9 @@ function sqlString (s: string): string {
 /**
  * Inserts a TabSeparated batch given as parts (rows never span two parts). Embedded, the batch is written
  * to a file and ClickHouse reads it with `INSERT … SELECT * FROM file()`: chDB's own raw insert puts the
- * bytes into the query text and parses them there, which cost 15 µs more per 4 KB row than reading the
- * same bytes from a file (into a Null table: 21.6 against 6.5 µs per row, about half of all the CPU an
- * embedded insert took). The columns of the file are the insert's columns, with the table's types. A
- * server gets the batch as the HTTP body.
+ * bytes into the query text and parses them there, several times the CPU of reading them from a file
+ * (figures in the README's benchmarks). The columns of the file are the insert's columns, with the
+ * table's types. A server gets the batch as the HTTP body.
  */
 export async function insertTsv (client: ClickHouseClient, table: string, columns: readonly string[], parts: readonly Uint8Array[],
   settings: Record<string, string | number>): Promise<void> {

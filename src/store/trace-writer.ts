@@ -40,8 +40,8 @@ const RETRY_MAX_MS = 5_000
  * Rows that arrived together, already built and written as TabSeparated: their bytes back to back, where
  * each row ends, and their summaries (for the live list and the spool). Rows are encoded when they
  * arrive rather than at the insert, so what waits for the next flush is a buffer outside the JS heap
- * and one small object per row, not the row's whole record: the records held for up to a flush interval
- * outlived the young generation, and copying them cost the worker's collector 15-25 ms per scavenge.
+ * and one small object per row, not the row's whole record, which would outlive V8's young generation
+ * and be copied by every scavenge while it waits.
  */
 class EncodedRows {
   /** True when another segment shares the memory (after a split): it is then never given back. */
@@ -64,9 +64,8 @@ class EncodedRows {
 }
 
 /**
- * Row buffer memory, given back once its rows are inserted or spooled and reused by the next messages. A
- * new buffer per message made V8 count megabytes of fresh external memory per message and run a full
- * collection every few of them (bench:ingest: 43 collections for external memory in 8 s against 17).
+ * Row buffer memory, given back once its rows are inserted or spooled and reused by the next messages:
+ * fresh buffers make V8 count new external memory per message and collect fully every few of them.
  * Bounded in bytes: an idle proxy holds at most POOL_BYTES here.
  */
 class RowBufferPool {

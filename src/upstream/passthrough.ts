@@ -17,10 +17,9 @@ type Headers = Record<string, string | string[] | undefined>
 /** A non-streaming answer larger than this is streamed through instead of held. */
 const BUFFER_LIMIT = 1024 * 1024
 /**
- * The largest single write into uWS. uWebSockets.js 20.30 mis-framed chunked bodies under backpressure
- * when one write (chunk size line, data and CRLF) did not fit its 16 KB cork buffer: the client got
- * chunk data longer than the size line said. Found by the slow-reader streaming test on a loaded
- * machine (3 failures in 9 runs with 64 KB and 16 KB writes, none in 15 with 8 KB).
+ * The largest single write into uWS: uWebSockets.js 20.30 mis-frames a chunked body under backpressure
+ * when one write (size line, data and CRLF) does not fit its 16 KB cork buffer (the slow-reader
+ * streaming test catches it).
  */
 const MAX_WRITE = 8 * 1024
 
