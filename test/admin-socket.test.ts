@@ -2,7 +2,7 @@
 // table and that code's status (it answered 400 to everything and an empty 404 to unknown paths).
 import t from 'tap'
 import { readFileSync } from 'node:fs'
-import { adminFile, type AdminEndpoint } from '../src/server/admin-server.js'
+import { adminFile, type AdminEndpoint } from '../src/admin/server.js'
 import { startServer } from './helpers.js'
 
 const s = await startServer(t)

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { request } from 'undici'
 import type { Config } from '../config.js'
 import { isErrorCode, TracegateError } from '../errors.js'
-import { adminFile, type AdminEndpoint } from '../server/admin-server.js'
+import { adminFile, type AdminEndpoint } from './server.js'
 import { StoreClient } from '../store/client.js'
 import { AdminOps } from './ops.js'
 

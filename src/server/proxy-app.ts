@@ -72,13 +72,3 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   }))
   return app
 }
-
-/** Listens on host:port (0 = any free port) and returns the socket and the bound port. */
-export function listen (app: TemplatedApp, host: string, port: number): Promise<{ socket: unknown; port: number }> {
-  return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => {
-      if (socket === false) reject(new Error(`cannot listen on ${host}:${port}`))
-      else resolve({ socket, port: uws.us_socket_local_port(socket) })
-    })
-  })
-}

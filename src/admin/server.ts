@@ -4,13 +4,12 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { AdminOps } from '../admin/ops.js'
+import type { AdminOps } from './ops.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
-import { readBody } from './body.js'
-import { asTracegateError, sendError, sendJson } from './respond.js'
-import { listen } from './proxy-app.js'
-import { uws, type TemplatedApp } from './uws.js'
+import { readBody } from '../server/body.js'
+import { asTracegateError, sendError, sendJson } from '../server/respond.js'
+import { listen, uws, type TemplatedApp } from '../server/uws.js'
 
 export interface AdminEndpoint {
   readonly pid: number
