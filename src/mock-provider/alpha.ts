@@ -1,9 +1,10 @@
 // alpha: OpenAI Chat Completions (https://platform.openai.com/docs/api-reference/chat). Bodies, events
 // and headers follow what api.openai.com sends today, so a proxy sees the real thing.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
-import { Rejection, isObject, type Call, type MockDialect } from './dialect.js'
+import { isObject } from '../providers/json.js'
+import { DONE_EVENT, dataEvent } from '../providers/sse.js'
+import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomHex, randomId } from './ids.js'
-import { DONE_EVENT, dataEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const FINGERPRINT = `fp_${randomHex(10)}`

@@ -1,9 +1,9 @@
 // beta: Anthropic Messages (https://docs.anthropic.com/en/api/messages and, for the events,
 // https://docs.anthropic.com/en/docs/build-with-claude/streaming).
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { namedEvent } from '../providers/sse.js'
 import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
-import { namedEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const REQUESTS_LIMIT = 4000

@@ -2,9 +2,9 @@
 // the path, not the body. streamGenerateContent sends SSE with `?alt=sse` (events end in CRLF, as
 // Google's servers send them) and otherwise one JSON array written element by element.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { crlfDataEvent } from '../providers/sse.js'
 import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
-import { crlfDataEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const PREFIXES = ['/v1beta/models/', '/v1/models/'] as const
