@@ -1,5 +1,6 @@
-// What the server needs from each provider dialect. Everything provider-shaped (paths, auth headers,
-// error bodies, answer JSON, event framing) lives in alpha.ts, beta.ts and gamma.ts; server.ts and
+// What the server needs from each provider dialect. The mock's side of each provider (paths it serves,
+// auth it checks, answer JSON, headers, default error messages) lives in alpha.ts, beta.ts and gamma.ts;
+// the error bodies and event framings are the provider modules' own (src/providers). server.ts and
 // reply.ts only call this interface.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { ProviderName } from '../providers/index.js'

@@ -2,6 +2,14 @@
 import { count as n, asArray, asObject, asString, type Json } from './json.js'
 import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
+// OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
+const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
+  401: ['invalid_request_error', 'invalid_api_key'],
+  403: ['request_forbidden', 'unsupported_country_region_territory'],
+  404: ['invalid_request_error', 'model_not_found'],
+  429: ['requests', 'rate_limit_exceeded'],
+}
+
 /** An image part's URL; a data URL is shortened to its header and length. */
 function media (part: Json): string {
   const url = asString(asObject(part.image_url)?.url) ?? asString(part.image_url) ?? ''
@@ -106,6 +114,11 @@ export const alpha: Dialect = {
       if (msg !== null && typeof msg.content === 'string') s += msg.content
     }
     return s
+  },
+
+  errorBody (status, message, code) {
+    const [type, usual] = ERRORS[status] ?? (status >= 500 ? ['server_error', null] : ['invalid_request_error', null])
+    return JSON.stringify({ error: { message, type, param: null, code: code === undefined ? usual : code } })
   },
 
   readAnswer (v, t) {

@@ -2,6 +2,20 @@
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
 import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
+// Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+}
+
 /**
  * Content: a string or blocks. Text blocks, tool_result blocks (their content, as role `tool`),
  * tool_use input (its strings joined by newlines), and text documents.
@@ -99,6 +113,11 @@ export const beta: Dialect = {
     let s = ''
     for (const c of asArray(d.content)) { const co = asObject(c); if (co !== null && typeof co.text === 'string') s += co.text }
     return s
+  },
+
+  errorBody (status, message) {
+    const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+    return JSON.stringify({ type: 'error', error: { type, message } })
   },
 
   readAnswer (v, t, streamEvent) {

@@ -6,6 +6,21 @@ import { commonResponseHeader, partsText, toolCallText, type Dialect, type Reque
 // Gemini model ids (`gemini-2.5-flash`, `gemini-1.5-pro-002`, tuned `tunedModels/x` is not a models/ path).
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
 
+// google.rpc.Code names by HTTP status (https://cloud.google.com/apis/design/errors#handling_errors).
+const STATUSES: Readonly<Record<number, string>> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  409: 'ABORTED',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+}
+
 function bareModel (model: string): string {
   return model.startsWith('models/') ? model.slice(7) : model
 }
@@ -96,6 +111,11 @@ export const gamma: Dialect = {
     let s = ''
     for (const c of asArray(d.candidates)) s += partsText(asObject(asObject(c)?.content)?.parts).replace(/\n$/, '')
     return s
+  },
+
+  errorBody (status, message) {
+    const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION')
+    return JSON.stringify({ error: { code: status, message, status: name } })
   },
 
   readAnswer (v, t) {

@@ -87,6 +87,11 @@ export interface Dialect {
   generatedText (data: Json): string
   /** The answer as the dashboard shows it (text and tool calls) from a whole answer or a stream event. */
   readAnswer (data: Json, sink: AnswerSink, streamEvent: boolean): void
+  /**
+   * The provider's own error body for a status, as the mock provider answers. `code` replaces the
+   * provider's usual code for that status where the provider sends another (alpha's `code`).
+   */
+  errorBody (status: number, message: string, code?: string | null): string
 }
 
 /** Response headers every dialect passes back. */
