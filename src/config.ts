@@ -2,9 +2,10 @@
 // A bad value stops the start with a message naming the variable (and never echoing a secret).
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
+import { PROVIDERS, type ProviderName } from './providers/index.js'
 
-export type ProviderName = 'alpha' | 'beta' | 'gamma'
-export const PROVIDERS: readonly ProviderName[] = ['alpha', 'beta', 'gamma']
+// The provider registry lives in src/providers; re-exported for the modules that read configuration.
+export { PROVIDERS, type ProviderName }
 
 export interface ProviderConfig {
   readonly baseUrl: string

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import type { Segment } from '../src/detection/types.js'
+import type { ProviderName } from '../src/providers/index.js'
 import { extractSegments } from '../workers/detector/extract.js'
 import { THRESHOLD, detectInjection } from '../workers/detector/injection.js'
 import { normalize, normalizeSlow, originalSpan } from '../workers/detector/normalize.js'
@@ -146,7 +147,7 @@ t.test('everyday prompts, short or repeated, are not blocked', async (t) => {
 
 t.test('tool call arguments are extracted in every dialect', async (t) => {
   const q = 'find the weather in Paris'
-  const paths = (provider: 'alpha' | 'beta' | 'gamma', body: unknown): string[] => extractSegments(provider, body).map((s) => `${s.message} ${s.role} ${s.path} ${s.text}`)
+  const paths = (provider: ProviderName, body: unknown): string[] => extractSegments(provider, body).map((s) => `${s.message} ${s.role} ${s.path} ${s.text}`)
   t.same(paths('alpha', { messages: [
     { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search', arguments: JSON.stringify({ q }) } }] },
     { role: 'assistant', content: null, function_call: { name: 'search', arguments: JSON.stringify({ q }) } },

@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { Pricing, readTable, TABLE_FILE } from '../src/pricing/index.js'
-import { promptText, readResponse, sseEvents } from '../src/store/usage.js'
+import { sseData } from '../src/providers/sse.js'
+import { promptText, readResponse } from '../src/store/usage.js'
 import { tempDir } from './helpers.js'
 
 const sse = (events: unknown[], crlf = false): string => events.map((e) => `data: ${JSON.stringify(e)}${crlf ? '\r\n\r\n' : '\n\n'}`).join('')
@@ -46,7 +47,7 @@ t.test('beta', async (t) => {
 t.test('gamma', async (t) => {
   const chunk = (text: string, out: number): unknown => ({ candidates: [{ content: { parts: [{ text }], role: 'model' } }], usageMetadata: { promptTokenCount: 50, candidatesTokenCount: out, cachedContentTokenCount: 20, thoughtsTokenCount: 4 } })
   const stream = sse([chunk('A', 1), chunk('B', 2)], true)
-  t.equal(sseEvents(stream).length, 2, 'CRLF framing')
+  t.equal(sseData(stream).length, 2, 'CRLF framing')
   const r = readResponse('gamma', true, stream)
   t.same(r.usage, { input: 50, output: 6, cached: 20 }, 'thinking tokens count as output')
   t.equal(r.text(), 'AB')

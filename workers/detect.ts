@@ -3,6 +3,7 @@
 // PII and secrets are recorded as issues and never block.
 import { performance } from 'node:perf_hooks'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
+import type { ProviderName } from '../src/providers/index.js'
 import { extractSegments } from './detector/extract.js'
 import { detectInjection } from './detector/injection.js'
 import { findPii } from './detector/pii.js'
@@ -11,7 +12,7 @@ import { findSecrets } from './detector/secrets.js'
 const NO_CATEGORIES: readonly string[] = Object.freeze([])
 
 /** One forwarded body, as UTF-8 text, judged. */
-export function detectBody (provider: 'alpha' | 'beta' | 'gamma', json: string): Verdict {
+export function detectBody (provider: ProviderName, json: string): Verdict {
   const t0 = performance.now()
   let body: unknown = null
   try {

@@ -1,6 +1,11 @@
 // The UI's files. The names that may be served are listed once at start (the compiled UI scripts, the
-// static css/svg/html, and uPlot's two files); a request names one of them or gets 404, so no path from
-// a URL ever reaches the file system. Contents are read per request, so a rebuilt UI shows on reload.
+// provider modules they import, the static css/svg/html, and uPlot's two files); a request names one of
+// them or gets 404, so no path from a URL ever reaches the file system. Contents are read per request,
+// so a rebuilt UI shows on reload.
+//
+// The browser build (src/dashboard/ui/tsconfig.json) compiles the UI and the pure provider modules it
+// imports into dist/browser. The UI imports them as `./providers/…` (tsconfig rootDirs), so they are
+// served under `providers/` beside the UI scripts.
 import { readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
@@ -22,7 +27,9 @@ const TYPES: Readonly<Record<string, string>> = {
   '.json': 'application/json; charset=utf-8',
 }
 
-const COMPILED_UI = fileURLToPath(new URL('./ui/', import.meta.url))
+const BROWSER_BUILD = new URL('../../browser/', import.meta.url)
+const COMPILED_UI = fileURLToPath(new URL('dashboard/ui/', BROWSER_BUILD))
+const COMPILED_PROVIDERS = fileURLToPath(new URL('providers/', BROWSER_BUILD))
 const STATIC_UI = fileURLToPath(new URL('../../../src/dashboard/ui/static/', import.meta.url))
 const SHELL = join(STATIC_UI, 'index.html')
 
@@ -50,7 +57,9 @@ export class Assets {
   readonly #files = new Map<string, string>()
 
   constructor () {
-    walk(COMPILED_UI, (n) => n.endsWith('.js') || n.endsWith('.js.map'), this.#files)
+    const script = (n: string): boolean => n.endsWith('.js') || n.endsWith('.js.map')
+    walk(COMPILED_UI, script, this.#files)
+    walk(COMPILED_PROVIDERS, script, this.#files, 'providers/')
     walk(STATIC_UI, () => true, this.#files)
     const uplot = dirname(createRequire(import.meta.url).resolve('uplot'))
     this.#files.set('vendor/uPlot.esm.js', join(uplot, 'uPlot.esm.js'))

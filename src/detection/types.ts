@@ -1,5 +1,6 @@
 // The types shared by the detection pool (front thread) and its workers. Both sides import them with
 // `import type`; nothing here runs.
+import type { ProviderName } from '../providers/index.js'
 
 /** One piece of prompt text as a dialect carries it, with where it came from. */
 export interface Segment {
@@ -52,7 +53,7 @@ export interface Verdict {
  * one moved buffer, with where each ends and its dialect. The worker answers one verdict per body, in order.
  */
 export interface DetectTask {
-  readonly providers: readonly ('alpha' | 'beta' | 'gamma')[]
+  readonly providers: readonly ProviderName[]
   /** End offset of each body in `body`. */
   readonly ends: readonly number[]
   readonly body: Uint8Array

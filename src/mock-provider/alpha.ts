@@ -1,9 +1,11 @@
 // alpha: OpenAI Chat Completions (https://platform.openai.com/docs/api-reference/chat). Bodies, events
 // and headers follow what api.openai.com sends today, so a proxy sees the real thing.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
-import { Rejection, isObject, type Call, type MockDialect } from './dialect.js'
+import { alpha as wire } from '../providers/alpha.js'
+import { isObject } from '../providers/json.js'
+import { DONE_EVENT, dataEvent } from '../providers/sse.js'
+import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomHex, randomId } from './ids.js'
-import { DONE_EVENT, dataEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const FINGERPRINT = `fp_${randomHex(10)}`
@@ -17,25 +19,21 @@ function requestId (): string {
   return `req_${randomHex(32)}`
 }
 
-function reject (status: number, message: string, type: string, code: string | null, param: string | null = null): Rejection {
-  return new Rejection(
-    status,
-    { 'content-type': 'application/json', 'x-request-id': requestId() },
-    JSON.stringify({ error: { message, type, param, code } }),
-  )
+function reject (status: number, message: string, code?: string | null): Rejection {
+  return new Rejection(status, { 'content-type': 'application/json', 'x-request-id': requestId() }, wire.errorBody(status, message, code))
 }
 
-// OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
+// OpenAI's default messages by status.
 function error (status: number, message?: string): Rejection {
   switch (status) {
-    case 401: return reject(status, message ?? 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key')
-    case 403: return reject(status, message ?? 'Country, region, or territory not supported', 'request_forbidden', 'unsupported_country_region_territory')
-    case 404: return reject(status, message ?? 'The model does not exist or you do not have access to it.', 'invalid_request_error', 'model_not_found')
-    case 429: return reject(status, message ?? 'Rate limit reached for requests. Please try again in 7s.', 'requests', 'rate_limit_exceeded')
-    case 503: return reject(status, message ?? 'The engine is currently overloaded, please try again later.', 'server_error', null)
+    case 401: return reject(status, message ?? 'Incorrect API key provided.')
+    case 403: return reject(status, message ?? 'Country, region, or territory not supported')
+    case 404: return reject(status, message ?? 'The model does not exist or you do not have access to it.')
+    case 429: return reject(status, message ?? 'Rate limit reached for requests. Please try again in 7s.')
+    case 503: return reject(status, message ?? 'The engine is currently overloaded, please try again later.')
   }
-  if (status >= 500) return reject(status, message ?? 'The server had an error while processing your request. Sorry about that!', 'server_error', null)
-  return reject(status, message ?? `Mock error ${status}.`, 'invalid_request_error', null)
+  if (status >= 500) return reject(status, message ?? 'The server had an error while processing your request. Sorry about that!')
+  return reject(status, message ?? `Mock error ${status}.`)
 }
 
 class AlphaCall implements Call {
@@ -146,7 +144,7 @@ export const alpha: MockDialect = {
 
   parse (body) {
     const model = body.model
-    if (typeof model !== 'string' || model === '') return reject(400, 'you must provide a model parameter', 'invalid_request_error', null)
+    if (typeof model !== 'string' || model === '') return reject(400, 'you must provide a model parameter')
     const stream = body.stream === true
     const options = body.stream_options
     return new AlphaCall(model, stream, stream && isObject(options) && options.include_usage === true)
@@ -154,7 +152,7 @@ export const alpha: MockDialect = {
 
   error,
 
-  invalidJson: () => reject(400, INVALID_JSON, 'invalid_request_error', null),
+  invalidJson: () => reject(400, INVALID_JSON),
 
-  notFound: (method, path) => reject(404, `Invalid URL (${method} ${path})`, 'invalid_request_error', null),
+  notFound: (method, path) => reject(404, `Invalid URL (${method} ${path})`, null),
 }

@@ -1,9 +1,10 @@
 // beta: Anthropic Messages (https://docs.anthropic.com/en/api/messages and, for the events,
 // https://docs.anthropic.com/en/docs/build-with-claude/streaming).
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { beta as wire } from '../providers/beta.js'
+import { namedEvent } from '../providers/sse.js'
 import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
-import { namedEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const REQUESTS_LIMIT = 4000
@@ -13,31 +14,9 @@ function requestId (): string {
   return `req_${randomId(24)}`
 }
 
-function reject (status: number, type: string, message: string): Rejection {
-  return new Rejection(
-    status,
-    { 'content-type': 'application/json', 'request-id': requestId() },
-    JSON.stringify({ type: 'error', error: { type, message } }),
-  )
-}
-
-// Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
-const TYPES: Readonly<Record<number, string>> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  402: 'billing_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  413: 'request_too_large',
-  429: 'rate_limit_error',
-  500: 'api_error',
-  504: 'timeout_error',
-  529: 'overloaded_error',
-}
-
 function error (status: number, message?: string): Rejection {
-  const type = TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
-  return reject(status, type, message ?? (status === 429 ? 'Number of requests has exceeded your rate limit.' : `Mock error ${status}.`))
+  const text = message ?? (status === 429 ? 'Number of requests has exceeded your rate limit.' : `Mock error ${status}.`)
+  return new Rejection(status, { 'content-type': 'application/json', 'request-id': requestId() }, wire.errorBody(status, text))
 }
 
 // The last event never changes.

@@ -1,7 +1,9 @@
-// What the server needs from each provider dialect. Everything provider-shaped (paths, auth headers,
-// error bodies, answer JSON, event framing) lives in alpha.ts, beta.ts and gamma.ts; server.ts and
+// What the server needs from each provider dialect. The mock's side of each provider (paths it serves,
+// auth it checks, answer JSON, headers, default error messages) lives in alpha.ts, beta.ts and gamma.ts;
+// the error bodies and event framings are the provider modules' own (src/providers). server.ts and
 // reply.ts only call this interface.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import type { ProviderName } from '../providers/index.js'
 
 /** A complete error answer in the provider's shape; reply.ts adds content-length. */
 export class Rejection {
@@ -36,7 +38,7 @@ export interface Call {
 }
 
 export interface MockDialect {
-  readonly name: 'alpha' | 'beta' | 'gamma'
+  readonly name: ProviderName
   /** Whether this dialect serves the path (query string already cut off). */
   matches (path: string): boolean
   /** Checks the headers (and gamma's query) before the body is looked at. */
@@ -49,8 +51,4 @@ export interface MockDialect {
   invalidJson (): Rejection
   /** The provider's answer to a path or method it does not serve. */
   notFound (method: string, path: string): Rejection
-}
-
-export function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

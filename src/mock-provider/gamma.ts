@@ -2,37 +2,22 @@
 // the path, not the body. streamGenerateContent sends SSE with `?alt=sse` (events end in CRLF, as
 // Google's servers send them) and otherwise one JSON array written element by element.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { gamma as wire } from '../providers/gamma.js'
+import { crlfDataEvent } from '../providers/sse.js'
 import { Rejection, type Call, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
-import { crlfDataEvent } from './sse.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
 const PREFIXES = ['/v1beta/models/', '/v1/models/'] as const
 const GENERATE = ':generateContent'
 const STREAM = ':streamGenerateContent'
 
-// google.rpc.Code names by HTTP status (https://cloud.google.com/apis/design/errors#handling_errors).
-const STATUSES: Readonly<Record<number, string>> = {
-  400: 'INVALID_ARGUMENT',
-  401: 'UNAUTHENTICATED',
-  403: 'PERMISSION_DENIED',
-  404: 'NOT_FOUND',
-  409: 'ABORTED',
-  429: 'RESOURCE_EXHAUSTED',
-  499: 'CANCELLED',
-  500: 'INTERNAL',
-  501: 'UNIMPLEMENTED',
-  503: 'UNAVAILABLE',
-  504: 'DEADLINE_EXCEEDED',
-}
-
 function error (status: number, message?: string): Rejection {
-  const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION')
   const text = message ?? (status === 429 ? 'Resource has been exhausted (e.g. check quota).' : `Mock error ${status}.`)
   return new Rejection(
     status,
     { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer' },
-    JSON.stringify({ error: { code: status, message: text, status: name } }),
+    wire.errorBody(status, text),
   )
 }
 

@@ -3,9 +3,10 @@
 // the dialect by path, and lets the model name choose the behaviour (see options.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { isObject } from '../providers/json.js'
 import { alpha } from './alpha.js'
 import { beta } from './beta.js'
-import { Rejection, isObject, type MockDialect } from './dialect.js'
+import { Rejection, type MockDialect } from './dialect.js'
 import { gamma } from './gamma.js'
 import { Behaviours, resolveOptions, type ResolvedOptions } from './options.js'
 import { Reply, respond } from './reply.js'

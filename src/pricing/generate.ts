@@ -7,9 +7,10 @@ import { dirname, join } from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { findProvider, type ModelPrice } from '@pydantic/genai-prices'
+import type { ProviderName } from '../providers/index.js'
 import type { PriceEntry, PriceTable } from './index.js'
 
-const MAIN_MODELS: Record<'alpha' | 'beta' | 'gamma', { providerId: string; models: RegExp }> = {
+const MAIN_MODELS: Record<ProviderName, { providerId: string; models: RegExp }> = {
   alpha: { providerId: 'openai', models: /^(gpt-4o|gpt-4o-mini|gpt-4\.1(-mini|-nano)?|gpt-5(\.\d)?(-mini|-nano|-pro)?|o1|o1-mini|o3|o3-mini|o3-pro|o4-mini|gpt-3\.5-turbo|gpt-4-turbo)$/ },
   beta: { providerId: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
   gamma: { providerId: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },

@@ -1,5 +1,71 @@
 // alpha: OpenAI Chat Completions (any OpenAI-compatible server can stand behind it).
-import { commonResponseHeader, type Dialect } from './types.js'
+import { count as n, asArray, asObject, asString, type Json } from './json.js'
+import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+
+// OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
+const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
+  401: ['invalid_request_error', 'invalid_api_key'],
+  403: ['request_forbidden', 'unsupported_country_region_territory'],
+  404: ['invalid_request_error', 'model_not_found'],
+  429: ['requests', 'rate_limit_exceeded'],
+}
+
+/** An image part's URL; a data URL is shortened to its header and length. */
+function media (part: Json): string {
+  const url = asString(asObject(part.image_url)?.url) ?? asString(part.image_url) ?? ''
+  if (url === '') return ''
+  return url.startsWith('data:') ? `${url.slice(0, url.indexOf(',') + 1)}… (${url.length.toLocaleString('en-US')} characters)` : url
+}
+
+/**
+ * Messages with string content or parts ({type: text, text}, tool output parts), the arguments of
+ * tool_calls and of the legacy functions API's function_call. A `function` message is a tool result.
+ */
+function walkRequest (body: Json, sink: RequestSink): void {
+  const full = sink.full
+  asArray(body.messages).forEach((m, i) => {
+    const msg = asObject(m)
+    if (msg === null) return
+    const role = msg.role === 'function' ? 'tool' : String(msg.role ?? 'user')
+    const before = sink.size
+    let label: string | null = null
+    if (full) {
+      const who = asString(msg.name)
+      const callId = asString(msg.tool_call_id)
+      label = role === 'tool' ? `result${who !== null ? ` of ${who}` : ''}${callId !== null ? ` (${callId})` : ''}` : who
+    }
+    const base = `messages[${i}].content`
+    const content = msg.content
+    if (typeof content === 'string') {
+      sink.text(i, role, base, content, label)
+    } else {
+      asArray(content).forEach((p, j) => {
+        const part = asObject(p)
+        if (part === null) return
+        if (sink.text(i, role, `${base}[${j}].text`, part.text, label) || !full) return
+        const type = String(part.type ?? 'part')
+        if (type === 'text') return
+        sink.other(i, role, type === 'image_url' ? 'image' : type, type === 'image_url' ? media(part) : part)
+      })
+    }
+    asArray(msg.tool_calls).forEach((c, j) => {
+      const call = asObject(c)
+      const fn = asObject(call?.function)
+      const name = full ? `tool call ${asString(fn?.name) ?? ''}${asString(call?.id) !== null ? ` (${asString(call?.id)})` : ''}`.trim() : null
+      if (!sink.text(i, role, `messages[${i}].tool_calls[${j}].function.arguments`, fn?.arguments, name, null, true) && call !== null) {
+        sink.other(i, role, name, fn?.arguments ?? call)
+      }
+    })
+    const legacy = asObject(msg.function_call)
+    const legacyName = full ? `function call ${asString(legacy?.name) ?? ''}`.trim() : null
+    if (!sink.text(i, role, `messages[${i}].function_call.arguments`, legacy?.arguments, legacyName, null, true) && legacy !== null) {
+      sink.other(i, role, legacyName, legacy.arguments ?? legacy)
+    }
+    if (!full) return
+    if (asString(msg.refusal) !== null) sink.other(i, role, 'refusal', msg.refusal)
+    if (sink.size === before) sink.other(i, role, label, '(empty)')
+  })
+}
 
 export const alpha: Dialect = {
   name: 'alpha',
@@ -19,5 +85,61 @@ export const alpha: Dialect = {
     if (name === 'x-request-id') return 'x-upstream-request-id'
     if (name.startsWith('x-ratelimit-') || name === 'openai-processing-ms' || name === 'openai-version') return name
     return commonResponseHeader(name)
+  },
+
+  walkRequest,
+
+  promptText (b) {
+    let s = ''
+    for (const m of asArray(b.messages)) s += contentText(asObject(m)?.content)
+    return s
+  },
+
+  usageKey: '"usage"',
+
+  readUsage (d: Json, u: ReportedUsage) {
+    const usage = asObject(d.usage)
+    if (usage === null) return false
+    u.input = n(usage.prompt_tokens)
+    u.output = n(usage.completion_tokens)
+    u.cached = n(asObject(usage.prompt_tokens_details)?.cached_tokens)
+    return true
+  },
+
+  generatedText (d) {
+    let s = ''
+    for (const c of asArray(d.choices)) {
+      const co = asObject(c)
+      const msg = asObject(co?.message) ?? asObject(co?.delta)
+      if (msg !== null && typeof msg.content === 'string') s += msg.content
+    }
+    return s
+  },
+
+  errorBody (status, message, code) {
+    const [type, usual] = ERRORS[status] ?? (status >= 500 ? ['server_error', null] : ['invalid_request_error', null])
+    return JSON.stringify({ error: { message, type, param: null, code: code === undefined ? usual : code } })
+  },
+
+  readAnswer (v, t) {
+    for (const c of asArray(v.choices)) {
+      const choice = asObject(c)
+      const msg = asObject(choice?.message) ?? asObject(choice?.delta)
+      if (msg === null) { t.add(choice?.index, asString(choice?.text)); continue }
+      const streamed = choice?.delta !== undefined
+      if (streamed && asString(msg.content) !== null && asString(msg.content) !== '') t.closeCall(choice?.index)
+      t.add(choice?.index, asString(msg.content))
+      t.add(choice?.index, asString(msg.refusal))
+      for (const tc of asArray(msg.tool_calls)) {
+        const fn = asObject(asObject(tc)?.function)
+        // A stream sends the name once, then pieces of the arguments.
+        if (streamed) {
+          if (asString(fn?.name) !== null) t.openCall(choice?.index, fn?.name)
+          t.add(choice?.index, asString(fn?.arguments))
+        } else {
+          t.add(choice?.index, toolCallText(fn?.name, fn?.arguments))
+        }
+      }
+    }
   },
 }

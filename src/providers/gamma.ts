@@ -1,12 +1,59 @@
 // gamma: Google Gemini generateContent. The path carries the model, so gamma takes `model` and `stream`
 // from the body as service fields and moves them into the upstream URL.
-import { commonResponseHeader, type Dialect } from './types.js'
+import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
+import { commonResponseHeader, partsText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // Gemini model ids (`gemini-2.5-flash`, `gemini-1.5-pro-002`, tuned `tunedModels/x` is not a models/ path).
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
 
+// google.rpc.Code names by HTTP status (https://cloud.google.com/apis/design/errors#handling_errors).
+const STATUSES: Readonly<Record<number, string>> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  409: 'ABORTED',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+}
+
 function bareModel (model: string): string {
   return model.startsWith('models/') ? model.slice(7) : model
+}
+
+/** Parts: text, functionResponse (as role `tool`) and functionCall args, each JSON value as its strings. */
+function parts (sink: RequestSink, i: number, role: string, base: string, list: unknown): void {
+  const full = sink.full
+  asArray(list).forEach((p, j) => {
+    const part = asObject(p)
+    if (part === null) return
+    sink.text(i, role, `${base}[${j}].text`, part.text, part.thought === true ? 'thought' : null)
+    const fr = asObject(part.functionResponse)
+    if (fr !== null) {
+      const head = full ? `function response ${asString(fr.name) ?? ''}`.trim() : null
+      if (!sink.text(i, 'tool', `${base}[${j}].functionResponse.response`, jsonStrings(fr.response).join('\n'), head, full ? show(fr.response ?? null) : null, true)) {
+        sink.other(i, 'tool', head, fr.response ?? null)
+      }
+    }
+    const fc = asObject(part.functionCall)
+    if (fc !== null) {
+      const head = full ? `function call ${asString(fc.name) ?? ''}`.trim() : null
+      if (!sink.text(i, role, `${base}[${j}].functionCall.args`, jsonStrings(fc.args).join('\n'), head, full ? show(fc.args ?? {}) : null, true)) {
+        sink.other(i, role, head, fc.args ?? {})
+      }
+    }
+    if (!full) return
+    const inline = asObject(part.inlineData ?? part.inline_data)
+    if (inline !== null) sink.other(i, role, 'inline data', asString(inline.mimeType ?? inline.mime_type) ?? '')
+    const file = asObject(part.fileData ?? part.file_data)
+    if (file !== null) sink.other(i, role, 'file', asString(file.fileUri ?? file.file_uri) ?? '')
+    if (asObject(part.executableCode) !== null) sink.other(i, role, 'code', asString(asObject(part.executableCode)?.code) ?? '')
+    if (asObject(part.codeExecutionResult) !== null) sink.other(i, role, 'code result', asString(asObject(part.codeExecutionResult)?.output) ?? '')
+  })
 }
 
 export const gamma: Dialect = {
@@ -31,5 +78,56 @@ export const gamma: Dialect = {
   responseHeader (name) {
     if (name === 'x-goog-request-id' || name === 'server-timing') return name
     return commonResponseHeader(name)
+  },
+
+  walkRequest (body, sink) {
+    parts(sink, -1, 'system', 'systemInstruction.parts', asObject(body.systemInstruction ?? body.system_instruction)?.parts)
+    asArray(body.contents).forEach((c, i) => {
+      const content = asObject(c)
+      if (content === null) return
+      const role = content.role === 'model' ? 'assistant' : String(content.role ?? 'user')
+      parts(sink, i, role, `contents[${i}].parts`, content.parts)
+    })
+  },
+
+  promptText (b) {
+    let s = partsText(asObject(b.systemInstruction)?.parts)
+    for (const c of asArray(b.contents)) s += partsText(asObject(c)?.parts)
+    return s
+  },
+
+  usageKey: '"usageMetadata"',
+
+  readUsage (d: Json, u: ReportedUsage) {
+    const usage = asObject(d.usageMetadata)
+    if (usage === null) return false
+    u.input = n(usage.promptTokenCount)
+    u.output = n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount)
+    u.cached = n(usage.cachedContentTokenCount)
+    return true
+  },
+
+  generatedText (d) {
+    let s = ''
+    for (const c of asArray(d.candidates)) s += partsText(asObject(asObject(c)?.content)?.parts).replace(/\n$/, '')
+    return s
+  },
+
+  errorBody (status, message) {
+    const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION')
+    return JSON.stringify({ error: { code: status, message, status: name } })
+  },
+
+  readAnswer (v, t) {
+    for (const c of asArray(v.candidates)) {
+      const cand = asObject(c)
+      for (const p of asArray(asObject(cand?.content)?.parts)) {
+        const part = asObject(p)
+        if (part === null || part.thought === true) continue
+        t.add(cand?.index, asString(part.text))
+        const fc = asObject(part.functionCall)
+        if (fc !== null) t.add(cand?.index, toolCallText(fc.name, fc.args))
+      }
+    }
   },
 }

@@ -1,5 +1,9 @@
-// What every provider dialect tells the generic proxy. Provider quirks live only in the dialect modules.
-import type { ProviderName } from '../config.js'
+// What every provider module tells the rest of tracegate: how to aim and authenticate a request (the
+// front thread), the texts a request carries (the detection worker and the dashboard), usage and text
+// of an answer (the store worker and the dashboard). Everything here is pure, so the browser imports it
+// too. Provider quirks live only in the provider modules; generic code calls this interface.
+import type { ProviderName } from './index.js'
+import { asArray, asObject, type Json } from './json.js'
 
 export interface ParamRule {
   readonly name: string
@@ -18,6 +22,36 @@ export interface RequestFacts {
   readonly model: string | null
   /** Gamma takes `stream` as a service field; the others read the provider's own `stream` parameter. */
   readonly stream: boolean
+}
+
+/** Token usage as the provider reports it. */
+export interface ReportedUsage {
+  input: number
+  output: number
+  cached: number
+}
+
+/**
+ * Receives the texts of a request in order. The detector numbers them as segments and the dashboard
+ * shows them, so both walk a body through the same function and the numbers always agree.
+ */
+export interface RequestSink {
+  /** False for the detector: labels, displays and what is not text are not worked out. */
+  readonly full: boolean
+  /** How many parts were recorded so far (a message with none is shown as empty). */
+  readonly size: number
+  /** A text the detector reads, at its JSON path; false (nothing recorded) unless a non-empty string. */
+  text (message: number, role: string, path: string, text: unknown, label?: string | null, display?: string | null, code?: boolean): boolean
+  /** Something shown that the detector does not read (images, thinking, empty results); full sinks only. */
+  other (message: number, role: string, label: string | null, value: unknown): void
+}
+
+/** Collects the answer's text per choice or candidate index, for the dashboard. */
+export interface AnswerSink {
+  add (index: unknown, text: string | null): void
+  /** A streamed tool call starts: its arguments follow in pieces. */
+  openCall (index: unknown, name: unknown): void
+  closeCall (index: unknown): void
 }
 
 export interface Dialect {
@@ -40,9 +74,54 @@ export interface Dialect {
   readonly defaultHeaders: Readonly<Record<string, string>>
   /** The name under which a provider response header reaches the client, or null to drop it. */
   responseHeader (name: string): string | null
+
+  /** Walks a request body's texts (system prompts, messages, parts, tool calls and results) into `sink`. */
+  walkRequest (body: Json, sink: RequestSink): void
+  /** Text of the prompt's messages, system prompts and tool results, for the tokenizer. */
+  promptText (body: Json): string
+  /** The key a whole answer's usage sits under, as it appears in the JSON text (quoted). */
+  readonly usageKey: string
+  /** Folds one JSON object (a whole answer, or one stream event) into `u`; true if it carried usage. */
+  readUsage (data: Json, u: ReportedUsage): boolean
+  /** The generated text of a whole answer or a stream event, for the tokenizer. */
+  generatedText (data: Json): string
+  /** The answer as the dashboard shows it (text and tool calls) from a whole answer or a stream event. */
+  readAnswer (data: Json, sink: AnswerSink, streamEvent: boolean): void
+  /**
+   * The provider's own error body for a status, as the mock provider answers. `code` replaces the
+   * provider's usual code for that status where the provider sends another (alpha's `code`).
+   */
+  errorBody (status: number, message: string, code?: string | null): string
 }
 
 /** Response headers every dialect passes back. */
 export function commonResponseHeader (name: string): string | null {
   return name === 'content-type' || name === 'retry-after' ? name : null
+}
+
+/** A tool call as the dashboard writes it: `→ name(arguments)`. */
+export function toolCallText (name: unknown, args: unknown): string {
+  return `\n→ ${typeof name === 'string' ? name : 'tool'}(${typeof args === 'string' ? args : JSON.stringify(args ?? {})})\n`
+}
+
+/**
+ * The loose text of a content value for the tokenizer: a string, or parts with `text`, nested
+ * `content` or a Gemini `functionResponse`.
+ */
+export function contentText (content: unknown): string {
+  return typeof content === 'string' ? content + '\n' : partsText(content)
+}
+
+export function partsText (parts: unknown): string {
+  let s = ''
+  for (const p of asArray(parts)) {
+    if (typeof p === 'string') s += p + '\n'
+    const o = asObject(p)
+    if (o === null) continue
+    if (typeof o.text === 'string') s += o.text + '\n'
+    if (o.content !== undefined) s += contentText(o.content)
+    const fr = asObject(o.functionResponse)
+    if (fr !== null) s += JSON.stringify(fr.response ?? '') + '\n'
+  }
+  return s
 }

@@ -1,137 +1,12 @@
-// Token usage as each dialect reports it, from a whole JSON answer or from its event stream, and the
-// text of prompt and answer for the tokenizer when the provider reported none. Runs in the store
-// worker, never on the front thread.
-import type { ProviderName } from '../config.js'
+// Token usage of an answer, from a whole JSON answer or from its event stream, and the text of prompt
+// and answer for the tokenizer when the provider reported none; what each provider reports where is in
+// its module (src/providers). Runs in the store worker, never on the front thread. A whole answer given
+// as bytes is not decoded to find its usage: the provider's usage key is searched in the bytes.
+import { DIALECTS, type ProviderName, type ReportedUsage } from '../providers/index.js'
+import { asObject, type Json } from '../providers/json.js'
+import { sseData } from '../providers/sse.js'
 
-export interface ReportedUsage {
-  input: number
-  output: number
-  cached: number
-}
-
-type Json = Record<string, unknown>
-
-const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0)
-const obj = (v: unknown): Json | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Json : null)
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
-
-/** The JSON payloads of an SSE stream's `data:` lines, in order, with the offset where each event ends. */
-export function sseEvents (text: string): Array<{ data: Json; end: number }> {
-  const out: Array<{ data: Json; end: number }> = []
-  const re = /(?:^|\n)data: ?([^\r\n]*)/g
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
-    const payload = m[1]!
-    if (payload === '' || payload === '[DONE]') continue
-    try {
-      const data = obj(JSON.parse(payload))
-      if (data !== null) out.push({ data, end: m.index + m[0].length })
-    } catch { /* a partial event at a cut: skipped */ }
-  }
-  return out
-}
-
-/** Per dialect: usage from one answer object or stream event (merged over a stream), text, and content. */
-interface Reader {
-  /** Folds one JSON object (a whole answer, or one stream event) into `u`; true if it carried usage. */
-  usage (data: Json, u: ReportedUsage): boolean
-  /** The generated text in a whole answer or a stream event. */
-  text (data: Json): string
-  /** Text of the prompt's messages, system prompts and tool results. */
-  prompt (body: Json): string
-}
-
-function partsText (parts: unknown): string {
-  let s = ''
-  for (const p of arr(parts)) {
-    if (typeof p === 'string') s += p + '\n'
-    const o = obj(p)
-    if (o === null) continue
-    if (typeof o.text === 'string') s += o.text + '\n'
-    if (o.content !== undefined) s += contentText(o.content)
-    const fr = obj(o.functionResponse)
-    if (fr !== null) s += JSON.stringify(fr.response ?? '') + '\n'
-  }
-  return s
-}
-
-function contentText (content: unknown): string {
-  return typeof content === 'string' ? content + '\n' : partsText(content)
-}
-
-const READERS: Record<ProviderName, Reader> = {
-  alpha: {
-    usage (d, u) {
-      const usage = obj(d.usage)
-      if (usage === null) return false
-      u.input = n(usage.prompt_tokens)
-      u.output = n(usage.completion_tokens)
-      u.cached = n(obj(usage.prompt_tokens_details)?.cached_tokens)
-      return true
-    },
-    text (d) {
-      let s = ''
-      for (const c of arr(d.choices)) {
-        const co = obj(c)
-        const msg = obj(co?.message) ?? obj(co?.delta)
-        if (msg !== null && typeof msg.content === 'string') s += msg.content
-      }
-      return s
-    },
-    prompt (b) {
-      let s = ''
-      for (const m of arr(b.messages)) s += contentText(obj(m)?.content)
-      return s
-    },
-  },
-  beta: {
-    usage (d, u) {
-      // A whole message, or in a stream message_start (input side) and message_delta (output so far,
-      // cumulative; newer API versions repeat the input side there too).
-      const usage = obj(d.usage) ?? obj(obj(d.message)?.usage)
-      if (usage === null) return false
-      if (usage.input_tokens !== undefined) {
-        const cacheRead = n(usage.cache_read_input_tokens)
-        u.input = n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + cacheRead
-        u.cached = cacheRead
-      }
-      if (usage.output_tokens !== undefined) u.output = n(usage.output_tokens)
-      return true
-    },
-    text (d) {
-      const delta = obj(d.delta)
-      if (delta !== null && typeof delta.text === 'string') return delta.text
-      let s = ''
-      for (const c of arr(d.content)) { const co = obj(c); if (co !== null && typeof co.text === 'string') s += co.text }
-      return s
-    },
-    prompt (b) {
-      let s = contentText(b.system)
-      for (const m of arr(b.messages)) s += contentText(obj(m)?.content)
-      return s
-    },
-  },
-  gamma: {
-    usage (d, u) {
-      const usage = obj(d.usageMetadata)
-      if (usage === null) return false
-      u.input = n(usage.promptTokenCount)
-      u.output = n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount)
-      u.cached = n(usage.cachedContentTokenCount)
-      return true
-    },
-    text (d) {
-      let s = ''
-      for (const c of arr(d.candidates)) s += partsText(obj(obj(c)?.content)?.parts).replace(/\n$/, '')
-      return s
-    },
-    prompt (b) {
-      let s = partsText(obj(b.systemInstruction)?.parts)
-      for (const c of arr(b.contents)) s += partsText(obj(c)?.parts)
-      return s
-    },
-  },
-}
+export type { ReportedUsage }
 
 export interface ResponseReading {
   usage: ReportedUsage | null
@@ -140,9 +15,6 @@ export interface ResponseReading {
   /** Offset in the stream text where the first event with generated text ends; null if none. */
   firstTokenEnd: number | null
 }
-
-/** The key each dialect reports a whole answer's usage under, as it appears in the JSON text. */
-const USAGE_KEYS: Record<ProviderName, string> = { alpha: '"usage"', beta: '"usage"', gamma: '"usageMetadata"' }
 
 /**
  * The object under the last `key` in a JSON text, parsed alone, or null when it cannot be told apart
@@ -171,28 +43,30 @@ function lastObjectAt (text: string, key: string): Json | null {
     } else if (c === 0x7b) {
       depth++
     } else if (c === 0x7d && --depth === 0) {
-      try { return obj(JSON.parse(text.slice(i, j + 1))) } catch { return null }
+      try { return asObject(JSON.parse(text.slice(i, j + 1))) } catch { return null }
     }
   }
   return null
 }
 
 function parsed (text: string): Json | null {
-  try { return obj(JSON.parse(text)) } catch { return null }
+  try { return asObject(JSON.parse(text)) } catch { return null }
 }
 
 /** The answer's text, or its UTF-8 bytes (then a whole answer's usage is found without decoding it all). */
 export function readResponse (provider: ProviderName, streaming: boolean, answer: string | Buffer): ResponseReading {
   const start = typeof answer === 'string' ? answer.slice(0, 64) : answer.toString('latin1', 0, 64)
   if (!streaming && !/^(event|data):/m.test(start)) return readWhole(provider, answer)
-  const reader = READERS[provider]
+  const dialect = DIALECTS[provider]
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
   let found = false
   let out = ''
   let firstTokenEnd: number | null = null
-  for (const ev of sseEvents(typeof answer === 'string' ? answer : answer.toString('utf8'))) {
-    if (reader.usage(ev.data, u)) found = true
-    const t = reader.text(ev.data)
+  for (const ev of sseData(typeof answer === 'string' ? answer : answer.toString('utf8'))) {
+    const data = asObject(ev.value)
+    if (data === null) continue
+    if (dialect.readUsage(data, u)) found = true
+    const t = dialect.generatedText(data)
     if (t !== '') {
       out += t
       firstTokenEnd ??= ev.end
@@ -203,10 +77,10 @@ export function readResponse (provider: ProviderName, streaming: boolean, answer
 
 /** The usage object under the last usage key of a whole answer's text, read alone; null if not found. */
 function usageAtEnd (provider: ProviderName, text: string): ReportedUsage | null {
-  const key = USAGE_KEYS[provider]
-  const usageObject = lastObjectAt(text, key)
+  const dialect = DIALECTS[provider]
+  const usageObject = lastObjectAt(text, dialect.usageKey)
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
-  return usageObject !== null && READERS[provider].usage({ [key.slice(1, -1)]: usageObject }, u) ? u : null
+  return usageObject !== null && dialect.readUsage({ [dialect.usageKey.slice(1, -1)]: usageObject }, u) ? u : null
 }
 
 /**
@@ -216,14 +90,14 @@ function usageAtEnd (provider: ProviderName, text: string): ReportedUsage | null
  * fails or an estimate asks for the text.
  */
 function readWhole (provider: ProviderName, answer: string | Buffer): ResponseReading {
-  const reader = READERS[provider]
+  const dialect = DIALECTS[provider]
   let text = typeof answer === 'string' ? answer : null
   const decoded = (): string => (text ??= answer.toString('utf8'))
   let usage: ReportedUsage | null
   if (typeof answer === 'string') {
     usage = usageAtEnd(provider, answer)
   } else {
-    const at = answer.lastIndexOf(USAGE_KEYS[provider])
+    const at = answer.lastIndexOf(dialect.usageKey)
     // From the byte before the key, so the escaped-quote check sees it.
     usage = at > 0 ? usageAtEnd(provider, answer.toString('utf8', at - 1)) : null
   }
@@ -231,13 +105,13 @@ function readWhole (provider: ProviderName, answer: string | Buffer): ResponseRe
   if (usage === null) {
     data = parsed(decoded())
     const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
-    if (data !== null && reader.usage(data, u)) usage = u
+    if (data !== null && dialect.readUsage(data, u)) usage = u
   }
   return {
     usage,
     text: () => {
       data ??= parsed(decoded())
-      return data === null ? '' : reader.text(data)
+      return data === null ? '' : dialect.generatedText(data)
     },
     firstTokenEnd: null,
   }
@@ -245,8 +119,8 @@ function readWhole (provider: ProviderName, answer: string | Buffer): ResponseRe
 
 export function promptText (provider: ProviderName, body: string): string {
   try {
-    const b = obj(JSON.parse(body))
-    return b === null ? '' : READERS[provider].prompt(b)
+    const b = asObject(JSON.parse(body))
+    return b === null ? '' : DIALECTS[provider].promptText(b)
   } catch {
     return ''
   }

@@ -1,18 +1,9 @@
-// Small JSON helpers for reading provider bodies of unknown shape, and a re-indenter for the raw view.
-
-export type Json = Record<string, unknown>
-
-export const obj = (v: unknown): Json | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Json : null)
-export const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
-export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
+// Small JSON helpers for reading provider bodies of unknown shape (the providers' own, re-exported under
+// the UI's short names), and a re-indenter for the raw view.
+export { asArray as arr, asObject as obj, asString as str, show, type Json } from './providers/json.js'
 
 export function parse (text: string): { ok: true, value: unknown } | { ok: false } {
   try { return { ok: true, value: JSON.parse(text) } } catch { return { ok: false } }
-}
-
-/** Readable JSON of a value we already parsed (tool arguments and the like). */
-export function show (v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v, null, 2) ?? String(v)
 }
 
 /**

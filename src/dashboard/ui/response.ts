@@ -1,7 +1,10 @@
-// The assistant's answer from a stored response, per dialect: a JSON body or an SSE stream of chunks.
-// The stored response can be cut at the capture limit: a cut JSON body is shown raw, a cut stream
-// gives the text of its whole events.
-import { arr, obj, parse, show, str, type Json } from './json.js'
+// The assistant's answer from a stored response: a JSON body or an SSE stream of chunks, each object
+// read by the provider module's readAnswer. The stored response can be cut at the capture limit: a cut
+// JSON body is shown raw, a cut stream gives the text of its whole events.
+import { parse, show } from './json.js'
+import { DIALECTS, isProviderName, type AnswerSink } from './providers/index.js'
+import { asObject as obj, asString as str, type Json } from './providers/json.js'
+import { sseData } from './providers/sse.js'
 
 export interface Answer {
   /** The assistant's text (tool calls written as `→ name(arguments)`), an error message, or the raw text. */
@@ -12,7 +15,7 @@ export interface Answer {
 }
 
 /** Collects text per choice or candidate index, in arrival order. */
-class Texts {
+class Texts implements AnswerSink {
   readonly #by = new Map<number, string[]>()
   /** Indexes with a streamed tool call whose arguments are still arriving. */
   readonly #open = new Set<number>()
@@ -46,8 +49,6 @@ class Texts {
   }
 }
 
-const call = (name: unknown, args: unknown): string => `\n→ ${str(name) ?? 'tool'}(${typeof args === 'string' ? args : JSON.stringify(args ?? {})})\n`
-
 /** A provider's or tracegate's error body: `{error: {message}}` (alpha, gamma, tracegate) or `{type: 'error', error}` (beta). */
 function errorOf (v: Json): string | null {
   const e = obj(v.error)
@@ -57,71 +58,13 @@ function errorOf (v: Json): string | null {
   return code !== null ? `${code}: ${message}` : message
 }
 
-function alphaBody (v: Json, t: Texts): void {
-  for (const c of arr(v.choices)) {
-    const choice = obj(c)
-    const msg = obj(choice?.message) ?? obj(choice?.delta)
-    if (msg === null) { t.add(choice?.index, str(choice?.text)); continue }
-    if (choice?.delta !== undefined && str(msg.content) !== null && str(msg.content) !== '') t.closeCall(choice?.index)
-    t.add(choice?.index, str(msg.content))
-    t.add(choice?.index, str(msg.refusal))
-    for (const tc of arr(msg.tool_calls)) {
-      const fn = obj(obj(tc)?.function)
-      // A stream sends the name once, then pieces of the arguments.
-      if (choice?.delta !== undefined) {
-        if (str(fn?.name) !== null) t.openCall(choice?.index, fn?.name)
-        t.add(choice?.index, str(fn?.arguments))
-      } else {
-        t.add(choice?.index, call(fn?.name, fn?.arguments))
-      }
-    }
-  }
-}
-
-function betaBody (v: Json, t: Texts): void {
-  for (const b of arr(v.content)) {
-    const block = obj(b)
-    if (block?.type === 'text') t.add(0, str(block.text))
-    else if (block?.type === 'tool_use') t.add(0, call(block.name, block.input))
-  }
-}
-
-function betaEvent (v: Json, t: Texts): void {
-  if (v.type === 'content_block_start') {
-    const block = obj(v.content_block)
-    if (block?.type === 'tool_use') t.openCall(0, block.name)
-    else if (block?.type === 'text') t.add(0, str(block.text))
-  } else if (v.type === 'content_block_delta') {
-    const d = obj(v.delta)
-    if (d?.type === 'text_delta') t.add(0, str(d.text))
-    else if (d?.type === 'input_json_delta') t.add(0, str(d.partial_json))
-  } else if (v.type === 'content_block_stop') {
-    t.closeCall(0)
-  }
-}
-
-function gammaBody (v: Json, t: Texts): void {
-  for (const c of arr(v.candidates)) {
-    const cand = obj(c)
-    for (const p of arr(obj(cand?.content)?.parts)) {
-      const part = obj(p)
-      if (part === null || part.thought === true) continue
-      t.add(cand?.index, str(part.text))
-      const fc = obj(part.functionCall)
-      if (fc !== null) t.add(cand?.index, call(fc.name, fc.args))
-    }
-  }
-}
-
 function fromJson (provider: string, v: unknown, t: Texts, streamEvent: boolean): string | null {
   for (const item of Array.isArray(v) ? v : [v]) {
     const o = obj(item)
     if (o === null) continue
     const err = errorOf(o)
     if (err !== null) return err
-    if (provider === 'alpha') alphaBody(o, t)
-    else if (provider === 'beta') (streamEvent ? betaEvent : betaBody)(o, t)
-    else if (provider === 'gamma') gammaBody(o, t)
+    if (isProviderName(provider)) DIALECTS[provider].readAnswer(o, t, streamEvent)
   }
   return null
 }
@@ -143,14 +86,10 @@ export function answer (provider: string, response: string, truncated: boolean):
   const t = new Texts()
   let events = 0
   let partial = false
-  for (const line of response.split(/\r?\n/)) {
-    if (!line.startsWith('data:')) continue
-    const data = line.slice(5).trim()
-    if (data === '[DONE]' || data === '') continue
-    const p = parse(data)
-    if (!p.ok) { partial = true; continue }
+  for (const ev of sseData(response)) {
+    if (ev.value === undefined) { partial = true; continue }
     events++
-    const err = fromJson(provider, p.value, t, true)
+    const err = fromJson(provider, ev.value, t, true)
     if (err !== null) {
       const before = t.join().trim()
       return { text: before === '' ? err : `${before}\n\n${err}`, kind: 'error', note: events > 1 ? 'The stream ended with an error.' : null }

@@ -1,19 +1,32 @@
-// The dashboard highlights a finding in the message it came from by the detector's segment index, so
-// the UI's walk of a request (src/dashboard/ui/conversation.ts) must number texts exactly as the
-// detector's extraction (workers/detector/extract.ts) does. This runs both on bodies of every dialect,
-// with content parts, tool calls and results, images and empty parts, and compares them.
+// The detector (workers/detector/extract.ts) and the dashboard's conversation view
+// (src/dashboard/ui/conversation.ts) both walk a request through the provider module's walkRequest: the
+// detector with a sink that only takes texts, the dashboard with one that also takes labels, displays
+// and what is not text. A finding names its text by segment index, so the full walk must read exactly
+// the texts the detector reads, in the same order. This walks bodies of every provider, with content
+// parts, tool calls and results, images and empty parts, both ways and compares them.
 import t from 'tap'
+import { DIALECTS, type ProviderName, type RequestSink } from '../src/providers/index.js'
 import { extractSegments } from '../workers/detector/extract.js'
 
-interface Part { readonly message: number; readonly role: string; readonly text: string; readonly segment: number | null }
-type Conversation = (provider: string, body: unknown) => Part[] | null
+interface Seen { readonly message: number; readonly role: string; readonly text: string; readonly segment: number | null }
 
-// The UI is compiled by its own browser tsconfig into dist/src/dashboard/ui; loaded by URL so the Node
-// build does not type-check browser code.
-const ui = new URL('../src/dashboard/ui/conversation.js', import.meta.url).href
-const { conversation } = await import(ui) as { conversation: Conversation }
+class FullSink implements RequestSink {
+  readonly full = true
+  readonly seen: Seen[] = []
+  #segment = 0
+  get size (): number { return this.seen.length }
+  text (message: number, role: string, _path: string, text: unknown): boolean {
+    if (typeof text !== 'string' || text === '') return false
+    this.seen.push({ message, role, text, segment: this.#segment++ })
+    return true
+  }
 
-const BODIES: Array<[ 'alpha' | 'beta' | 'gamma', string, unknown ]> = [
+  other (message: number, role: string): void {
+    this.seen.push({ message, role, text: '', segment: null })
+  }
+}
+
+const BODIES: Array<[ ProviderName, string, unknown ]> = [
   ['alpha', 'messages, content parts, tool calls and results', { messages: [
     { role: 'system', content: 'sys' },
     { role: 'developer', content: [{ type: 'text', text: 'dev1' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }, { type: 'text', text: '' }, { type: 'input_text', text: 'dev2' }] },
@@ -42,9 +55,10 @@ for (const [provider, what, body] of BODIES) {
   t.test(`${provider}: ${what}`, async (t) => {
     const segments = extractSegments(provider, body)
     t.ok(segments.length > 0, `the detector reads ${segments.length} texts`)
-    const parts = conversation(provider, body)
-    t.ok(parts !== null, 'the UI reads the body')
-    const numbered = (parts ?? []).filter((p) => p.segment !== null)
+    const sink = new FullSink()
+    DIALECTS[provider].walkRequest(body as Record<string, unknown>, sink)
+    t.ok(sink.seen.some((p) => p.segment === null), 'the full walk also shows what the detector does not read')
+    const numbered = sink.seen.filter((p) => p.segment !== null)
     t.same(numbered.map((p) => ({ segment: p.segment, message: p.message, role: p.role, text: p.text })),
       segments.map((s, i) => ({ segment: i, message: s.message, role: s.role, text: s.text })),
       'same texts, same order, same numbers, same messages and roles')
