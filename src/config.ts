@@ -2,10 +2,9 @@
 // A bad value stops the start with a message naming the variable (and never echoing a secret).
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
-import { PROVIDERS, type ProviderName } from './providers/index.js'
+import { DIALECTS, PROVIDERS, type ProviderName } from './providers/index.js'
 
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
-export { PROVIDERS, type ProviderName }
 
 export interface ProviderConfig {
   readonly baseUrl: string
@@ -72,12 +71,6 @@ export interface DetectionConfig {
   readonly deadlineMs: number
   /** closed: a request detection could not judge gets 503; open: it is forwarded and the trace says so. */
   readonly failureMode: 'closed' | 'open'
-}
-
-export const DEFAULT_BASE_URLS: Readonly<Record<ProviderName, string>> = {
-  alpha: 'https://api.openai.com',
-  beta: 'https://api.anthropic.com',
-  gamma: 'https://generativelanguage.googleapis.com',
 }
 
 export class ConfigError extends Error {
@@ -149,7 +142,7 @@ export function loadConfig (env: Env = process.env): Config {
   for (const p of PROVIDERS) {
     const up = p.toUpperCase()
     providers[p] = Object.freeze({
-      baseUrl: origin(env, `TRACEGATE_${up}_BASE_URL`, DEFAULT_BASE_URLS[p]),
+      baseUrl: origin(env, `TRACEGATE_${up}_BASE_URL`, DIALECTS[p].defaultBaseUrl),
       apiKey: secret(env, `TRACEGATE_${up}_API_KEY`),
     })
   }

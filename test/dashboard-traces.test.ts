@@ -3,6 +3,7 @@
 // narrows the list, and a call through the proxy reaches the live socket of its own account only.
 import t from 'tap'
 import { allPages, proxyCall, startDashboard, stored, type Tenant, type UiClient } from './dashboard-helpers.js'
+import type { ProviderName } from '../src/providers/index.js'
 
 const s = await startDashboard(t, {}, { testSeams: true })
 const a = await s.tenant('acme')
@@ -15,7 +16,7 @@ async function signedIn (x: Tenant): Promise<UiClient> {
   return c
 }
 
-async function calls (x: Tenant, n: number, provider: 'alpha' | 'beta' | 'gamma' = 'alpha', fields: Record<string, unknown> = {}, key = x.proxyKey): Promise<string[]> {
+async function calls (x: Tenant, n: number, provider: ProviderName = 'alpha', fields: Record<string, unknown> = {}, key = x.proxyKey): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
     const r = await proxyCall(s, key, provider, fields)

@@ -5,6 +5,7 @@ import t from 'tap'
 import { allPages, proxyCall, startDashboard, stored, type Answer, type Tenant } from './dashboard-helpers.js'
 import { sleep } from './helpers.js'
 import { request } from 'undici'
+import type { ProviderName } from '../src/providers/index.js'
 
 const s = await startDashboard(t, {}, { testSeams: true })
 const a = await s.tenant('acme')
@@ -21,7 +22,7 @@ async function api (path: string, auth: string | null, headers: Record<string, s
   return { status: r.statusCode, headers: r.headers, text, json: JSON.parse(text) }
 }
 
-async function calls (x: Tenant, n: number, provider: 'alpha' | 'beta' | 'gamma' = 'alpha'): Promise<string[]> {
+async function calls (x: Tenant, n: number, provider: ProviderName = 'alpha'): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < n; i++) ids.push((await proxyCall(s, x.proxyKey, provider)).traceId)
   await stored(s, x.accountId, ids)

@@ -3,8 +3,9 @@
 // dialect's answer, and the cost formula of DESIGN §4 / §11.
 import { performance } from 'node:perf_hooks'
 import { rawPost } from './stream-helpers.js'
+import type { ProviderName } from '../src/providers/index.js'
 
-export type Provider = 'alpha' | 'beta' | 'gamma'
+export type Provider = ProviderName
 
 /** Provider keys a client passes; distinctive, so a test can look for them in a stored row. */
 export const PROVIDER_KEYS: Readonly<Record<Provider, string>> = {

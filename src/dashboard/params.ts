@@ -1,6 +1,6 @@
 // Query strings of the trace list and usage endpoints, checked once: a bad value is 400
 // invalid_parameter naming it. An empty value means the parameter was not given (a form's empty filter).
-import { PROVIDERS } from '../config.js'
+import { PROVIDERS } from '../providers/index.js'
 import { TracegateError } from '../errors.js'
 import type { TraceCursor, TraceFilter } from '../store/trace-queries.js'
 import type { Bucket } from '../store/usage-queries.js'

@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
-import type { ProviderName } from '../config.js'
+import type { ProviderName } from '../providers/index.js'
 import type { DetectTask, Verdict } from './types.js'
 
 export type DetectionFailure = 'error' | 'deadline' | 'queue_full'

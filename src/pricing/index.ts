@@ -3,7 +3,7 @@
 // winning entry by entry. A model in neither has no cost, and the trace says so.
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { ProviderName } from '../config.js'
+import type { ProviderName } from '../providers/index.js'
 
 export interface PriceEntry {
   readonly provider: ProviderName

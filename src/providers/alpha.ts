@@ -70,6 +70,7 @@ function walkRequest (body: Json, sink: RequestSink): void {
 export const alpha: Dialect = {
   name: 'alpha',
   route: '/api/alpha_service/chat_completion',
+  defaultBaseUrl: 'https://api.openai.com',
   keyField: 'alpha_api_key',
   ownFields: [],
   params: [

@@ -60,6 +60,7 @@ function blocks (sink: RequestSink, i: number, role: string, base: string, conte
 export const beta: Dialect = {
   name: 'beta',
   route: '/api/beta_service/chat_completion',
+  defaultBaseUrl: 'https://api.anthropic.com',
   keyField: 'beta_api_key',
   ownFields: [],
   params: [

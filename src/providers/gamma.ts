@@ -59,6 +59,7 @@ function parts (sink: RequestSink, i: number, role: string, base: string, list: 
 export const gamma: Dialect = {
   name: 'gamma',
   route: '/api/gamma_service/chat_completion',
+  defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   keyField: 'gamma_api_key',
   ownFields: ['model', 'stream'],
   params: [

@@ -57,6 +57,8 @@ export interface AnswerSink {
 export interface Dialect {
   readonly name: ProviderName
   readonly route: string
+  /** Where the provider's API lives unless TRACEGATE_<NAME>_BASE_URL says otherwise. */
+  readonly defaultBaseUrl: string
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */

@@ -2,7 +2,7 @@
 // batch, moved (not copied) by postMessage: no allocation per trace and no structured clone, a few bytes
 // copied and a handful of writes. The record layout lives only here: `TraceBatchWriter.add` writes it
 // and `decodeTraces` reads it.
-import type { ProviderName } from '../config.js'
+import type { ProviderName } from '../providers/index.js'
 import type { RawTrace } from './trace-types.js'
 
 /** What a batch message carries: the buffer, the bytes used in it, and the record count. */

@@ -1,6 +1,6 @@
 // What the front thread hands the store worker when a call ends: the raw bytes and the timings, not a
 // finished row. The worker does the JSON work (usage, tokens, cost) so the front thread stays fast.
-import type { ProviderName } from '../config.js'
+import type { ProviderName } from '../providers/index.js'
 
 export interface RawTrace {
   readonly traceId: string

@@ -5,6 +5,7 @@ import { h, options, replace } from './dom.js'
 import { int, ms, usd, when, fullTime, toMs } from './format.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
+import { PROVIDERS } from './providers/index.js'
 import type { ApiKey, TraceList, TraceListItem } from './types.js'
 
 const PAGE = 50
@@ -15,7 +16,7 @@ const RANGES: ReadonlyArray<readonly [string, string]> = [
   ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['all', 'All time'],
 ]
 const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
-const PROVIDERS: ReadonlyArray<readonly [string, string]> = [['', 'All providers'], ['alpha', 'alpha'], ['beta', 'beta'], ['gamma', 'gamma']]
+const PROVIDER_OPTIONS: ReadonlyArray<readonly [string, string]> = [['', 'All providers'], ...PROVIDERS.map((p) => [p, p] as const)]
 const OUTCOMES: ReadonlyArray<readonly [string, string]> = [
   ['', 'All outcomes'], ['ok', 'ok'], ['blocked', 'blocked'], ['rejected', 'rejected'], ['provider_error', 'provider error'],
   ['provider_stream_error', 'provider stream error'], ['client_aborted', 'client aborted'], ['proxy_error', 'proxy error'],
@@ -93,7 +94,7 @@ export function traceRows (items: readonly TraceListItem[], seen?: Set<string>):
 export const traces: Page = (root, ctx) => {
   const f = readFilters()
   const range = h('select', { 'data-testid': 'filter-range', 'aria-label': 'Time range' }, ...options(RANGES, f.range))
-  const provider = h('select', { 'data-testid': 'filter-provider', 'aria-label': 'Provider' }, ...options(PROVIDERS, f.provider))
+  const provider = h('select', { 'data-testid': 'filter-provider', 'aria-label': 'Provider' }, ...options(PROVIDER_OPTIONS, f.provider))
   const model = h('input', { 'data-testid': 'filter-model', type: 'search', placeholder: 'Model', value: f.model, 'aria-label': 'Model' })
   const outcome = h('select', { 'data-testid': 'filter-outcome', 'aria-label': 'Outcome' }, ...options(OUTCOMES, f.outcome))
   const key = h('select', { 'data-testid': 'filter-key', 'aria-label': 'API key' }, ...options([['', 'All keys'], ...(f.key !== '' ? [[f.key, f.key] as const] : [])], f.key))
