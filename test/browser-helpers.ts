@@ -10,7 +10,7 @@ import type { Test } from 'tap'
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { startMockProvider, type MockProvider } from '../src/mock-provider/index.js'
 import { Tracegate, type FirstStart } from '../src/tracegate.js'
-import type { TraceRow } from '../src/store/rows.js'
+import type { TraceRow } from '../src/store/worker/rows.js'
 import { ROUTES, post, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
 
 export const CHROMIUM = '/usr/bin/chromium'

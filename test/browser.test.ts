@@ -15,7 +15,7 @@ import {
   said, screenshot, send, startDashboard, storedTrace, type Provider, type Sent,
 } from './browser-helpers.js'
 import { appearsWithin, checkCost, checkInt, checkMs, text } from './browser-checks.js'
-import type { TraceRow } from '../src/store/rows.js'
+import type { TraceRow } from '../src/store/worker/rows.js'
 
 // The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)

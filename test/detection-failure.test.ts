@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks'
 import { ROUTES, bodyFor, json, post, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
 import { startMockProvider } from '../src/mock-provider/index.js'
 import { Tracegate } from '../src/tracegate.js'
-import type { TraceRow } from '../src/store/rows.js'
+import type { TraceRow } from '../src/store/worker/rows.js'
 import { DetectionPool } from '../src/detection/pool.js'
 
 const CRASH_WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))

@@ -11,7 +11,7 @@ import t, { type Test } from 'tap'
 import { ROUTES, bodyFor, json, post, sleep, startServer, type RawResponse } from './helpers.js'
 import { DetectionPool } from '../src/detection/pool.js'
 import type { Issue } from '../src/detection/types.js'
-import type { TraceRow } from '../src/store/rows.js'
+import type { TraceRow } from '../src/store/worker/rows.js'
 
 type Provider = keyof typeof ROUTES
 

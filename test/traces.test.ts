@@ -18,8 +18,8 @@ import {
   type BodyOptions, type Price, type Provider, type Sent,
 } from './trace-helpers.js'
 import { Pricing } from '../src/pricing/index.js'
-import type { TraceRow } from '../src/store/rows.js'
-import type { UsageMeasures } from '../src/store/usage-queries.js'
+import type { TraceRow } from '../src/store/worker/rows.js'
+import type { UsageMeasures } from '../src/store/worker/usage-queries.js'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const MAX_BODY = 4096

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { MIGRATIONS_DIR } from '../src/store/client.js'
-import { connect, insertTsv } from '../src/store/connect.js'
-import { migrate } from '../src/store/migrate.js'
+import { connect, insertTsv } from '../src/store/worker/connect.js'
+import { migrate } from '../src/store/worker/migrate.js'
 import { Pricing } from '../src/pricing/index.js'
-import { buildRecord, encodeRecord, TRACE_COLUMNS, type TraceRow } from '../src/store/rows.js'
+import { buildRecord, encodeRecord, TRACE_COLUMNS, type TraceRow } from '../src/store/worker/rows.js'
 import type { RawTrace } from '../src/store/trace-types.js'
-import { TsvWriter, utf8End } from '../src/store/tsv.js'
+import { TsvWriter, utf8End } from '../src/store/worker/tsv.js'
 
 t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {
   const all = Uint8Array.from({ length: 256 }, (_, i) => i)

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { Pricing, readTable, TABLE_FILE } from '../src/pricing/index.js'
 import { sseData } from '../src/providers/sse.js'
-import { promptText, readResponse } from '../src/store/usage.js'
+import { promptText, readResponse } from '../src/store/worker/token-usage.js'
 import { tempDir } from './helpers.js'
 
 const sse = (events: unknown[], crlf = false): string => events.map((e) => `data: ${JSON.stringify(e)}${crlf ? '\r\n\r\n' : '\n\n'}`).join('')

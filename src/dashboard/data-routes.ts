@@ -2,9 +2,9 @@
 // account comes from the session or the read key, never from the request.
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import type { TraceRow } from '../store/rows.js'
+import type { TraceRow } from '../store/worker/rows.js'
 import { listItem, type TraceListItem } from '../store/trace-types.js'
-import type { UsageMeasures } from '../store/usage-queries.js'
+import type { UsageMeasures } from '../store/worker/usage-queries.js'
 import { bucketMs, chEpoch, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
 
 export type TraceDetail = Omit<TraceRow, 'detection' | 'issues'> & {

@@ -2,8 +2,8 @@
 // invalid_parameter naming it. An empty value means the parameter was not given (a form's empty filter).
 import { PROVIDERS } from '../providers/index.js'
 import { TracegateError } from '../errors.js'
-import type { TraceCursor, TraceFilter } from '../store/trace-queries.js'
-import type { Bucket } from '../store/usage-queries.js'
+import type { TraceCursor, TraceFilter } from '../store/worker/trace-queries.js'
+import type { Bucket } from '../store/worker/usage-queries.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']

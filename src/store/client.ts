@@ -67,7 +67,7 @@ export class StoreClient {
     }
     const warn = options.warn ?? (() => {})
     if (options.clickhouse === null) pinChdb()
-    this.#worker = new Worker(new URL('./worker.js', import.meta.url), { workerData })
+    this.#worker = new Worker(new URL('./worker/main.js', import.meta.url), { workerData })
     this.#worker.on('message', (msg: WorkerMessage) => {
       if (msg === 'closed') return
       if ('log' in msg) {

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { insertInbox } from '../../src/store/connect.js'
+import { insertInbox } from '../../src/store/worker/connect.js'
 import { sleep, tempDir } from '../helpers.js'
 import { accounted, chat, loadUntil, readyz, startTracegate, until, watchHealth, type Running } from './fault-helpers.js'
 

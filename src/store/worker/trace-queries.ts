@@ -3,7 +3,7 @@
 // sort order after account_id, so page N costs what page 1 costs (never OFFSET).
 import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
-import type { TraceSummary } from './trace-types.js'
+import type { TraceSummary } from '../trace-types.js'
 
 export interface TraceCursor {
   /** ClickHouse's DateTime64(3) text of the last row shown. */

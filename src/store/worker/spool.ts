@@ -8,7 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-import type { TraceSummary } from './trace-types.js'
+import type { TraceSummary } from '../trace-types.js'
 
 export interface SpooledBatch {
   readonly file: string

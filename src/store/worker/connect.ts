@@ -5,8 +5,8 @@ import { open, unlink, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
-import type { ClickHouseServerConfig } from '../config.js'
-import { TracegateError } from '../errors.js'
+import type { ClickHouseServerConfig } from '../../config.js'
+import { TracegateError } from '../../errors.js'
 
 // Counts and byte sizes (UInt64) come back as JSON numbers, not strings, for every query.
 const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const

@@ -1,9 +1,9 @@
 // Account, user and key reads and writes. Every query is parameterised; rows are versioned
 // (ReplacingMergeTree by updated_at) and read with FINAL.
-import { TracegateError } from '../errors.js'
+import { TracegateError } from '../../errors.js'
 import { chTime } from './connect.js'
-import type { KeyInfo } from '../auth/authenticate.js'
-import type { AccountRow, KeyRow, StoreOps, UserRow } from './protocol.js'
+import type { KeyInfo } from '../../auth/authenticate.js'
+import type { AccountRow, KeyRow, StoreOps, UserRow } from '../protocol.js'
 import type { ClientHolder } from './trace-writer.js'
 
 

@@ -2,9 +2,9 @@
 // and answer for the tokenizer when the provider reported none; what each provider reports where is in
 // its module (src/providers). Runs in the store worker, never on the front thread. A whole answer given
 // as bytes is not decoded to find its usage: the provider's usage key is searched in the bytes.
-import { DIALECTS, type ProviderName, type ReportedUsage } from '../providers/index.js'
-import { asObject, type Json } from '../providers/json.js'
-import { sseData } from '../providers/sse.js'
+import { DIALECTS, type ProviderName, type ReportedUsage } from '../../providers/index.js'
+import { asObject, type Json } from '../../providers/json.js'
+import { sseData } from '../../providers/sse.js'
 
 export type { ReportedUsage }
 

@@ -6,12 +6,12 @@
 // counted and logged: never silently.
 import { randomUUID } from 'node:crypto'
 import type { ClickHouseClient } from '@clickhouse/client'
-import type { Pricing } from '../pricing/index.js'
+import type { Pricing } from '../../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from './rows.js'
 import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
-import { decodeTraces, type EncodedTraces } from './trace-codec.js'
-import type { RawTrace, TraceStats, TraceSummary } from './trace-types.js'
+import { decodeTraces, type EncodedTraces } from '../trace-codec.js'
+import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
 
 export interface TraceWriterOptions {

@@ -3,11 +3,11 @@
 // keep their counts and timings and nothing of their text. Prompt and response stay UTF-8 bytes (views
 // on the buffer the front thread transferred) until they are escaped into the insert batch.
 import { isUtf8 } from 'node:buffer'
-import type { Pricing } from '../pricing/index.js'
+import type { Pricing } from '../../pricing/index.js'
 import { estimateTokens } from './tokens.js'
-import type { RawTrace, TraceSummary } from './trace-types.js'
+import type { RawTrace, TraceSummary } from '../trace-types.js'
 import { TsvWriter, utf8End } from './tsv.js'
-import { promptText, readResponse } from './usage.js'
+import { promptText, readResponse } from './token-usage.js'
 
 /** A row of the traces table as queries read it back. */
 export interface TraceRow {
