@@ -115,64 +115,91 @@ function chunkTime (marks: readonly number[], offset: number): number | null {
   return null
 }
 
-export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
+/** The captured response of a trace: its head, its tail, and whether together they are the whole answer. */
+interface Captured {
+  readonly bytes: Buffer
+  readonly reqEnd: number
+  readonly head: Buffer
+  readonly tail: Buffer
+  readonly whole: boolean
+}
+
+function captured (raw: RawTrace): Captured {
   const bytes = Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength)
   const reqEnd = raw.requestLength
   const headEnd = reqEnd + raw.headLength
   const head = bytes.subarray(reqEnd, headEnd)
   const tail = bytes.subarray(headEnd)
-  const whole = raw.responseBytes <= head.length + tail.length
+  return { bytes, reqEnd, head, tail, whole: raw.responseBytes <= head.length + tail.length }
+}
+
+type Reading = ReturnType<typeof readResponse>
+
+/**
+ * What the answer says: usage sits at the end of a stream (beta puts its input side at the start), so the
+ * whole answer is read when it was kept; else the kept head and tail, the tail's counts winning.
+ */
+function readAnswer (raw: RawTrace, c: Captured): Reading {
+  const p = raw.provider
+  if (c.whole) return readResponse(p, raw.streaming, c.tail.length === 0 ? c.head : Buffer.concat([c.head, c.tail]))
+  const first = readResponse(p, raw.streaming, c.head)
+  const last = readResponse(p, raw.streaming, c.tail)
+  const usage = first.usage === null && last.usage === null
+    ? null
+    : {
+        input: last.usage?.input || first.usage?.input || 0,
+        output: last.usage?.output || first.usage?.output || 0,
+        cached: last.usage?.cached || first.usage?.cached || 0,
+      }
+  return { usage, text: first.text, firstTokenEnd: first.firstTokenEnd }
+}
+
+interface Tokens { input: number; output: number; cached: number; source: TraceRow['token_source'] }
+
+/**
+ * The provider's counts when it sent them. An answer that was generating without them (a stream without
+ * include_usage, a cut, a client that left) is counted with the tokenizer; an error answer generated
+ * nothing, so nothing is estimated.
+ */
+function countTokens (raw: RawTrace, c: Captured, reading: Reading | null): Tokens {
+  const t: Tokens = { input: 0, output: 0, cached: 0, source: 'none' }
+  if (reading === null) return t
+  if (reading.usage !== null) {
+    t.input = reading.usage.input
+    t.output = reading.usage.output
+    t.cached = reading.usage.cached
+    t.source = 'provider'
+  }
+  const generating = raw.status > 0 && raw.status < 400
+  const cut = raw.streaming && raw.outcome !== 'ok'
+  if (generating && (reading.usage === null || cut)) {
+    if (t.input === 0) t.input = estimateTokens(promptText(raw.provider, c.bytes.toString('utf8', 0, c.reqEnd)))
+    const estimate = estimateTokens(reading.text())
+    if (estimate > t.output) t.output = estimate
+    if (reading.usage === null || estimate === t.output) t.source = 'estimated'
+  }
+  return t
+}
+
+/** When the chunk carrying the first generated token arrived (streams only). */
+function timeToFirstToken (raw: RawTrace, c: Captured, reading: Reading | null): number | null {
+  if (!raw.streaming || raw.chunkMarks === null || reading === null) return null
+  const first = c.whole ? reading.firstTokenEnd : readResponse(raw.provider, true, c.head).firstTokenEnd
+  if (first === null) return null
+  const text = (c.whole ? Buffer.concat([c.head, c.tail]) : c.head).toString('utf8')
+  const at = chunkTime(raw.chunkMarks, Buffer.byteLength(text.slice(0, first)))
+  return at === null ? null : Math.round(at * 1000) / 1000
+}
+
+/** A finished call's row: its answer read, its tokens counted (or estimated), timed and priced. */
+export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
+  const c = captured(raw)
   const called = raw.providerMs !== null
   const p = raw.provider
-
-  // Usage sits at the end of a stream (beta puts its input side at the start): read the whole answer
-  // when it was kept; else the kept head and tail, the tail's counts winning where it has them.
-  let reading: ReturnType<typeof readResponse> | null = null
-  if (called) {
-    if (whole) {
-      reading = readResponse(p, raw.streaming, tail.length === 0 ? head : Buffer.concat([head, tail]))
-    } else {
-      const first = readResponse(p, raw.streaming, head)
-      const last = readResponse(p, raw.streaming, tail)
-      const usage = first.usage === null && last.usage === null
-        ? null
-        : {
-            input: last.usage?.input || first.usage?.input || 0,
-            output: last.usage?.output || first.usage?.output || 0,
-            cached: last.usage?.cached || first.usage?.cached || 0,
-          }
-      reading = { usage, text: first.text, firstTokenEnd: first.firstTokenEnd }
-    }
-  }
-  let input = 0
-  let output = 0
-  let cached = 0
-  let source: TraceRow['token_source'] = 'none'
-  if (reading !== null) {
-    if (reading.usage !== null) {
-      ({ input, output, cached } = reading.usage)
-      source = 'provider'
-    }
-    // No usage from an answer that was generating (a stream without include_usage, a cut, a client
-    // that left): count what we have. An error answer generated nothing, so nothing is estimated.
-    const generating = raw.status > 0 && raw.status < 400
-    const cut = raw.streaming && raw.outcome !== 'ok'
-    if (generating && (reading.usage === null || cut)) {
-      if (input === 0) input = estimateTokens(promptText(p, bytes.toString('utf8', 0, reqEnd)))
-      const estimate = estimateTokens(reading.text())
-      if (estimate > output) output = estimate
-      if (reading.usage === null || estimate === output) source = 'estimated'
-    }
-  }
-
-  let ttft: number | null = null
-  if (raw.streaming && raw.chunkMarks !== null && called) {
-    const first = whole ? reading?.firstTokenEnd ?? null : readResponse(p, true, head).firstTokenEnd
-    if (first !== null) {
-      const at = chunkTime(raw.chunkMarks, Buffer.byteLength((whole ? Buffer.concat([head, tail]) : head).toString('utf8').slice(0, first)))
-      ttft = at === null ? null : Math.round(at * 1000) / 1000
-    }
-  }
+  const reading = called ? readAnswer(raw, c) : null
+  const { input, output, cached, source } = countTokens(raw, c, reading)
+  const ttft = timeToFirstToken(raw, c, reading)
+  const { bytes, reqEnd, head } = c
 
   const { costUsd, status } = called
     ? pricing.cost(p, raw.model, { input, output, cached })
