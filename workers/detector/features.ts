@@ -6,11 +6,9 @@ export const BITS = 18
 export const DIM = 1 << BITS
 
 /**
- * A text's weight sum is divided by (distinct features)^LENGTH_POWER. 0.5 (cosine-style) let the many
- * neutral n-grams of a longer prompt drown the few that carry an attack; 0.35 raised the true-positive
- * rate at 1% false positives in 4-fold cross-validation on train.jsonl from 85 to 90% and, with each
- * attack source left out of training in turn, on the left-out source from 72 to 76% (0.2 and 0.1 gave
- * the same; 0.65 was worse on both). Long text is still scored in windows (model.ts).
+ * A text's weight sum is divided by (distinct features)^LENGTH_POWER: below cosine's 0.5, so the many
+ * neutral n-grams of a longer prompt do not drown the few that carry an attack (chosen by
+ * `train.js --cv`; the figures are in this folder's README). Long text is still scored in windows (model.ts).
  */
 export const LENGTH_POWER = 0.35
 const MASK = DIM - 1

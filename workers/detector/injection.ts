@@ -15,14 +15,10 @@ export const THRESHOLD = MODEL.threshold
 const REPORT_MIN = 0.5
 
 /**
- * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks
- * one only when very sure. It stops blocking everyday prompts such as "Tell me a story" or "Forget
- * it, tell me about dogs instead", which the data's short, mislabelled-looking attacks (Mosscap's
- * "yes?", "tea", "hello") taught the model to distrust. The bar was 0.95 when the model had only 80
- * hand-written hard negatives; with 202 of them and 50 hand-written attacks the model's short-text
- * scores are less extreme, and `train.js --cv` (held-out folds of train.jsonl and the hand-written
- * rows) showed 0.9 blocking 228 of 502 short attacks against 164 at 0.95, with the same 0 of 814 short
- * benign prompts and 1 of 10 short hard negatives (0.85: 1 benign more). Dev played no part.
+ * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks one
+ * only when very sure, so everyday prompts such as "Tell me a story" pass even though the data's short,
+ * mislabelled-looking attacks taught the model to distrust them. The bar was chosen by `train.js --cv`,
+ * never on dev (the figures are in this folder's README).
  */
 const SHORT_TEXT = 40
 const SHORT_MODEL_ONLY = 0.9
@@ -49,8 +45,8 @@ function segmentScore (a: ReturnType<typeof analyze>, seg: Segment): number {
  * conversation every turn, and the system prompt with every request, so most segments of a request
  * were judged before; this makes a turn cost the new text, not the history. The analysis is a pure
  * function of the text (the role-dependent part is segmentScore, applied after). Two generations
- * instead of an exact LRU: a hit in the old one moves to the young one, and when the young one holds
- * half the budget it becomes the old one (an LRU's per-insert eviction cost 15% of a distinct body).
+ * instead of an exact LRU, whose per-insert eviction costs more than the lookups save: a hit in the old
+ * one moves to the young one, and when the young one holds half the budget it becomes the old one.
  */
 const CACHE_CHARS = 4_000_000
 const CACHE_MAX_TEXT = 65_536

@@ -175,7 +175,7 @@ const HEX_RUN = /(?:(?:\\x|0x)?[0-9a-fA-F]{2}[ :,]?){8,}/g
 // Starts at a '%' so the engine can skip to candidates; at least three escapes close together.
 const URL_RUN = /(?:%[0-9a-fA-F]{2}[^\s%]{0,12}){3,}/g
 
-// Character classes for the hand-written run scanner (a regex over 32 k characters costs ~0.5 ms).
+// Character classes for the hand-written run scanner, which is cheaper than a regex over long text.
 const B64 = 1, HEX = 2, SEP = 4
 const CLASS = new Uint8Array(128)
 for (let c = 0; c < 128; c++) {

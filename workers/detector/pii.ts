@@ -230,8 +230,8 @@ function standalone (text: string, start: number, end: number): boolean {
 // ---- phone ---------------------------------------------------------------------------------------
 
 // Prefilter: only shapes a phone found with a default region of US can take, an international number
-// (`+` and 7–15 digits) or a 10-digit US number in its usual groupings. libphonenumber's own matcher
-// costs tens of milliseconds on a long prompt and ~25 µs a call, so it only sees these short windows.
+// (`+` and 7–15 digits) or a 10-digit US number in its usual groupings. libphonenumber's own matcher is
+// far too slow for a whole prompt, so it only sees these short windows.
 const PHONE_SHAPE = /\+\d[\d ().\-/\u00A0]{5,24}\d|(?:1[ .-]?)?\(?\d{3}\)?[ .\-\u00A0]?\d{3}[ .\-\u00A0]?\d{4}/g
 // A bare run of digits ("order 4155552671") is only a phone if the words right before say so.
 const PHONE_CONTEXT = /\b(?:phone|tel|call|mobile|cell|fax|whatsapp|sms|text me|contact|dial)[^\d\n]{0,12}$/i
