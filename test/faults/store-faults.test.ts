@@ -72,10 +72,16 @@ t.test('spool and insert folder unwritable for 3 s: rows wait in memory, the ove
   t.ok(s.dropped > 0, `rows past the memory bound were dropped and counted (${s.dropped})`)
   t.ok(s.spoolRefused > 0, `the spool's refusals are counted (${s.spoolRefused} batches)`)
   t.ok(s.written > 1, 'rows kept in memory were written once ClickHouse took them again')
-  const dropped = r.logs.find('traces dropped')
-  t.equal(dropped.length, 1, 'one log line for the loss episode')
-  t.match(String(dropped[0]?.cause), /spool cannot be written: .*ENOTDIR/, 'naming its cause')
-  t.equal(r.logs.find('traces are stored again after a loss').length, 1, 'and one when traces are stored again')
+  // One line when a loss episode starts and one when traces are stored again, never one per batch. The
+  // fault's first instant can race an insert already in flight (it lands, ending a first short episode),
+  // so the lines must alternate rather than number exactly one each.
+  const episodes = r.logs.lines.filter((l) => l.msg === 'traces dropped' || l.msg === 'traces are stored again after a loss')
+  const starts = episodes.filter((l) => l.msg === 'traces dropped')
+  t.ok(starts.length >= 1 && starts.length <= 2, `one line per loss episode (${starts.length} episodes for ${s.spoolRefused} refused batches)`)
+  t.ok(episodes.every((l, i) => l.msg === (i % 2 === 0 ? 'traces dropped' : 'traces are stored again after a loss')),
+    `each episode's start and end are logged once, in turn (${JSON.stringify(episodes.map((l) => l.msg))})`)
+  t.equal(episodes.length, 2 * starts.length, 'every episode ended')
+  t.ok(starts.every((l) => /spool cannot be written: .*ENOTDIR/.test(String(l.cause))), 'each naming its cause')
   t.equal((await readyz(r.url)).status, 200, '/readyz is ready again')
   t.same(await health.stop(), [], '/healthz answered 200 throughout')
   await r.tg.close()
@@ -117,7 +123,8 @@ t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, re
   const spooling = await readyz(r.url)
   t.equal(spooling.status, 503, '/readyz says not ready while inserts fail')
   t.ok(spooling.reason === 'trace_inserts_failing' || spooling.reason === 'spool_refusing', `with the reason (${String(spooling.reason)})`)
-  t.match(String(first.insertError), /ENOTDIR/, 'the stats name why inserts fail')
+  // ENOTDIR when the batch file is written; chDB's own words when the folder went while it read one.
+  t.match(String(first.insertError), /ENOTDIR|Not a directory|doesn't exist/, `the stats name why inserts fail (${String(first.insertError)})`)
   const full = await until(r.tg, 'the spool fills and refuses', (s) => s.spoolRefused > 0, 20_000)
   t.ok(full.spoolBytes <= 60_000, `the spool stays within its bound (${full.spoolBytes} bytes)`)
   t.equal((await readyz(r.url)).reason, 'spool_refusing', '/readyz then says the spool refuses')

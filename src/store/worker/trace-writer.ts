@@ -289,7 +289,12 @@ export class TraceWriter {
     this.#queue.unshift(...back)
     this.#queued += room
     this.stats.queued = this.#queued
-    if (rows > room) this.#drop(rows - room, `ClickHouse does not take inserts (${this.stats.insertError ?? 'closing'}) and ${refusal}; the memory queue is full`)
+    if (rows > room) {
+      const why = this.#closed ? 'closing' : this.stats.insertError === null
+        ? 'ClickHouse inserts slower than traces arrive'
+        : `ClickHouse does not take inserts (${this.stats.insertError})`
+      this.#drop(rows - room, `${why}, ${refusal}, and the memory queue is full`)
+    }
     this.#scheduleReplay(this.#retryMs)
     return false
   }
