@@ -7,14 +7,12 @@
 import t, { type Test } from 'tap'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
-import type { Logger } from '../src/log.js'
 import { startMockProvider } from '../src/mock-provider/index.js'
 import { insertInbox } from '../src/store/worker/connect.js'
 import type { TraceStats } from '../src/store/trace-types.js'
 import { Tracegate } from '../src/tracegate.js'
 import { bodyFor, closedPort, post, ROUTES, sleep, tempDir, testConfig, type RawResponse } from './helpers.js'
+import { capturingLogger, stats as flushed, until as untilStats, withTimeout, type Logs } from './faults/fault-helpers.js'
 
 const N = 40
 const CONCURRENCY = 8
@@ -32,32 +30,6 @@ t.teardown(() => mock.close())
 
 const REFUSING = { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default' }
 
-function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`${what}: no answer within ${ms} ms`)) }, ms)
-    p.then((v) => { clearTimeout(timer); resolve(v) }, (e: unknown) => { clearTimeout(timer); reject(e) })
-  })
-}
-
-/** Warnings the store worker and tracegate logged, as parsed pino lines. */
-interface Logs {
-  readonly log: Logger
-  readonly lines: Array<Record<string, unknown>>
-}
-
-function capturingLogger (): Logs {
-  const lines: Array<Record<string, unknown>> = []
-  const sink = new Writable({
-    write (chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString('utf8').split('\n')) {
-        if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>)
-      }
-      cb()
-    },
-  })
-  return { log: pino({ level: 'warn' }, sink), lines }
-}
-
 interface Running {
   readonly tg: Tracegate
   readonly logs: Logs
@@ -67,7 +39,7 @@ interface Running {
 
 /** Starts tracegate on the file's data directory, with the test seams; closed at teardown if still running. */
 async function start (t: Test, env: Record<string, string> = {}): Promise<Running> {
-  const logs = capturingLogger()
+  const logs = capturingLogger('warn')
   const tg = await Tracegate.start(testConfig(dataDir, mock, { ...BASE_ENV, ...env }), { bootstrap: false, testSeams: true, log: logs.log })
   let closing: Promise<void> | null = null
   const close = (): Promise<void> => { closing ??= tg.close(); return closing }
@@ -80,19 +52,11 @@ function stats (tg: Tracegate): Promise<TraceStats> {
 }
 
 function flush (tg: Tracegate): Promise<TraceStats> {
-  return withTimeout(tg.store.call('flushTraces').then((s) => { if (s === null) throw new Error('tracing is off'); return s }), STORE_TIMEOUT_MS, 'flushTraces')
+  return flushed(tg, STORE_TIMEOUT_MS)
 }
 
-/** Polls the trace stats until `done` holds; returns the last stats or throws with them. */
-async function until (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = REPLAY_TIMEOUT_MS): Promise<TraceStats> {
-  const deadline = Date.now() + ms
-  let s = await flush(tg)
-  while (!done(s)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms; trace stats ${JSON.stringify(s)}`)
-    await sleep(100)
-    s = await flush(tg)
-  }
-  return s
+function until (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = REPLAY_TIMEOUT_MS): Promise<TraceStats> {
+  return untilStats(tg, what, done, ms, STORE_TIMEOUT_MS)
 }
 
 function switchAway (tg: Tracegate): Promise<boolean> {

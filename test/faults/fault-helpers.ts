@@ -55,20 +55,21 @@ export function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promis
   })
 }
 
-export async function stats (tg: Tracegate): Promise<TraceStats> {
-  const s = await withTimeout(tg.store.call('flushTraces'), 15_000, 'flushTraces')
+/** The trace stats after a flush; `callMs` bounds the store's answer. */
+export async function stats (tg: Tracegate, callMs = 15_000): Promise<TraceStats> {
+  const s = await withTimeout(tg.store.call('flushTraces'), callMs, 'flushTraces')
   if (s === null) throw new Error('tracing is off')
   return s
 }
 
 /** Polls the trace stats until `done` holds; returns the last stats or throws with them. */
-export async function until (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = 30_000): Promise<TraceStats> {
+export async function until (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = 30_000, callMs = 15_000): Promise<TraceStats> {
   const deadline = Date.now() + ms
-  let s = await stats(tg)
+  let s = await stats(tg, callMs)
   while (!done(s)) {
     if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms; trace stats ${JSON.stringify(s)}`)
     await sleep(100)
-    s = await stats(tg)
+    s = await stats(tg, callMs)
   }
   return s
 }

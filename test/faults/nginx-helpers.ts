@@ -7,12 +7,12 @@
 import { execFile, spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https'
-import { connect as netConnect, createServer, type AddressInfo, type Socket } from 'node:net'
+import { connect as netConnect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { tempDir } from '../helpers.js'
+import { closedPort, tempDir } from '../helpers.js'
 
 export const NGINX = '/usr/sbin/nginx'
 export const OPENSSL = '/usr/bin/openssl'
@@ -36,17 +36,6 @@ export function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promis
   return Promise.race([p, timeout]).finally(() => { clearTimeout(timer) })
 }
 
-/** A port nobody listens on right now (the kernel's pick), for a server that cannot take port 0. */
-export function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => { resolve(port) })
-    })
-  })
-}
 
 export interface Certificate {
   readonly cert: string
@@ -125,8 +114,8 @@ export async function startNginx (t: Tap, ports: NginxPorts): Promise<Nginx> {
   const dir = tempDir('tracegate-nginx-')
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const cert = await selfSigned(dir)
-  const proxyPort = await freePort()
-  const dashboardPort = await freePort()
+  const proxyPort = await closedPort()
+  const dashboardPort = await closedPort()
   const conf = join(dir, 'nginx.conf')
   writeFileSync(conf, renderConfig(readFileSync(DEPLOY_CONF, 'utf8'), dir, cert, { ...ports, proxyPort, dashboardPort }))
   const child = spawn(NGINX, ['-p', dir, '-c', conf, '-e', 'stderr', '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true })

@@ -74,32 +74,7 @@ function open (port: number): Socket {
  * `untilAnswer`, it stops as soon as one whole response has arrived.
  */
 export function rawRequest (port: number, data: string | Buffer, capMs: number, untilAnswer = false): Promise<RawResult> {
-  return new Promise((resolve) => {
-    const sock = open(port)
-    const chunks: Buffer[] = []
-    let error: string | null = null
-    let closedMs: number | null = null
-    let done = false
-    const t0 = performance.now()
-    const finish = (): void => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      sock.destroy()
-      resolve({ bytes: Buffer.concat(chunks), closedMs, error, sent: 0, answeredMs: null })
-    }
-    const timer = setTimeout(finish, capMs)
-    sock.on('data', (b: Buffer) => {
-      chunks.push(b)
-      if (untilAnswer && parseResponse(Buffer.concat(chunks)) !== null) finish()
-    })
-    sock.on('error', (err: NodeJS.ErrnoException) => { error = err.code ?? err.message })
-    sock.on('close', () => {
-      if (!done) closedMs = performance.now() - t0
-      finish()
-    })
-    sock.write(data)
-  })
+  return upload(port, data, 0, capMs, untilAnswer ? { answers: 1 } : {})
 }
 
 /**
@@ -107,7 +82,7 @@ export function rawRequest (port: number, data: string | Buffer, capMs: number, 
  * made by `piece`), then `after` (a next request on the same connection); reads until the server closes
  * or `capMs` passes.
  */
-export function upload (port: number, head: string, total: number, capMs: number, options: {
+export function upload (port: number, head: string | Buffer, total: number, capMs: number, options: {
   readonly chunk?: number
   readonly piece?: (n: number) => Buffer
   readonly after?: string
