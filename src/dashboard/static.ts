@@ -12,6 +12,7 @@ import { createRequire } from 'node:module'
 import { dirname, extname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TracegateError } from '../errors.js'
+import { repoFile } from '../paths.js'
 import type { Reply } from './http.js'
 
 const TYPES: Readonly<Record<string, string>> = {
@@ -27,10 +28,10 @@ const TYPES: Readonly<Record<string, string>> = {
   '.json': 'application/json; charset=utf-8',
 }
 
-const BROWSER_BUILD = new URL('../../browser/', import.meta.url)
+const BROWSER_BUILD = repoFile('dist/browser/')
 const COMPILED_UI = fileURLToPath(new URL('dashboard/ui/', BROWSER_BUILD))
 const COMPILED_PROVIDERS = fileURLToPath(new URL('providers/', BROWSER_BUILD))
-const STATIC_UI = fileURLToPath(new URL('../../../src/dashboard/ui/static/', import.meta.url))
+const STATIC_UI = fileURLToPath(repoFile('src/dashboard/ui/static/'))
 const SHELL = join(STATIC_UI, 'index.html')
 
 /** Shown when the UI has not been built: plain HTML, nothing inline for the CSP to refuse. */

@@ -7,13 +7,14 @@
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
+import { moduleFile } from '../paths.js'
 import type { ProviderName } from '../providers/index.js'
 import type { DetectTask, Verdict } from './types.js'
 
 export type DetectionFailure = 'error' | 'deadline' | 'queue_full'
 export type DetectionOutcome = { readonly ok: true; readonly verdict: Verdict } | { readonly ok: false; readonly failure: DetectionFailure }
 
-export const DETECT_WORKER = fileURLToPath(new URL('../../workers/detect.js', import.meta.url))
+export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
 
 export interface DetectionPoolOptions {
   readonly threads: number

@@ -5,16 +5,9 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
 import { findProvider, type ModelPrice } from '@pydantic/genai-prices'
-import type { ProviderName } from '../providers/index.js'
-import type { PriceEntry, PriceTable } from './index.js'
-
-const MAIN_MODELS: Record<ProviderName, { providerId: string; models: RegExp }> = {
-  alpha: { providerId: 'openai', models: /^(gpt-4o|gpt-4o-mini|gpt-4\.1(-mini|-nano)?|gpt-5(\.\d)?(-mini|-nano|-pro)?|o1|o1-mini|o3|o3-mini|o3-pro|o4-mini|gpt-3\.5-turbo|gpt-4-turbo)$/ },
-  beta: { providerId: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
-  gamma: { providerId: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },
-}
+import { DIALECTS, PROVIDERS } from '../providers/index.js'
+import { TABLE_FILE, type PriceEntry, type PriceTable } from './index.js'
 
 function num (v: ModelPrice[string]): number | undefined {
   if (v === undefined) return undefined
@@ -26,7 +19,7 @@ const today = new Date().toISOString().slice(0, 10)
 const entry = createRequire(import.meta.url).resolve('@pydantic/genai-prices')
 const version = (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version
 const entries: PriceEntry[] = []
-for (const [provider, { providerId, models }] of Object.entries(MAIN_MODELS)) {
+for (const { name: provider, priceCatalog: { id: providerId, models } } of PROVIDERS.map((p) => DIALECTS[p])) {
   const p = findProvider({ providerId })
   if (p === undefined) throw new Error(`genai-prices has no provider ${providerId}`)
   for (const m of p.models) {
@@ -44,7 +37,7 @@ for (const [provider, { providerId, models }] of Object.entries(MAIN_MODELS)) {
     if (input === undefined || output === undefined) continue
     const cached = num(prices.cache_read_mtok)
     entries.push({
-      provider: provider as PriceEntry['provider'],
+      provider,
       model: id,
       input_per_mtok: input,
       output_per_mtok: output,
@@ -55,6 +48,6 @@ for (const [provider, { providerId, models }] of Object.entries(MAIN_MODELS)) {
 }
 entries.sort((a, b) => a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model))
 const table: PriceTable = { source: `@pydantic/genai-prices ${version}, prices in USD per million tokens`, prices: entries }
-const out = fileURLToPath(new URL('../../../src/pricing/prices.json', import.meta.url))
+const out = TABLE_FILE
 writeFileSync(out, JSON.stringify(table, null, 2) + '\n')
 process.stdout.write(`wrote ${entries.length} prices to ${out}\n`)

@@ -3,6 +3,7 @@
 // winning entry by entry. A model in neither has no cost, and the trace says so.
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { repoFile } from '../paths.js'
 import type { ProviderName } from '../providers/index.js'
 
 export interface PriceEntry {
@@ -31,7 +32,7 @@ export interface Usage {
 
 export type CostStatus = 'priced' | 'unknown_model'
 
-export const TABLE_FILE = fileURLToPath(new URL('../../../src/pricing/prices.json', import.meta.url))
+export const TABLE_FILE = fileURLToPath(repoFile('src/pricing/prices.json'))
 
 export class PricingError extends Error {
   override name = 'PricingError'

@@ -61,6 +61,7 @@ export const beta: Dialect = {
   name: 'beta',
   route: '/api/beta_service/chat_completion',
   defaultBaseUrl: 'https://api.anthropic.com',
+  priceCatalog: { id: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
   keyField: 'beta_api_key',
   ownFields: [],
   params: [

@@ -60,6 +60,7 @@ export const gamma: Dialect = {
   name: 'gamma',
   route: '/api/gamma_service/chat_completion',
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
+  priceCatalog: { id: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },
   keyField: 'gamma_api_key',
   ownFields: ['model', 'stream'],
   params: [

@@ -59,6 +59,8 @@ export interface Dialect {
   readonly route: string
   /** Where the provider's API lives unless TRACEGATE_<NAME>_BASE_URL says otherwise. */
   readonly defaultBaseUrl: string
+  /** Where `npm run pricing:update` finds this provider's prices: its id in @pydantic/genai-prices and the models the table keeps. */
+  readonly priceCatalog: { readonly id: string, readonly models: RegExp }
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */

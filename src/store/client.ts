@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import { isErrorCode, TracegateError } from '../errors.js'
+import { moduleFile, repoFile } from '../paths.js'
 import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { LiveBatch } from './trace-types.js'
@@ -37,7 +38,7 @@ interface PendingCall {
   reject (err: Error): void
 }
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../clickhouse/', import.meta.url))
+export const MIGRATIONS_DIR = fileURLToPath(repoFile('clickhouse/'))
 
 /**
  * chDB's native library crashes the process (SIGSEGV) when the last thread that loaded it exits and the
@@ -67,7 +68,7 @@ export class StoreClient {
     }
     const warn = options.warn ?? (() => {})
     if (options.clickhouse === null) pinChdb()
-    this.#worker = new Worker(new URL('./worker/main.js', import.meta.url), { workerData })
+    this.#worker = new Worker(moduleFile('./worker/main.js', import.meta.url), { workerData })
     this.#worker.on('message', (msg: WorkerMessage) => {
       if (msg === 'closed') return
       if ('log' in msg) {

@@ -3,6 +3,7 @@
 //   "TGI1" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
 // Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
 import { readFileSync } from 'node:fs'
+import { repoFile } from '../../src/paths.js'
 import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
 import { FAMILIES, matchRules, type Family, type RuleMatch } from './rules.js'
@@ -18,7 +19,7 @@ export interface Model {
 }
 
 /** Where the committed weights live: the source folder (tsc does not copy it to dist). */
-export const WEIGHTS_URL = new URL('../../../workers/detector/weights.bin', import.meta.url)
+export const WEIGHTS_URL = repoFile('workers/detector/weights.bin')
 
 const MAGIC = 0x31494754 // "TGI1"
 
