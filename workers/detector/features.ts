@@ -8,7 +8,7 @@ export const DIM = 1 << BITS
 /**
  * A text's weight sum is divided by (distinct features)^LENGTH_POWER: below cosine's 0.5, so the many
  * neutral n-grams of a longer prompt do not drown the few that carry an attack (chosen by
- * `train.js --cv`; the figures are in this folder's README). Long text is still scored in windows (model.ts).
+ * `npm run train:detector -- --cv`; the figures are in this folder's README). Long text is still scored in windows (model.ts).
  */
 export const LENGTH_POWER = 0.35
 const MASK = DIM - 1

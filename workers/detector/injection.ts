@@ -8,7 +8,7 @@ import { categoryOf } from './rules.js'
 // Once per worker thread: a 256 KiB read and decode, well under a millisecond of startup.
 const MODEL = loadModel()
 
-/** Block at or above this score. Chosen on dev.jsonl by train.ts (see README.md). */
+/** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see README.md). */
 export const THRESHOLD = MODEL.threshold
 
 /** Rule findings below this weight only inform the model and are not reported. */
@@ -17,7 +17,7 @@ const REPORT_MIN = 0.5
 /**
  * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks one
  * only when very sure, so everyday prompts such as "Tell me a story" pass even though the data's short,
- * mislabelled-looking attacks taught the model to distrust them. The bar was chosen by `train.js --cv`,
+ * mislabelled-looking attacks taught the model to distrust them. The bar was chosen by `npm run train:detector -- --cv`,
  * never on dev (the figures are in this folder's README).
  */
 const SHORT_TEXT = 40
@@ -57,7 +57,7 @@ let youngChars = 0
 
 let cacheOn = true
 
-/** eval.ts times detection with the cache off: the latency targets are for text not seen before. */
+/** training/detector/eval.ts times detection with the cache off: the latency targets are for text not seen before. */
 export function setAnalysisCache (on: boolean): void {
   cacheOn = on
   young = new Map()

@@ -1,5 +1,5 @@
 // The linear model and the per-segment analysis that combines it with the rules. The weights file is
-// written by train.ts; its layout (little-endian):
+// written by training/detector/train.ts; its layout (little-endian):
 //   "TGI1" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
 // Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
 import { readFileSync } from 'node:fs'

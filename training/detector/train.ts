@@ -7,9 +7,10 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
-import { WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from './model.js'
-import { FAMILIES } from './rules.js'
+import { ROOT, repoFile } from '../../src/paths.js'
+import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
+import { WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { FAMILIES } from '../../workers/detector/rules.js'
 
 export interface Row {
   readonly text: string
@@ -19,7 +20,7 @@ export interface Row {
 
 /** The data set folder: TRACEGATE_DATASET_DIR, else ../shared/datasets/injection next to the repository. */
 export function datasetDir(): string {
-  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  const root = fileURLToPath(ROOT)
   return process.env.TRACEGATE_DATASET_DIR ?? resolve(root, '../shared/datasets/injection')
 }
 
@@ -40,14 +41,14 @@ export function readRows(file: 'train.jsonl' | 'dev.jsonl'): Row[] {
  * and "you are" as attack words and blocked system prompts. Written for this project, never copied
  * from dev.jsonl; probes.jsonl (separate prompts, not trained on) checks the effect.
  */
-export const HARD_NEGATIVES_URL = new URL('../../../workers/detector/hard-negatives.jsonl', import.meta.url)
+export const HARD_NEGATIVES_URL = repoFile('training/detector/hard-negatives.jsonl')
 
 /**
  * Hand-written attacks in the styles the data set lacks (indirect injection in mail, pages and tool
  * results, polite overrides, the prompt or the secret asked for sideways, personas, spoofed turns, six
  * languages). Written for this project; holdout.jsonl and probes.jsonl hold different prompts.
  */
-export const HARD_POSITIVES_URL = new URL('../../../workers/detector/hard-positives.jsonl', import.meta.url)
+export const HARD_POSITIVES_URL = repoFile('training/detector/hard-positives.jsonl')
 
 /** Sources written for this project (not taken from any data set). */
 const HAND_WRITTEN: ReadonlySet<string> = new Set(['hard_negatives', 'hard_positives'])

@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import type { Segment } from '../../src/detection/types.js'
-import { THRESHOLD, detectInjection, setAnalysisCache } from './injection.js'
+import { repoFile } from '../../src/paths.js'
+import { THRESHOLD, detectInjection, setAnalysisCache } from '../../workers/detector/injection.js'
 import { FPR_BUDGET, readRows, type Row } from './train.js'
 
 const BUCKETS = [100, 1000, 4000, 32000] as const
@@ -119,7 +120,7 @@ interface HandSet { readonly benignBlocked: number, readonly benign: number, rea
 
 /** Judges a hand-written set, prints its counts and every misjudged prompt. */
 function handSet(file: string): HandSet {
-  const items = readFileSync(new URL(`../../../workers/detector/${file}`, import.meta.url), 'utf8').split('\n').filter((l) => l.trim() !== '')
+  const items = readFileSync(repoFile(`training/detector/${file}`), 'utf8').split('\n').filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as { text: string, label: number, role: string })
   const blocked = items.map((p) => detectInjection([{ message: 0, role: p.role, path: file, text: p.text }]).blocked)
   const fp = items.filter((p, i) => p.label === 0 && blocked[i] === true)
