@@ -19,6 +19,22 @@ import { DetectionPool } from '../src/detection/pool.js'
 const CRASH_WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))
 const HANG_WORKER = fileURLToPath(new URL('./fixtures/hang-worker.js', import.meta.url))
 
+/**
+ * How long a fresh worker thread of the crash fixture takes to start and answer here. After a crash the
+ * next request waits for the replacement, so the crash phases' deadline must cover a thread start; under
+ * the test runner that costs far more than in production (tap's loader hooks run in every new thread,
+ * 0.2 s on an idle machine, over 2 s in a loaded CI run), so the deadline is set from this measurement.
+ */
+async function workerStartMs (): Promise<number> {
+  const pool = new DetectionPool({ threads: 1, maxQueue: 1, deadlineMs: 60_000, filename: CRASH_WORKER })
+  const t0 = performance.now()
+  await pool.warm()
+  const ms = performance.now() - t0
+  await pool.close()
+  return ms
+}
+const CRASH_DEADLINE_MS = String(Math.max(2000, Math.ceil(10 * await workerStartMs())))
+
 const mock = await startMockProvider()
 t.teardown(() => mock.close())
 const dataDir = tempDir('tracegate-detection-failure-')
@@ -143,7 +159,7 @@ function summarise (statuses: readonly number[]): string {
 // ---------------------------------------------------------------------------------------------------
 
 t.test('closed: a crashing worker gives 503 and is replaced', async (t) => {
-  const s = await start({ TRACEGATE_DETECTION_FAILURE_MODE: 'closed', TRACEGATE_DETECTION_THREADS: '1', TRACEGATE_DETECTION_DEADLINE_MS: '2000' }, CRASH_WORKER)
+  const s = await start({ TRACEGATE_DETECTION_FAILURE_MODE: 'closed', TRACEGATE_DETECTION_THREADS: '1', TRACEGATE_DETECTION_DEADLINE_MS: CRASH_DEADLINE_MS }, CRASH_WORKER)
   await expectServed(t, s, 'Tell me a story', 'an ordinary request is served')
 
   for (let round = 1; round <= 3; round++) {
@@ -228,7 +244,7 @@ t.test('open: a request past the deadline is forwarded and its trace says detect
 })
 
 t.test('open: a crashing worker: the request is forwarded and its trace says detection failed', async (t) => {
-  const s = await start({ TRACEGATE_DETECTION_FAILURE_MODE: 'open', TRACEGATE_DETECTION_THREADS: '1', TRACEGATE_DETECTION_DEADLINE_MS: '2000' }, CRASH_WORKER)
+  const s = await start({ TRACEGATE_DETECTION_FAILURE_MODE: 'open', TRACEGATE_DETECTION_THREADS: '1', TRACEGATE_DETECTION_DEADLINE_MS: CRASH_DEADLINE_MS }, CRASH_WORKER)
   await expectServed(t, s, 'Tell me a story', 'an ordinary request is served')
   const before = mock.stats.received
   await expectForwardedUnjudged(t, s, await send(s, 'Please summarise this. CRASH_NOW'), 'error', before)
