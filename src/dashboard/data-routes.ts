@@ -2,16 +2,8 @@
 // account comes from the session or the read key, never from the request.
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import type { TraceRow } from '../store/worker/rows.js'
-import { listItem, type TraceListItem } from '../store/trace-types.js'
-import type { UsageMeasures } from '../store/worker/usage-queries.js'
+import { listItem, type TraceDetail, type SeriesPoint, type TraceListItem, type UsageBody, type UsageMeasures } from '../store/trace-types.js'
 import { bucketMs, chEpoch, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
-
-export type TraceDetail = Omit<TraceRow, 'detection' | 'issues'> & {
-  readonly detection: unknown
-  readonly issues: unknown
-  readonly blocked: boolean
-}
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */
 function parsed (text: string): unknown {
@@ -46,20 +38,6 @@ function zero (): UsageMeasures {
 /** Epoch ms as ClickHouse's `YYYY-MM-DD hh:mm:ss` (UTC). */
 function chSeconds (ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
-}
-
-export type SeriesPoint = UsageMeasures & { t: string; ts: number }
-
-export interface UsageBody {
-  readonly from: number
-  readonly to: number
-  readonly bucket: string
-  readonly totals: UsageMeasures
-  /** One point per bucket from `from` to `to`, zeros where nothing happened. */
-  readonly series: SeriesPoint[]
-  readonly by_key: Array<UsageMeasures & { group: string; name: string | null }>
-  readonly by_model: Array<UsageMeasures & { group: string }>
-  readonly by_provider: Array<UsageMeasures & { group: string }>
 }
 
 export async function usage (store: StoreClient, accountId: string, q: URLSearchParams): Promise<UsageBody> {

@@ -1,11 +1,11 @@
 // Messages between the front thread and the store worker. Both sides import these with `import type`.
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
-import type { TraceRow } from './worker/rows.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './worker/trace-queries.js'
 import type { UsageReport } from './worker/usage-report.js'
-import type { Breakdown, Bucket, UsageMeasures, UsageRange } from './worker/usage-queries.js'
+import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
+import type { TraceRow, UsageMeasures } from './trace-types.js'
 import type { KeyInfo } from '../auth/authenticate.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'

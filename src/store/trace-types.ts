@@ -1,5 +1,7 @@
 // What the front thread hands the store worker when a call ends: the raw bytes and the timings, not a
 // finished row. The worker does the JSON work (usage, tokens, cost) so the front thread stays fast.
+// Also the one home of the shapes traces and usage come back in (rows, the dashboard's JSON): pure types,
+// compiled into the browser build too, so the dashboard reads exactly what the server answers.
 import type { ProviderName } from '../providers/index.js'
 
 export interface RawTrace {
@@ -99,4 +101,75 @@ export function listItem (s: TraceSummary): TraceListItem {
 export interface LiveBatch {
   readonly accountId: string
   readonly message: string
+}
+
+/** A row of the traces table as queries read it back. */
+export interface TraceRow {
+  account_id: string
+  time: string
+  trace_id: string
+  key_id: string
+  provider: string
+  model: string
+  endpoint: string
+  streaming: boolean
+  confidential: boolean
+  status: number
+  outcome: string
+  error_code: string
+  error_cause: string
+  prompt: string
+  prompt_truncated: boolean
+  response: string
+  response_truncated: boolean
+  request_bytes: number
+  response_bytes: number
+  input_tokens: number
+  output_tokens: number
+  cached_input_tokens: number
+  token_source: 'provider' | 'estimated' | 'none'
+  latency_ms: number
+  ttfb_ms: number | null
+  ttft_ms: number | null
+  provider_ms: number | null
+  overhead_ms: number
+  cost_usd: number | null
+  cost_status: 'priced' | 'unknown_model' | 'not_called'
+  detection: string
+  issues: string
+}
+
+/** One trace as the UI API and the read API answer it: the row, its stored JSON parsed. */
+export type TraceDetail = Omit<TraceRow, 'detection' | 'issues'> & {
+  readonly detection: unknown
+  readonly issues: unknown
+  readonly blocked: boolean
+}
+
+/** Counts, cost and latency of a set of calls (a bucket, a key, a model, or all). */
+export interface UsageMeasures {
+  requests: number
+  blocked: number
+  errors: number
+  input_tokens: number
+  output_tokens: number
+  cached_input_tokens: number
+  cost_usd: number
+  latency_p50_ms: number | null
+  latency_p95_ms: number | null
+  latency_p99_ms: number | null
+}
+
+export type SeriesPoint = UsageMeasures & { t: string; ts: number }
+
+export interface UsageBody {
+  readonly from: number
+  readonly to: number
+  readonly bucket: string
+  readonly totals: UsageMeasures
+  /** One point per bucket from `from` to `to`, zeros where nothing happened. */
+  readonly series: SeriesPoint[]
+  readonly by_key: Array<UsageMeasures & { group: string; name: string | null }>
+  readonly by_model: Array<UsageMeasures & { group: string }>
+  readonly by_provider: Array<UsageMeasures & { group: string }>
 }

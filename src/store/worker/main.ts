@@ -13,7 +13,7 @@ import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData,
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
-import type { TraceRow } from './rows.js'
+import type { TraceRow } from '../trace-types.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
 import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'

@@ -5,45 +5,10 @@
 import { isUtf8 } from 'node:buffer'
 import type { Pricing } from '../../pricing/index.js'
 import { estimateTokens } from './tokens.js'
-import type { RawTrace, TraceSummary } from '../trace-types.js'
+import type { RawTrace, TraceRow, TraceSummary } from '../trace-types.js'
+export type { TraceRow }
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
-
-/** A row of the traces table as queries read it back. */
-export interface TraceRow {
-  account_id: string
-  time: string
-  trace_id: string
-  key_id: string
-  provider: string
-  model: string
-  endpoint: string
-  streaming: boolean
-  confidential: boolean
-  status: number
-  outcome: string
-  error_code: string
-  error_cause: string
-  prompt: string
-  prompt_truncated: boolean
-  response: string
-  response_truncated: boolean
-  request_bytes: number
-  response_bytes: number
-  input_tokens: number
-  output_tokens: number
-  cached_input_tokens: number
-  token_source: 'provider' | 'estimated' | 'none'
-  latency_ms: number
-  ttfb_ms: number | null
-  ttft_ms: number | null
-  provider_ms: number | null
-  overhead_ms: number
-  cost_usd: number | null
-  cost_status: 'priced' | 'unknown_model' | 'not_called'
-  detection: string
-  issues: string
-}
 
 /** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
 export interface TraceRecord {

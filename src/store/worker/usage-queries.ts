@@ -1,6 +1,8 @@
 // The dashboard's usage queries, all from the usage_minute rollup (never the raw traces), all
 // parameterised and filtered by the caller's account.
 import type { ClickHouseClient } from '@clickhouse/client'
+import type { UsageMeasures } from '../trace-types.js'
+export type { UsageMeasures }
 import { chTime } from './connect.js'
 
 export interface UsageRange {
@@ -9,19 +11,6 @@ export interface UsageRange {
   readonly from: number
   /** Epoch ms, exclusive. */
   readonly to: number
-}
-
-export interface UsageMeasures {
-  requests: number
-  blocked: number
-  errors: number
-  input_tokens: number
-  output_tokens: number
-  cached_input_tokens: number
-  cost_usd: number
-  latency_p50_ms: number | null
-  latency_p95_ms: number | null
-  latency_p99_ms: number | null
 }
 
 export type Bucket = 'minute' | 'hour' | 'day'

@@ -4,7 +4,8 @@
 // queries could straddle an insert and disagree by the rows it brought).
 import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
-import { BUCKETS, MEASURES, measures, type Bucket, type Raw, type UsageMeasures, type UsageRange } from './usage-queries.js'
+import { BUCKETS, MEASURES, measures, type Bucket, type Raw, type UsageRange } from './usage-queries.js'
+import type { UsageMeasures } from '../trace-types.js'
 
 export interface UsageReport {
   readonly totals: UsageMeasures
