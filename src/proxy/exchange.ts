@@ -9,6 +9,7 @@ import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
 import type { Verdict } from '../detection/types.js'
+import type { CallLabels } from '../store/trace-types.js'
 
 export type Outcome = 'ok' | 'blocked' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
 
@@ -18,6 +19,8 @@ export class Exchange {
   readonly res: HttpResponse
   readonly dialect: Dialect
   readonly requestId: string
+  /** The route the client called, as the trace's endpoint column names it (`/v1/chat/completions`). */
+  readonly endpoint: string
   readonly startedAt: number
   /** Epoch ms at arrival, for the trace's time column. */
   readonly startedWall: number
@@ -32,6 +35,8 @@ export class Exchange {
   model: string | null = null
   streaming = false
   confidential = false
+  /** The caller's x-tracegate-* labels; null when it sent none. */
+  labels: CallLabels | null = null
   aborted = false
   /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false
@@ -54,9 +59,10 @@ export class Exchange {
   controller: Dispatcher.DispatchController | null = null
   readonly #onFinish: FinishListener
 
-  constructor (res: HttpResponse, dialect: Dialect, requestId: string, onFinish: FinishListener) {
+  constructor (res: HttpResponse, dialect: Dialect, endpoint: string, requestId: string, onFinish: FinishListener) {
     this.res = res
     this.dialect = dialect
+    this.endpoint = endpoint
     this.requestId = requestId
     this.startedAt = performance.now()
     this.startedWall = Date.now()

@@ -116,7 +116,7 @@ class ProxyRoute {
   /** Steps 1 and 2: the head's framing and size, then the body. */
   readonly handle = (res: HttpResponse, req: HttpRequest): void => {
     const dialect = this.#dialect
-    const x = new Exchange(res, dialect, newRequestId(), this.#deps.onFinish)
+    const x = new Exchange(res, dialect, dialect.route, newRequestId(), this.#deps.onFinish)
     this.#deps.onStart()
     res.onAborted(() => { x.clientAborted() })
     if (this.#deps.isClosing()) {

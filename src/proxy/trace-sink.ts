@@ -31,7 +31,7 @@ function traceMeta (x: Exchange): TraceMeta {
     time: x.startedWall,
     provider: x.dialect.name,
     model: x.model ?? '',
-    endpoint: x.dialect.route,
+    endpoint: x.endpoint,
     streaming: x.streaming,
     confidential: x.confidential,
     status: x.status,

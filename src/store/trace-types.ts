@@ -4,6 +4,18 @@
 // compiled into the browser build too, so the dashboard reads exactly what the server answers.
 import type { ProviderName } from '../providers/index.js'
 
+/**
+ * What the caller said about a call in the x-tracegate-user, -session, -tags and -metadata headers,
+ * stored on its trace so queries can filter on it. Labels, never prompt text: a confidential call keeps them.
+ */
+export interface CallLabels {
+  /** '' when not given. */
+  readonly user: string
+  readonly session: string
+  readonly tags: readonly string[]
+  readonly metadata: Readonly<Record<string, string>>
+}
+
 export interface RawTrace {
   readonly traceId: string
   readonly accountId: string
