@@ -103,9 +103,10 @@ export class Tracegate {
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
     mkdirSync(baseConfig.dataDir, { recursive: true })
     const log = options.log ?? null
+    let pricing: Pricing
     try {
       // Checked here so a bad operator file stops the start instead of every trace.
-      Pricing.load(baseConfig.pricingFile)
+      pricing = Pricing.load(baseConfig.pricingFile)
     } catch (err) {
       if (err instanceof PricingError) throw new ConfigError('TRACEGATE_PRICING_FILE', err.message)
       throw err
@@ -159,6 +160,7 @@ export class Tracegate {
         onStart: calls.started,
         onFinish: calls.finished,
         ready: () => readiness(store),
+        pricing,
       })
       const bound = await listen(app, config.host, config.proxyPort)
       let dashboard: DashboardServer

@@ -68,8 +68,8 @@ function noSecrets (t: Test, r: RawResponse, extra: readonly string[] = []): voi
   }
 }
 
-/** Status, code, param, the exact error shape, request_id equal to x-request-id, and no secret. */
-function expectError (t: Test, r: RawResponse, status: number, code: string, param: string | null = null): void {
+/** Status, code, param, the exact error shape (with `extra` members), request_id equal to x-request-id, and no secret. */
+function expectError (t: Test, r: RawResponse, status: number, code: string, param: string | null = null, extra: readonly string[] = []): void {
   t.equal(r.status, status, `status ${status}`)
   t.match(String(r.headers['content-type']), /^application\/json/, 'JSON content-type')
   let parsed: any
@@ -81,7 +81,7 @@ function expectError (t: Test, r: RawResponse, status: number, code: string, par
   }
   t.same(Object.keys(parsed), ['error'], 'one top-level key')
   const e = parsed.error ?? {}
-  t.same(Object.keys(e).sort(), ['code', 'message', 'param', 'request_id', 'type'], 'error keys')
+  t.same(Object.keys(e).sort(), ['code', 'message', 'param', 'request_id', 'type', ...extra].sort(), 'error keys')
   t.equal(e.code, code, `code ${code}`)
   t.equal(e.param, param, `param ${String(param)}`)
   t.type(e.type, 'string')
@@ -387,7 +387,11 @@ t.test('10. 404 and 405 are JSON errors with a UUIDv7 x-request-id', async (t) =
   for (const [method, path] of [['GET', '/'], ['GET', '/nope'], ['POST', '/api/delta_service/chat_completion'], ['POST', '/api/alpha_service']]) {
     const before = s.mock.stats.received
     const r = await send(method!, s.url + path!, method === 'POST' ? JSON.stringify(body('alpha')) : undefined)
-    expectError(t, r, 404, 'not_found')
+    expectError(t, r, 404, 'not_found', null, ['routes'])
+    const routes = (json(r).error as { routes?: unknown }).routes
+    for (const route of [...PROVIDERS.map((q) => `POST ${ROUTES[q]}`), 'POST /v1/chat/completions', 'POST /v1/messages', 'POST /v1beta/models/{model}:generateContent', 'GET /v1/models', 'GET /healthz']) {
+      t.ok(Array.isArray(routes) && routes.includes(route), `the 404 lists ${route}`)
+    }
     t.equal(s.mock.stats.received, before)
   }
   for (const p of PROVIDERS) {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { repoFile } from '../paths.js'
-import type { ProviderName } from '../providers/index.js'
+import { isProviderName, type ListedModel, type ProviderName } from '../providers/index.js'
 
 export interface PriceEntry {
   readonly provider: ProviderName
@@ -41,7 +41,7 @@ export class PricingError extends Error {
 function validEntry (e: unknown): e is PriceEntry {
   const x = e as Record<string, unknown>
   const price = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0
-  return typeof x === 'object' && x !== null && ['alpha', 'beta', 'gamma'].includes(x.provider as string) &&
+  return typeof x === 'object' && x !== null && typeof x.provider === 'string' && isProviderName(x.provider) &&
     typeof x.model === 'string' && x.model !== '' && price(x.input_per_mtok) && price(x.output_per_mtok) &&
     (x.cached_input_per_mtok === null || x.cached_input_per_mtok === undefined || price(x.cached_input_per_mtok))
 }
@@ -79,6 +79,13 @@ export class Pricing {
     const tables = [readTable(TABLE_FILE)]
     if (operatorFile !== null) tables.push(readTable(operatorFile))
     return new Pricing(tables)
+  }
+
+  /** The models a provider has a price for, by id: what the models routes list. */
+  models (provider: ProviderName): ListedModel[] {
+    const m = this.#byProvider.get(provider)
+    if (m === undefined) return []
+    return [...m.values()].map((e) => ({ id: e.model, asOf: e.as_of ?? '' })).sort((a, b) => a.id.localeCompare(b.id))
   }
 
   /** The entry for a model: exact id, else the longest entry that the id extends (`gpt-4o-2024-08-06` → `gpt-4o`). */

@@ -1,5 +1,5 @@
 // alpha: OpenAI Chat Completions (any OpenAI-compatible server can stand behind it).
-import { count as n, asArray, asObject, asString, type Json } from './json.js'
+import { count as n, asArray, asObject, asString, epochSeconds, type Json } from './json.js'
 import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
@@ -70,6 +70,22 @@ function walkRequest (body: Json, sink: RequestSink): void {
 export const alpha: Dialect = {
   name: 'alpha',
   route: '/api/alpha_service/chat_completion',
+  native: {
+    route: '/v1/chat/completions',
+    routeNames: ['POST /v1/chat/completions'],
+    keyHeaders: ['authorization'],
+    keyQuery: null,
+    modelsRoute: '/v1/models',
+    modelList: (models) => JSON.stringify({
+      object: 'list',
+      data: models.map((m) => ({ id: m.id, object: 'model', created: epochSeconds(m.asOf), owned_by: 'tracegate' })),
+    }),
+    // OpenAI's shape is tracegate's own: the SDK reads message, type, param and code.
+    clientError: (e) => ({
+      status: e.status,
+      body: JSON.stringify({ error: { message: e.message, type: e.type, param: e.param, code: e.code, request_id: e.requestId, ...e.extra } }),
+    }),
+  },
   defaultBaseUrl: 'https://api.openai.com',
   priceCatalog: { id: 'openai', models: /^(gpt-4o|gpt-4o-mini|gpt-4\.1(-mini|-nano)?|gpt-5(\.\d)?(-mini|-nano|-pro)?|o1|o1-mini|o3|o3-mini|o3-pro|o4-mini|gpt-3\.5-turbo|gpt-4-turbo)$/ },
   keyField: 'alpha_api_key',

@@ -60,6 +60,26 @@ function blocks (sink: RequestSink, i: number, role: string, base: string, conte
 export const beta: Dialect = {
   name: 'beta',
   route: '/api/beta_service/chat_completion',
+  native: {
+    route: '/v1/messages',
+    routeNames: ['POST /v1/messages'],
+    // The SDK sends apiKey as x-api-key, and authToken as a Bearer token.
+    keyHeaders: ['x-api-key', 'authorization'],
+    keyQuery: null,
+    modelsRoute: '/v1/models',
+    modelList (models) {
+      const data = models.map((m) => ({ type: 'model', id: m.id, display_name: m.id, created_at: `${m.asOf}T00:00:00Z` }))
+      return JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null })
+    },
+    clientError (e) {
+      // Anthropic answers a bad parameter with 400 (it has no 422).
+      const status = e.status === 422 ? 400 : e.status
+      const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+      // The SDK reads error.type, error.message and error.details.error_code (APIError.errorCode).
+      const details = { error_code: e.code, param: e.param, request_id: e.requestId, ...e.extra }
+      return { status, body: JSON.stringify({ type: 'error', error: { type, message: e.message, details }, request_id: e.requestId }) }
+    },
+  },
   defaultBaseUrl: 'https://api.anthropic.com',
   priceCatalog: { id: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
   keyField: 'beta_api_key',

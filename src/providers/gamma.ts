@@ -59,6 +59,36 @@ function parts (sink: RequestSink, i: number, role: string, base: string, list: 
 export const gamma: Dialect = {
   name: 'gamma',
   route: '/api/gamma_service/chat_completion',
+  native: {
+    route: '/v1beta/models/:model',
+    routeNames: ['POST /v1beta/models/{model}:generateContent', 'POST /v1beta/models/{model}:streamGenerateContent'],
+    keyHeaders: ['x-goog-api-key'],
+    keyQuery: 'key',
+    parseModelSegment (segment) {
+      const colon = segment.lastIndexOf(':')
+      const method = segment.slice(colon + 1)
+      if (colon <= 0 || (method !== 'generateContent' && method !== 'streamGenerateContent')) return null
+      return { model: segment.slice(0, colon), stream: method === 'streamGenerateContent' }
+    },
+    modelsRoute: '/v1beta/models',
+    modelList: (models) => JSON.stringify({
+      models: models.map((m) => ({
+        name: `models/${m.id}`,
+        baseModelId: m.id,
+        displayName: m.id,
+        supportedGenerationMethods: ['generateContent', 'streamGenerateContent'],
+      })),
+    }),
+    clientError (e) {
+      // Google answers a bad argument with 400 INVALID_ARGUMENT (it has no 422); the code travels as an ErrorInfo reason.
+      const status = e.status === 422 ? 400 : e.status
+      const metadata: Record<string, string> = { request_id: e.requestId }
+      if (e.param !== null) metadata.param = e.param
+      const details = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: e.code, domain: 'tracegate', metadata }]
+      const name = STATUSES[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION')
+      return { status, body: JSON.stringify({ error: { code: status, message: e.message, status: name, details, ...e.extra } }) }
+    },
+  },
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   priceCatalog: { id: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },
   keyField: 'gamma_api_key',
@@ -70,9 +100,10 @@ export const gamma: Dialect = {
   validModel: (model) => MODEL.test(bareModel(model)),
   target (facts) {
     const model = encodeURIComponent(bareModel(facts.model ?? ''))
+    // The contract route always streams as server-sent events; a native route passes the client's query on.
     return facts.stream
-      ? { path: `/v1beta/models/${model}:streamGenerateContent?alt=sse`, streaming: true }
-      : { path: `/v1beta/models/${model}:generateContent`, streaming: false }
+      ? { path: `/v1beta/models/${model}:streamGenerateContent${facts.query ?? '?alt=sse'}`, streaming: true }
+      : { path: `/v1beta/models/${model}:generateContent${facts.query ?? ''}`, streaming: false }
   },
   authHeaders: (key) => ({ 'x-goog-api-key': key }),
   forwardHeaders: new Set(['x-goog-user-project']),

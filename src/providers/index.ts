@@ -8,7 +8,7 @@ import type { Dialect } from './types.js'
 const REGISTRY = { alpha, beta, gamma }
 
 export type ProviderName = keyof typeof REGISTRY
-export type { AnswerSink, Dialect, ParamRule, ReportedUsage, RequestFacts, RequestSink, UpstreamTarget } from './types.js'
+export type { AnswerSink, ClientAnswer, ClientError, Dialect, ListedModel, NativeApi, ParamRule, ReportedUsage, RequestFacts, RequestSink, UpstreamTarget } from './types.js'
 
 export const DIALECTS: Readonly<Record<ProviderName, Dialect>> = REGISTRY
 export const PROVIDERS: readonly ProviderName[] = Object.keys(REGISTRY) as ProviderName[]

@@ -28,3 +28,9 @@ export function jsonStrings (v: unknown, acc: string[] = []): string[] {
 export function show (v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v, null, 2) ?? String(v)
 }
+
+/** A calendar day (YYYY-MM-DD, UTC) as Unix seconds; 0 when it is not one. */
+export function epochSeconds (day: string): number {
+  const ms = Date.parse(`${day}T00:00:00Z`)
+  return Number.isFinite(ms) ? ms / 1000 : 0
+}

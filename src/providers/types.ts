@@ -17,11 +17,63 @@ export interface UpstreamTarget {
   readonly streaming: boolean
 }
 
-/** What the generic code learnt from the body that a dialect needs to aim the request. */
+/** What the generic code learnt from the body (or, on a native route, the path) that a dialect needs to aim the request. */
 export interface RequestFacts {
   readonly model: string | null
   /** Gamma takes `stream` as a service field; the others read the provider's own `stream` parameter. */
   readonly stream: boolean
+  /** The client's own query string on a native route ('' for none), less the key; absent on the contract route. */
+  readonly query?: string
+}
+
+/** An error tracegate answers, as a native route writes it in the provider's own shape. */
+export interface ClientError {
+  readonly status: number
+  /** tracegate's error type (errors.ts): invalid_request_error, authentication_error, … */
+  readonly type: string
+  /** tracegate's stable code. */
+  readonly code: string
+  readonly message: string
+  readonly param: string | null
+  readonly requestId: string
+  /** More members (the findings of a blocked prompt). */
+  readonly extra: Readonly<Record<string, unknown>> | null
+}
+
+/** A response's status and JSON body. */
+export interface ClientAnswer {
+  readonly status: number
+  readonly body: string
+}
+
+/** A model tracegate can price, as the models routes list it. */
+export interface ListedModel {
+  readonly id: string
+  /** The day its price was taken (YYYY-MM-DD). */
+  readonly asOf: string
+}
+
+/**
+ * The provider's own API, served as a drop-in base URL: an SDK pointed at tracegate sends what it sends
+ * to the provider, with its key in its usual header, and reads errors in the provider's own shape.
+ */
+export interface NativeApi {
+  /** The uWS pattern of the POST route (`/v1/chat/completions`; gamma's last segment holds model and method). */
+  readonly route: string
+  /** How the route's path shows the docs and the 404 list (`/v1beta/models/{model}:generateContent`). */
+  readonly routeNames: readonly string[]
+  /** Where the SDK sends its key, in order: lower-case header names (`authorization` is read as a Bearer token). */
+  readonly keyHeaders: readonly string[]
+  /** A query parameter that may carry the key instead (gamma's `?key=`), or null. */
+  readonly keyQuery: string | null
+  /** The model and whether it streams, from the route's model segment (gamma), or null when it names no method. */
+  parseModelSegment? (segment: string): { readonly model: string, readonly stream: boolean } | null
+  /** The GET path that lists models. */
+  readonly modelsRoute: string
+  /** The models list in the provider's own shape. */
+  modelList (models: readonly ListedModel[]): string
+  /** One of tracegate's errors in the provider's shape and status conventions, still carrying tracegate's code and request id. */
+  clientError (e: ClientError): ClientAnswer
 }
 
 /** Token usage as the provider reports it. */
@@ -57,6 +109,8 @@ export interface AnswerSink {
 export interface Dialect {
   readonly name: ProviderName
   readonly route: string
+  /** The provider's own API, served as drop-in routes. */
+  readonly native: NativeApi
   /** Where the provider's API lives unless TRACEGATE_<NAME>_BASE_URL says otherwise. */
   readonly defaultBaseUrl: string
   /** Where `npm run pricing:update` finds this provider's prices: its id in @pydantic/genai-prices and the models the table keeps. */

@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
-import { asTracegateError, sendError } from '../server/respond.js'
+import { asTracegateError, sendError, type ErrorShape } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
@@ -21,6 +21,8 @@ export class Exchange {
   readonly requestId: string
   /** The route the client called, as the trace's endpoint column names it (`/v1/chat/completions`). */
   readonly endpoint: string
+  /** How this route writes its errors (tracegate's body, or the provider's on a native route). */
+  readonly shape: ErrorShape
   readonly startedAt: number
   /** Epoch ms at arrival, for the trace's time column. */
   readonly startedWall: number
@@ -59,10 +61,11 @@ export class Exchange {
   controller: Dispatcher.DispatchController | null = null
   readonly #onFinish: FinishListener
 
-  constructor (res: HttpResponse, dialect: Dialect, endpoint: string, requestId: string, onFinish: FinishListener) {
+  constructor (res: HttpResponse, dialect: Dialect, endpoint: string, shape: ErrorShape, requestId: string, onFinish: FinishListener) {
     this.res = res
     this.dialect = dialect
     this.endpoint = endpoint
+    this.shape = shape
     this.requestId = requestId
     this.startedAt = performance.now()
     this.startedWall = Date.now()
@@ -109,8 +112,7 @@ export class Exchange {
     if (!this.aborted) {
       if (this.headersSent) this.res.close()
       else {
-        this.status = e.status
-        sendError(this.res, e, this.requestId)
+        this.status = sendError(this.res, e, this.requestId, false, [], this.shape)
         this.wrote()
       }
     }

@@ -4,19 +4,21 @@ import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
 import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import type { Config } from '../config.js'
-import { ERRORS, TracegateError } from '../errors.js'
+import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
 import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
-import { sendError, startError } from '../server/respond.js'
+import { nativeShape, sendError, startError, TRACEGATE_SHAPE } from '../server/respond.js'
+import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { ResponseCapture } from './capture.js'
-import { cutMembers, Kind, stringValue } from './scan.js'
-import { checkSchema, HEADER_VALUE, readServiceFields, type CheckedRequest, type ServiceFields } from './validate.js'
+import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
+import { cutMembers, isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
+import { checkSchema, HEADER_VALUE, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
 
 export interface ProxyDeps {
   readonly config: Config
@@ -34,9 +36,9 @@ export interface ProxyDeps {
 }
 
 /** The model named in the body, for traces of calls rejected before the schema check passed. */
-function modelOf (body: Buffer, sf: ServiceFields, dialect: Dialect): string | null {
+function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): string | null {
   let model: string | null = null
-  for (const m of sf.members) if (m.name === 'model' && m.kind === Kind.String) model = stringValue(body, m)
+  for (const m of members) if (m.name === 'model' && m.kind === Kind.String) model = stringValue(body, m)
   return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
 }
 
@@ -57,28 +59,23 @@ function blockedSummary (v: Verdict): Record<string, unknown> {
  * client still sending reads the answer instead of a reset.
  */
 function tooLarge (x: Exchange): void {
-  refused(x, 'body_too_large')
-  sendError(x.res, 'body_too_large', x.requestId)
+  x.status = sendError(x.res, 'body_too_large', x.requestId, false, [], x.shape)
+  x.errorCode = 'body_too_large'
   x.finish('rejected')
 }
 
 /** 413 for a body that passed the limit while streaming in: answered at once, the rest dropped (body.ts). */
 function tooLargeMidBody (x: Exchange): void {
-  refused(x, 'body_too_large')
-  startError(x.res, 'body_too_large', x.requestId)
+  x.status = startError(x.res, 'body_too_large', x.requestId, [], x.shape)
+  x.errorCode = 'body_too_large'
   x.finish('rejected')
 }
 
 /** A head whose body length is ambiguous (head.ts): 400 and the connection closed, nothing read. */
 function malformed (x: Exchange): void {
-  refused(x, 'malformed_request')
-  sendError(x.res, 'malformed_request', x.requestId, true)
+  x.status = sendError(x.res, 'malformed_request', x.requestId, true, [], x.shape)
+  x.errorCode = 'malformed_request'
   x.finish('rejected')
-}
-
-function refused (x: Exchange, code: 'body_too_large' | 'malformed_request'): void {
-  x.status = ERRORS[code].status
-  x.errorCode = code
 }
 
 /** What the checks learnt that the upstream request needs. */
@@ -89,23 +86,45 @@ interface Outbound {
   readonly body: Buffer
 }
 
+/** What the head said, read while the uWS request is valid and carried to the later steps. */
+interface Head {
+  readonly caller: CallerHeaders
+  /** The keys a native route found in headers (null on the contract route: they are in the body). */
+  readonly keys: NativeKeys | null
+  /** A native route's path facts (gamma: model and stream) and the query passed on (less the key). */
+  readonly path: PathFacts | null
+  readonly query: string
+}
+
+/** The request once read: its top-level members, the tracegate key, and the members to cut (contract route). */
+interface Received {
+  readonly head: Head
+  readonly members: readonly Member[]
+  readonly apiKey: string
+  readonly cut: ReadonlySet<number> | null
+}
+
 /**
- * One dialect's route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields
- * and the key (`#received`), the plan, the schema and the provider key (`#authorised`), detection
- * (`#detect`), and the upstream call (`#dispatch`). The raw body, which holds keys, is passed from step
- * to step and never kept on the exchange; the exchange only ever holds the forwarded body.
+ * One route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields and the
+ * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
+ * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
+ * takes the keys from the body and cuts them out; a native route (the provider's own path) takes them
+ * from the headers its SDK sends and forwards the body as it came. The raw body, which may hold keys,
+ * is passed from step to step and never kept on the exchange; the exchange only holds the forwarded body.
  */
 class ProxyRoute {
   readonly #dialect: Dialect
   readonly #deps: ProxyDeps
+  readonly #native: boolean
   readonly #limit: number
   readonly #serverKey: string | null
   readonly #origin: string
   readonly #basePath: string
 
-  constructor (dialect: Dialect, deps: ProxyDeps) {
+  constructor (dialect: Dialect, deps: ProxyDeps, native: boolean) {
     this.#dialect = dialect
     this.#deps = deps
+    this.#native = native
     this.#limit = deps.config.maxBodyBytes
     this.#serverKey = deps.config.providers[dialect.name].apiKey
     const baseUrl = new URL(deps.config.providers[dialect.name].baseUrl)
@@ -116,7 +135,30 @@ class ProxyRoute {
   /** Steps 1 and 2: the head's framing and size, then the body. */
   readonly handle = (res: HttpResponse, req: HttpRequest): void => {
     const dialect = this.#dialect
-    const x = new Exchange(res, dialect, dialect.route, newRequestId(), this.#deps.onFinish)
+    let head: Head
+    let endpoint = dialect.route
+    if (this.#native) {
+      const native = dialect.native
+      let path: PathFacts = { model: null, stream: null }
+      if (native.parseModelSegment !== undefined) {
+        const parsed = native.parseModelSegment(req.getParameter(0) ?? '')
+        // `models/x:countTokens` and the like: not a route tracegate serves.
+        if (parsed === null) { notFound(res, nativeShape(dialect)); return }
+        path = parsed
+        endpoint = native.routeNames[parsed.stream ? 1 : 0]!.slice(5)
+      } else {
+        endpoint = native.route
+      }
+      const rawQuery = req.getQuery() ?? ''
+      const params = rawQuery === '' ? null : new URLSearchParams(rawQuery)
+      const keys = readNativeKeys(dialect, req, params)
+      if (params !== null && native.keyQuery !== null) params.delete(native.keyQuery)
+      const query = params === null || params.size === 0 ? '' : '?' + params.toString()
+      head = { caller: readCallerHeaders(req), keys, path, query }
+    } else {
+      head = { caller: readCallerHeaders(req), keys: null, path: null, query: '' }
+    }
+    const x = new Exchange(res, dialect, endpoint, this.#native ? nativeShape(dialect) : TRACEGATE_SHAPE, newRequestId(), this.#deps.onFinish)
     this.#deps.onStart()
     res.onAborted(() => { x.clientAborted() })
     if (this.#deps.isClosing()) {
@@ -146,7 +188,7 @@ class ProxyRoute {
         return
       }
       try {
-        this.#received(x, r.body)
+        this.#received(x, r.body, head)
       } catch (err) {
         x.fail(err)
       }
@@ -154,18 +196,28 @@ class ProxyRoute {
   }
 
   /** Steps 2 to 4: valid JSON, the service fields, the tracegate key (synchronous when it is cached). */
-  #received (x: Exchange, raw: Buffer): void {
-    const sf = readServiceFields(raw, this.#dialect)
-    const verdict = authenticate(this.#deps.keys, sf.apiKey, 'proxy')
-    if (verdict instanceof Promise) {
-      verdict.then((v) => { this.#authorised(x, raw, sf, v) }).catch((err: unknown) => { x.fail(err) })
+  #received (x: Exchange, raw: Buffer, head: Head): void {
+    let got: Received
+    if (head.keys === null) {
+      const sf = readServiceFields(raw, this.#dialect)
+      got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut }
     } else {
-      this.#authorised(x, raw, sf, verdict)
+      if (raw.length === 0 || !isValidJson(raw)) throw new TracegateError('invalid_json')
+      const members = scanTopLevel(raw)
+      if (members === null) throw new TracegateError('invalid_json', { message: 'The request body must be a JSON object.' })
+      if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
+      got = { head, members, apiKey: head.keys.tracegateKey, cut: null }
+    }
+    const verdict = authenticate(this.#deps.keys, got.apiKey, 'proxy')
+    if (verdict instanceof Promise) {
+      verdict.then((v) => { this.#authorised(x, raw, got, v) }).catch((err: unknown) => { x.fail(err) })
+    } else {
+      this.#authorised(x, raw, got, verdict)
     }
   }
 
-  /** Steps 5 to 7: the plan, the schema, the provider key and headers; then detection or the call. */
-  #authorised (x: Exchange, raw: Buffer, sf: ServiceFields, verdict: KeyVerdict): void {
+  /** Steps 5 to 7: the plan, the schema, the labels, the provider key and headers; then detection or the call. */
+  #authorised (x: Exchange, raw: Buffer, got: Received, verdict: KeyVerdict): void {
     if (x.aborted) return
     // A refused key is counted, not traced: the exchange has no account.
     if (verdict instanceof TracegateError) {
@@ -174,7 +226,8 @@ class ProxyRoute {
     }
     // Authenticated: the exchange is traced whatever follows, with the body that has no keys in it.
     const dialect = this.#dialect
-    const body = cutMembers(raw, sf.members, sf.cut)
+    const { head } = got
+    const body = got.cut === null ? raw : cutMembers(raw, got.members, got.cut)
     x.forwarded = body
     x.accountId = verdict.accountId
     x.keyId = verdict.keyId
@@ -182,23 +235,33 @@ class ProxyRoute {
     let checked: CheckedRequest
     try {
       if (verdict.plan !== 'pro' && verdict.plan !== 'enterprise') throw new TracegateError('plan_required')
-      checked = checkSchema(raw, sf.members, dialect)
+      checked = checkSchema(raw, got.members, dialect, head.path)
       // Known from here on, also for the trace of a call refused below (a confidential one stays so).
       x.model = checked.model
       x.streaming = checked.stream
-      x.confidential = checked.isConfidential
-      const providerKey = checked.providerKey ?? (verdict.serverSideKeys ? this.#serverKey : null)
-      if (providerKey === null) throw new TracegateError('missing_provider_key', { param: dialect.keyField })
-      out = { path: dialect.target(checked).path, headers: this.#headers(x, providerKey), body }
+      x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
+      x.labels = callLabels(head.caller)
+      const providerKey = this.#providerKey(checked, head.keys, verdict.serverSideKeys)
+      const facts = head.keys === null ? checked : { ...checked, query: head.query }
+      out = { path: dialect.target(facts).path, headers: this.#headers(x, providerKey), body }
     } catch (err) {
       // The trace of a call refused before the schema passed still names the model, when it is readable.
-      x.model ??= modelOf(raw, sf, dialect)
+      x.model ??= head.path?.model ?? modelOf(raw, got.members, dialect)
       x.fail(err)
       return
     }
-    if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, checked.stream)
-    if (this.#deps.detection === null || checked.isConfidential) this.#dispatch(x, out)
+    if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
+    if (this.#deps.detection === null || x.confidential) this.#dispatch(x, out)
     else this.#detect(x, this.#deps.detection, out)
+  }
+
+  /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
+  #providerKey (checked: CheckedRequest, keys: NativeKeys | null, serverSideKeys: boolean): string {
+    if (keys !== null && keys.conflict !== null) throw keys.conflict
+    const own = keys === null ? checked.providerKey : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
+    const key = own ?? (serverSideKeys ? this.#serverKey : null)
+    if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
+    return key
   }
 
   /** The upstream headers: the client's passed-on ones (printable ASCII only), defaults, the provider key. */
@@ -253,6 +316,7 @@ class ProxyRoute {
   }
 }
 
-export function proxyRoute (dialect: Dialect, deps: ProxyDeps): (res: HttpResponse, req: HttpRequest) => void {
-  return new ProxyRoute(dialect, deps).handle
+/** The contract route of a dialect (keys in the body), or its native route (keys in the SDK's headers). */
+export function proxyRoute (dialect: Dialect, deps: ProxyDeps, native = false): (res: HttpResponse, req: HttpRequest) => void {
+  return new ProxyRoute(dialect, deps, native).handle
 }

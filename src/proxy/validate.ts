@@ -72,15 +72,30 @@ function invalid (param: string, message: string): TracegateError {
   return new TracegateError('invalid_field', { param, message })
 }
 
+/**
+ * What a native route's path says (gamma: the model and whether it streams; null where the body says
+ * it). On a native route the body is the provider's alone: no member of it is a service field.
+ */
+export interface PathFacts {
+  readonly model: string | null
+  readonly stream: boolean | null
+}
+
 /** Step 6: service field types, the provider's parameters the dialect requires. */
-export function checkSchema (body: Buffer, members: readonly Member[], dialect: Dialect): CheckedRequest {
+export function checkSchema (body: Buffer, members: readonly Member[], dialect: Dialect, path: PathFacts | null = null): CheckedRequest {
   let isConfidential = false
   let providerKey: string | null = null
-  let model: string | null = null
-  let stream = false
+  let model: string | null = path?.model ?? null
+  let stream = path?.stream ?? false
   const present = new Set<string>()
+  if (model !== null) {
+    present.add('model')
+    if (dialect.validModel !== undefined && !dialect.validModel(model)) throw invalid('model', 'The model in the path is not a valid model name.')
+  }
   for (const m of members) {
     const kind = m.kind
+    if (path !== null && ((m.name === 'model' && path.model !== null) || (m.name === 'stream' && path.stream !== null))) continue
+    if (path !== null && (m.name === 'is_confidential' || PROVIDER_KEY_FIELDS.includes(m.name))) continue
     if (m.name === 'is_confidential') {
       if (kind !== Kind.True && kind !== Kind.False) throw invalid('is_confidential', 'is_confidential must be a boolean.')
       isConfidential = kind === Kind.True

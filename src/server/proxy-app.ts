@@ -1,12 +1,17 @@
-// The proxy port: the three provider routes, health and readiness, and JSON 404/405 for the rest. Every
-// route refuses a head with ambiguous framing (head.ts); the provider routes check it themselves.
+// The proxy port: each provider's contract route and its native routes (the provider's own paths, for
+// SDKs), the models lists, health and readiness, and JSON 404/405 for the rest. Every route refuses a
+// head with ambiguous framing (head.ts); the provider routes check it themselves.
+import { authenticate } from '../auth/authenticate.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
-import { DIALECTS } from '../providers/index.js'
+import type { Pricing } from '../pricing/index.js'
+import { DIALECTS, PROVIDERS, type Dialect } from '../providers/index.js'
+import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { framed } from './head.js'
-import { sendError, sendJson, type Headers } from './respond.js'
-import { uws, type HttpResponse, type TemplatedApp } from './uws.js'
+import { asTracegateError, nativeShape, sendError, sendJson, TRACEGATE_SHAPE, type ErrorShape, type Headers } from './respond.js'
+import { notFound } from './routes.js'
+import { uws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js'
 
 export interface NotReady {
   readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing'
@@ -18,13 +23,48 @@ export interface ProxyAppDeps extends ProxyDeps {
   ready (): Promise<NotReady | null>
   /** The Prometheus text of the process metrics. */
   metrics (): Promise<string>
+  /** The price table: the models routes list the models it prices. */
+  readonly pricing: Pricing
 }
 
-function methodNotAllowed (allow: string) {
+function methodNotAllowed (allow: string, shape: ErrorShape = TRACEGATE_SHAPE) {
   const err = new TracegateError('method_not_allowed', { message: `Use ${allow}.` })
   const headers: Headers = [['allow', allow]]
   return (res: HttpResponse): void => {
-    sendError(res, err, newRequestId(), false, headers)
+    sendError(res, err, newRequestId(), false, headers, shape)
+  }
+}
+
+/** alpha and beta share GET /v1/models: Anthropic's SDK is known by its version header or its key header. */
+function modelsDialect (path: string, req: HttpRequest): Dialect | null {
+  const owners = PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path)
+  if (owners.length <= 1) return owners[0] ?? null
+  const anthropic = req.getHeader('anthropic-version') !== '' || req.getHeader('x-api-key') !== ''
+  return owners.find((d) => d.native.keyHeaders[0] === (anthropic ? 'x-api-key' : 'authorization')) ?? owners[0]!
+}
+
+/**
+ * GET the models list in the provider's shape: the models tracegate can price. It needs a valid proxy
+ * key, sent as the SDK sends it, and never calls the provider.
+ */
+function modelsRoute (deps: ProxyAppDeps, path: string) {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    const dialect = modelsDialect(path, req)!
+    const shape = nativeShape(dialect)
+    const id = newRequestId()
+    const query = req.getQuery() ?? ''
+    const keys = readNativeKeys(dialect, req, query === '' ? null : new URLSearchParams(query))
+    let aborted = false
+    res.onAborted(() => { aborted = true })
+    const answer = (verdict: Awaited<ReturnType<typeof authenticate>>): void => {
+      if (aborted) return
+      if (verdict instanceof TracegateError) { sendError(res, verdict, id, false, [], shape); return }
+      sendJson(res, 200, dialect.native.modelList(deps.pricing.models(dialect.name)), id)
+    }
+    if (keys.tracegateKey === null) { sendError(res, 'missing_tracegate_key', id, false, [], shape); return }
+    const verdict = authenticate(deps.keys, keys.tracegateKey, 'proxy')
+    if (verdict instanceof Promise) verdict.then(answer, (err: unknown) => { if (!aborted) sendError(res, asTracegateError(err), id, false, [], shape) })
+    else answer(verdict)
   }
 }
 
@@ -33,6 +73,13 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   for (const dialect of Object.values(DIALECTS)) {
     app.post(dialect.route, proxyRoute(dialect, deps))
     app.any(dialect.route, framed(methodNotAllowed('POST')))
+    const shape = nativeShape(dialect)
+    app.post(dialect.native.route, proxyRoute(dialect, deps, true))
+    app.any(dialect.native.route, framed(methodNotAllowed('POST', shape)))
+  }
+  for (const path of new Set(PROVIDERS.map((p) => DIALECTS[p].native.modelsRoute))) {
+    app.get(path, framed(modelsRoute(deps, path)))
+    app.any(path, framed(methodNotAllowed('GET')))
   }
   app.get('/healthz', framed((res) => {
     sendJson(res, 200, '{"status":"ok"}', newRequestId())
@@ -67,8 +114,6 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   app.any('/metrics', framed(methodNotAllowed('GET')))
   app.any('/healthz', framed(methodNotAllowed('GET')))
   app.any('/readyz', framed(methodNotAllowed('GET')))
-  app.any('/*', framed((res) => {
-    sendError(res, 'not_found', newRequestId())
-  }))
+  app.any('/*', framed((res) => { notFound(res) }))
   return app
 }

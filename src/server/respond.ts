@@ -2,6 +2,7 @@
 // Writes made outside a uWS callback must be corked; these helpers always cork.
 import { STATUS_CODES } from 'node:http'
 import { TracegateError, type ErrorCode } from '../errors.js'
+import type { ClientAnswer, Dialect } from '../providers/index.js'
 import type { HttpResponse } from './uws.js'
 
 const STATUS_LINES = new Map<number, string>()
@@ -21,6 +22,23 @@ export function errorBody (err: TracegateError, requestId: string): string {
   })
 }
 
+/** How a route writes its errors: tracegate's own body, or a provider's shape on its native routes. */
+export type ErrorShape = (e: TracegateError, requestId: string) => ClientAnswer
+
+export const TRACEGATE_SHAPE: ErrorShape = (e, requestId) => ({ status: e.status, body: errorBody(e, requestId) })
+
+const NATIVE_SHAPES = new WeakMap<Dialect, ErrorShape>()
+
+/** The provider's own error shape and statuses, still carrying tracegate's code and request id. */
+export function nativeShape (dialect: Dialect): ErrorShape {
+  let shape = NATIVE_SHAPES.get(dialect)
+  if (shape === undefined) {
+    shape = (e, requestId) => dialect.native.clientError({ status: e.status, type: e.type, code: e.code, message: e.message, param: e.param, requestId, extra: e.extra })
+    NATIVE_SHAPES.set(dialect, shape)
+  }
+  return shape
+}
+
 /** Turns anything thrown into the error the client sees; unknown faults become internal_error. */
 export function asTracegateError (err: unknown): TracegateError {
   return err instanceof TracegateError ? err : new TracegateError('internal_error', { cause: err })
@@ -38,9 +56,12 @@ export function sendJson (res: HttpResponse, status: number, body: string, reque
   })
 }
 
-export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, closeConnection = false, headers: Headers = []): void {
+/** Answers with an error in the route's shape; returns the status sent. */
+export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, closeConnection = false, headers: Headers = [], shape: ErrorShape = TRACEGATE_SHAPE): number {
   const e = typeof err === 'string' ? new TracegateError(err) : err
-  sendJson(res, e.status, errorBody(e, requestId), requestId, closeConnection, headers)
+  const a = shape(e, requestId)
+  sendJson(res, a.status, a.body, requestId, closeConnection, headers)
+  return a.status
 }
 
 /**
@@ -48,13 +69,14 @@ export function sendError (res: HttpResponse, err: TracegateError | ErrorCode, r
  * client still sending a body that will be dropped (body.ts) can read the answer at once. The reader
  * that drops the body ends it.
  */
-export function startError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, headers: Headers = []): void {
+export function startError (res: HttpResponse, err: TracegateError | ErrorCode, requestId: string, headers: Headers = [], shape: ErrorShape = TRACEGATE_SHAPE): number {
   const e = typeof err === 'string' ? new TracegateError(err) : err
-  const body = errorBody(e, requestId)
+  const { status, body } = shape(e, requestId)
   res.cork(() => {
-    res.writeStatus(statusLine(e.status))
+    res.writeStatus(statusLine(status))
     for (const [k, v] of headers) res.writeHeader(k, v)
     res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', requestId)
     res.write(body)
   })
+  return status
 }

@@ -1,0 +1,20 @@
+// The proxy port's routes, as the JSON 404 lists them for a client that called a path tracegate does not serve.
+import { TracegateError } from '../errors.js'
+import { newRequestId } from '../ids.js'
+import { DIALECTS, PROVIDERS } from '../providers/index.js'
+import { sendError, TRACEGATE_SHAPE, type ErrorShape } from './respond.js'
+import type { HttpResponse } from './uws.js'
+
+export const PROXY_ROUTES: readonly string[] = [
+  ...PROVIDERS.map((p) => `POST ${DIALECTS[p].route}`),
+  ...PROVIDERS.flatMap((p) => DIALECTS[p].native.routeNames),
+  ...new Set(PROVIDERS.map((p) => `GET ${DIALECTS[p].native.modelsRoute}`)),
+  'GET /healthz',
+  'GET /readyz',
+  'GET /metrics',
+]
+
+/** 404 in the route's error shape, listing the routes there are. */
+export function notFound (res: HttpResponse, shape: ErrorShape = TRACEGATE_SHAPE): void {
+  sendError(res, new TracegateError('not_found', { extra: { routes: PROXY_ROUTES } }), newRequestId(), false, [], shape)
+}
