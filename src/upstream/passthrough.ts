@@ -61,7 +61,8 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     }
     this.#headers = out
     const type = headers['content-type']
-    const streaming = typeof type === 'string' && type.startsWith('text/event-stream')
+    // An event stream, or the answer to a streaming request (Gemini's JSON-array stream has a JSON type).
+    const streaming = (typeof type === 'string' && type.startsWith('text/event-stream')) || (x.streaming && statusCode < 300)
     this.#held = streaming ? null : []
   }
 

@@ -56,7 +56,8 @@ function parsed (text: string): Json | null {
 /** The answer's text, or its UTF-8 bytes (then a whole answer's usage is found without decoding it all). */
 export function readResponse (provider: ProviderName, streaming: boolean, answer: string | Buffer): ResponseReading {
   const start = typeof answer === 'string' ? answer.slice(0, 64) : answer.toString('latin1', 0, 64)
-  if (!streaming && !/^(event|data):/m.test(start)) return readWhole(provider, answer)
+  // Gemini's streamGenerateContent without alt=sse streams one JSON array: read as a whole answer.
+  if ((!streaming && !/^(event|data):/m.test(start)) || (streaming && /^\s*\[/.test(start))) return readWhole(provider, answer)
   const dialect = DIALECTS[provider]
   const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
   let found = false
