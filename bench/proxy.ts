@@ -1,5 +1,6 @@
 // Proxy throughput and latency: autocannon against (a) the mock provider called directly, (b) tracegate
-// in front of it and (c) nginx proxy_pass in front of it when nginx is installed, non-streaming and
+// in front of it, on the contract endpoint and on the native /v1/chat/completions route (the keys in
+// headers, as the OpenAI SDK sends them), and (c) nginx proxy_pass in front of it when nginx is installed, non-streaming and
 // streaming; then a fixed 2,000 requests/s; then RSS growth under 1,000 concurrent slow streams.
 // Prints one JSON line per case. Settings: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (50),
 // BENCH_RATE (2000), BENCH_SLOW_STREAMS (1000), BENCH_SKIP (comma list of: throughput, rate, memory).
@@ -63,6 +64,7 @@ async function main (): Promise<void> {
   const targets: Target[] = [
     { name: 'direct', url: `${mock.url}/v1/chat/completions`, body: providerBody, headers: auth },
     { name: 'tracegate', url: `${tg.url}/api/alpha_service/chat_completion`, body: (s) => proxyBody(tg.key, s), headers: {} },
+    { name: 'tracegate_native', url: `${tg.url}/v1/chat/completions`, body: providerBody, headers: { ...auth, 'x-tracegate-key': tg.key } },
   ]
   if (nginx !== null) targets.push({ name: 'nginx', url: `${nginx.url}/v1/chat/completions`, body: providerBody, headers: auth })
   try {
@@ -79,6 +81,7 @@ async function main (): Promise<void> {
             case: 'throughput', mode: stream ? 'stream' : 'json', target: t.name, connections, duration_s: duration,
             rps: r.rps, p50_ms: r.p50, p99_ms: r.p99, errors: r.errors, non2xx: r.non2xx,
             ratio_vs_direct: round2(r.rps / results.direct!.rps),
+            ...(t.name === 'tracegate_native' ? { ratio_vs_contract: round2(r.rps / results.tracegate!.rps) } : {}),
             ...(results.nginx === undefined ? {} : { ratio_vs_nginx: round2(r.rps / results.nginx.rps) }),
           })
         }
