@@ -5,7 +5,8 @@
 // DRAIN_BYTES, DRAIN_IDLE_MS of silence or DRAIN_MS.
 import t, { type Test } from 'tap'
 import { DRAIN_IDLE_MS, DRAIN_MS } from '../../src/server/body.js'
-import { ROUTES, startServer } from '../helpers.js'
+import { startServer } from '../helpers/server.js'
+import { ROUTES } from '../helpers/bodies.js'
 import { parseResponse, upload, type RawResult } from './raw.js'
 
 const LIMIT = 1024 * 1024
