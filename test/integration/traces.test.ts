@@ -257,7 +257,7 @@ t.test('cost from the pricing tables', async (t) => {
   await t.test('per-million units: exactly 1,000,000 input tokens at 1 USD and 24 output at 2 USD = 1.000048 USD', async (t) => {
     // The mock counts one input token per four body bytes: a 4,000,000-byte forwarded body is 1M tokens.
     const n = nonce('million')
-    const base = buildBody('alpha', { apiKey: s.key, model: 'tg-per-million', text: n }).forwarded.length
+    const base = buildBody('alpha', { system: true, apiKey: s.key, model: 'tg-per-million', text: n }).forwarded.length
     const r = await call('alpha', { model: 'tg-per-million', text: n + 'x'.repeat(4_000_000 - base) })
     t.equal(Buffer.byteLength(r.forwarded), 4_000_000)
     t.equal(r.status, 200)
@@ -360,10 +360,10 @@ t.test('outcomes', async (t) => {
   await t.test('refused before authentication: counted, not traced', async (t) => {
     const before = await rejectedBeforeAuth()
     const unknownKey = 'tgk_' + 'A'.repeat(43)
-    const body = buildBody('alpha', { apiKey: s.key, text: 'x' })
+    const body = buildBody('alpha', { system: true, apiKey: s.key, text: 'x' })
     const sends = [
-      { code: 'invalid_api_key', body: buildBody('alpha', { apiKey: 'not-a-tracegate-key', text: 'x' }).sent },
-      { code: 'invalid_api_key', body: buildBody('alpha', { apiKey: unknownKey, text: 'x' }).sent },
+      { code: 'invalid_api_key', body: buildBody('alpha', { system: true, apiKey: 'not-a-tracegate-key', text: 'x' }).sent },
+      { code: 'invalid_api_key', body: buildBody('alpha', { system: true, apiKey: unknownKey, text: 'x' }).sent },
       { code: 'invalid_json', body: '{"api_key": "' + s.key + '", "model": ' },
       { code: 'missing_api_key', body: body.forwarded },
     ]
