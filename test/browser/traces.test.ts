@@ -2,8 +2,8 @@
 // first-start admin, calls sent through the proxy arriving live, each opened at its own address
 // (conversation, tokens, cost, latency, raw JSON), tool calls by role, a confidential call, a blocked
 // injection with its finding highlighted, and HTML in a prompt or model name shown as text.
-// Filters, paging and usage are in browser-list.test.ts; keys, account, a second account and sign-out
-// in browser-settings.test.ts.
+// Filters, paging and usage are in list.test.ts; keys, account, a second account and sign-out
+// in settings.test.ts.
 //
 // One tracegate and one chromium for the file; the page is checked against the DOM contract
 // (data-testid attributes) and against what the store holds, never against the page's own API.

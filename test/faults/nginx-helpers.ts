@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { repoFile } from '../../src/paths.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
+import type { Answer } from '../helpers/dashboard.js'
 import { closedPort, tempDir } from '../helpers/server.js'
 import { withTimeout } from '../helpers/wait.js'
 
@@ -173,12 +174,8 @@ export async function spawnTracegate (t: Tap, env: Record<string, string>): Prom
   return withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
 }
 
-export interface HttpsAnswer {
-  readonly status: number
-  readonly headers: Record<string, string | string[] | undefined>
-  readonly text: string
-  readonly json: any
-}
+/** Status, headers, text and parsed JSON, as the dashboard tests' client answers. */
+export type HttpsAnswer = Answer
 
 export interface HttpsOptions {
   readonly method?: string

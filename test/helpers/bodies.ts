@@ -5,31 +5,29 @@ import type { ProviderName } from '../../src/providers/index.js'
 
 export type Provider = ProviderName
 
-export const ROUTES: Readonly<Record<Provider, string>> = {
-  alpha: '/api/alpha_service/chat_completion',
-  beta: '/api/beta_service/chat_completion',
-  gamma: '/api/gamma_service/chat_completion',
+interface Dialect {
+  readonly route: string
+  readonly model: string
+  /** The provider key of an ordinary client body. */
+  readonly clientKey: string
+  /** A provider key distinctive enough that a test can look for it in a stored row. */
+  readonly secretKey: string
 }
 
-export const DEFAULT_MODELS: Readonly<Record<Provider, string>> = {
-  alpha: 'gpt-4o-mini',
-  beta: 'claude-sonnet-4-5',
-  gamma: 'gemini-2.5-flash',
+const DIALECTS: Readonly<Record<Provider, Dialect>> = {
+  alpha: { route: '/api/alpha_service/chat_completion', model: 'gpt-4o-mini', clientKey: 'sk-client', secretKey: 'sk-alpha-PROVIDERSECRET-a1b2c3' },
+  beta: { route: '/api/beta_service/chat_completion', model: 'claude-sonnet-4-5', clientKey: 'sk-ant-client', secretKey: 'sk-ant-PROVIDERSECRET-d4e5f6' },
+  gamma: { route: '/api/gamma_service/chat_completion', model: 'gemini-2.5-flash', clientKey: 'AIza-client', secretKey: 'AIza-PROVIDERSECRET-g7h8i9' },
 }
 
-/** The provider keys of an ordinary client body. */
-export const CLIENT_KEYS: Readonly<Record<Provider, string>> = {
-  alpha: 'sk-client',
-  beta: 'sk-ant-client',
-  gamma: 'AIza-client',
+function column (name: keyof Dialect): Readonly<Record<Provider, string>> {
+  return { alpha: DIALECTS.alpha[name], beta: DIALECTS.beta[name], gamma: DIALECTS.gamma[name] }
 }
 
-/** Provider keys distinctive enough that a test can look for them in a stored row. */
-export const PROVIDER_KEYS: Readonly<Record<Provider, string>> = {
-  alpha: 'sk-alpha-PROVIDERSECRET-a1b2c3',
-  beta: 'sk-ant-PROVIDERSECRET-d4e5f6',
-  gamma: 'AIza-PROVIDERSECRET-g7h8i9',
-}
+export const ROUTES = column('route')
+export const DEFAULT_MODELS = column('model')
+export const CLIENT_KEYS = column('clientKey')
+export const PROVIDER_KEYS = column('secretKey')
 
 /** The dialect's own members for one user message (and a system prompt when given). */
 function conversation (provider: Provider, text: string, system: string | null): Record<string, unknown> {

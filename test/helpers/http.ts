@@ -20,7 +20,7 @@ export interface RawResponse {
   readonly requestId: string
   /** The body ended as its framing says. */
   readonly complete: boolean
-  /** The client closed the connection itself (`leaveWhen`). */
+  /** The client closed the connection itself (`onBody`). */
   readonly clientLeft: boolean
   /** performance.now() when the response ended (or broke off). */
   readonly endedAt: number
@@ -35,8 +35,8 @@ export interface SendOptions {
   readonly headers?: Record<string, string>
   /** Abort after this many ms (the client gives up): the promise rejects. */
   readonly timeoutMs?: number
-  /** Sees the body so far after each piece; true makes the client leave (the answer is then incomplete). */
-  readonly leaveWhen?: (soFar: string) => boolean
+  /** Sees the body so far after each piece; answering true makes the client leave (the answer is then incomplete). */
+  readonly onBody?: (soFar: string) => boolean
   /** Resolve with `complete: false` when the answer breaks off after its head, instead of rejecting. */
   readonly acceptCut?: boolean
 }
@@ -76,7 +76,7 @@ export function send (url: string, o: SendOptions = {}): Promise<RawResponse> {
       }
       res.on('data', (part: Buffer) => {
         parts.push(part)
-        if (o.leaveWhen !== undefined && !left && o.leaveWhen(Buffer.concat(parts).toString('utf8'))) {
+        if (o.onBody !== undefined && !left && o.onBody(Buffer.concat(parts).toString('utf8'))) {
           left = true
           req.destroy()
           settle()

@@ -6,13 +6,12 @@ import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { childEnv, cliArgs } from '../helpers/cli.js'
 import { tempDir } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
-import { ROUTES } from '../helpers/bodies.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { sleep, withTimeout } from '../helpers/wait.js'
 
 const KEY = /^tgk_[A-Za-z0-9_-]{43}$/
@@ -175,13 +174,7 @@ async function startServe (sc: Scenario): Promise<Started> {
 }
 
 function chatBody (key: string, fields: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    api_key: key,
-    alpha_api_key: PROVIDER_KEY,
-    model: 'gpt-4o-mini',
-    messages: [{ role: 'user', content: 'hi' }],
-    ...fields,
-  })
+  return JSON.stringify(bodyFor('alpha', { api_key: key, alpha_api_key: PROVIDER_KEY, ...fields }, 'hi'))
 }
 
 function chat (port: number, key: string): Promise<RawResponse> {
@@ -209,23 +202,18 @@ function streamChat (port: number, key: string, model: string): StreamCall {
   let onStart: () => void = () => {}
   let onStartFail: (err: Error) => void = () => {}
   const started = new Promise<void>((resolve, reject) => { onStart = resolve; onStartFail = reject })
-  const done = new Promise<{ status: number; text: string; complete: boolean }>((resolve, reject) => {
-    const req = httpRequest(`http://127.0.0.1:${port}${ROUTES.alpha}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      agent: false,
-    }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (s: string) => { text += s; onStart() })
-      res.on('close', () => {
-        ended = true
-        onStartFail(new Error(`the stream ended before any body bytes (status ${res.statusCode ?? 0}): ${text}`))
-        resolve({ status: res.statusCode ?? 0, text, complete: res.complete })
-      })
-    })
-    req.on('error', (err) => { ended = true; onStartFail(err); reject(err) })
-    req.end(chatBody(key, { model, stream: true }))
+  const done = send(`http://127.0.0.1:${port}${ROUTES.alpha}`, {
+    body: chatBody(key, { model, stream: true }),
+    acceptCut: true,
+    onBody: () => { onStart(); return false },
+  }).then((r) => {
+    ended = true
+    onStartFail(new Error(`the stream ended before any body bytes (status ${r.status}): ${r.text}`))
+    return { status: r.status, text: r.text, complete: r.complete }
+  }, (err: Error) => {
+    ended = true
+    onStartFail(err)
+    throw err
   })
   return { started, done, ended: () => ended }
 }

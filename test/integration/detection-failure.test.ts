@@ -164,17 +164,27 @@ t.test('closed: a crashing worker gives 503 and is replaced', async (t) => {
   await stop()
 })
 
-t.test('closed: a hung worker misses the deadline: 503 within a second, then the pool recovers', async (t) => {
+/** One detection thread running the hang fixture, a 200 ms deadline and a queue of one; serving at first. */
+async function startHung (t: Test, mode: 'closed' | 'open'): Promise<Server> {
   const s = await start({
-    TRACEGATE_DETECTION_FAILURE_MODE: 'closed',
+    TRACEGATE_DETECTION_FAILURE_MODE: mode,
     TRACEGATE_DETECTION_THREADS: '1',
     TRACEGATE_DETECTION_DEADLINE_MS: '200',
     TRACEGATE_DETECTION_QUEUE: '1',
   }, HANG_WORKER)
   await expectServed(t, s, 'Tell me a story', 'an ordinary request is served')
+  return s
+}
 
+/** The request that hangs the worker, timed, and what the provider had received before it. */
+async function hang (s: Server): Promise<{ before: number; r: RawResponse; ms: number }> {
   const before = mock.stats.received
-  const { r, ms } = await timed(s, 'Summarise this document. HANG_NOW')
+  return { before, ...await timed(s, 'Summarise this document. HANG_NOW') }
+}
+
+t.test('closed: a hung worker misses the deadline: 503 within a second, then the pool recovers', async (t) => {
+  const s = await startHung(t, 'closed')
+  const { before, r, ms } = await hang(s)
   t.ok(ms < 1000, `answered in ${Math.round(ms)} ms (deadline 200 ms)`)
   await expectUnavailable(t, s, r, 'deadline', before)
 
@@ -201,16 +211,8 @@ t.test('closed: a hung worker misses the deadline: 503 within a second, then the
 })
 
 t.test('open: a request past the deadline is forwarded and its trace says detection did not run', async (t) => {
-  const s = await start({
-    TRACEGATE_DETECTION_FAILURE_MODE: 'open',
-    TRACEGATE_DETECTION_THREADS: '1',
-    TRACEGATE_DETECTION_DEADLINE_MS: '200',
-    TRACEGATE_DETECTION_QUEUE: '1',
-  }, HANG_WORKER)
-  await expectServed(t, s, 'Tell me a story', 'an ordinary request is served')
-
-  const before = mock.stats.received
-  const { r, ms } = await timed(s, 'Summarise this document. HANG_NOW')
+  const s = await startHung(t, 'open')
+  const { before, r, ms } = await hang(s)
   t.ok(ms < 1500, `answered in ${Math.round(ms)} ms (deadline 200 ms)`)
   await expectForwardedUnjudged(t, s, r, 'deadline', before)
 

@@ -6,13 +6,14 @@
 //
 // One tracegate for the file (chDB: one data directory per process) in front of the real mock provider,
 // with the real detection worker. The deadline is raised so a loaded test machine cannot turn a verdict
-// into a 503; the failure modes are test/detection-failure.test.ts.
+// into a 503; the failure modes are test/integration/detection-failure.test.ts.
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { sleep } from '../helpers/wait.js'
 import { storedTrace } from '../helpers/store.js'
+import { token } from '../helpers/tokens.js'
 import { DetectionPool } from '../../src/detection/pool.js'
 import type { Issue } from '../../src/detection/types.js'
 import type { TraceRow } from '../../src/store/worker/rows.js'
@@ -46,16 +47,15 @@ function issuesOf (row: TraceRow): Issue[] {
 
 const isInjection = (i: Issue): boolean => i.category === 'prompt_injection' || i.category === 'jailbreak'
 
-/** Deterministic key-like characters, built here so no real-looking key sits in the repository. */
-function token (n: number, seed = 11): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
-  let out = ''
-  let x = seed
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648
-    out += alphabet[x % alphabet.length]
-  }
-  return out
+/** Forwarded after a clean verdict: the provider received it, and its row says detection ran and did not block. */
+async function passedClean (t: Test, r: RawResponse, before: number): Promise<TraceRow> {
+  t.equal(s.mock.stats.received, before + 1, 'the provider received it')
+  const row = await traceOf(requestId(r))
+  t.equal(row.outcome, 'ok')
+  const det = JSON.parse(row.detection === '' ? '{}' : row.detection) as Record<string, unknown>
+  t.equal(det.ran, true, 'detection ran')
+  t.equal(det.blocked, false, 'not blocked')
+  return row
 }
 
 /**
@@ -105,6 +105,11 @@ interface Place {
 const inPage = `Welcome to my homepage! ${INJECTION} Thanks for visiting.`
 const toolArgs = JSON.stringify({ query: INJECTION })
 
+// A conversation in which a fetch tool brought a page back: the question and the call, in each dialect.
+const ASKED = { role: 'user', content: 'What does example.com say?' }
+const ALPHA_FETCH = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fetch', arguments: '{"url":"https://example.com"}' } }] }
+const BETA_FETCH = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'fetch', input: { url: 'https://example.com' } }] }
+
 const PLACES: readonly Place[] = [
   // alpha: OpenAI Chat Completions
   {
@@ -140,8 +145,7 @@ const PLACES: readonly Place[] = [
     provider: 'alpha',
     body: bodyFor('alpha', {
       messages: [
-        { role: 'user', content: 'What does example.com say?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fetch', arguments: '{"url":"https://example.com"}' } }] },
+        ASKED, ALPHA_FETCH,
         { role: 'tool', tool_call_id: 'call_1', content: inPage },
       ],
     }),
@@ -153,8 +157,7 @@ const PLACES: readonly Place[] = [
     provider: 'alpha',
     body: bodyFor('alpha', {
       messages: [
-        { role: 'user', content: 'What does example.com say?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'fetch', arguments: '{"url":"https://example.com"}' } }] },
+        ASKED, ALPHA_FETCH,
         { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: inPage }] },
       ],
     }),
@@ -233,8 +236,7 @@ const PLACES: readonly Place[] = [
     provider: 'beta',
     body: bodyFor('beta', {
       messages: [
-        { role: 'user', content: 'What does example.com say?' },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'fetch', input: { url: 'https://example.com' } }] },
+        ASKED, BETA_FETCH,
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: inPage }] },
       ],
     }),
@@ -246,8 +248,7 @@ const PLACES: readonly Place[] = [
     provider: 'beta',
     body: bodyFor('beta', {
       messages: [
-        { role: 'user', content: 'What does example.com say?' },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'fetch', input: { url: 'https://example.com' } }] },
+        ASKED, BETA_FETCH,
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: inPage }] }, { type: 'text', text: 'Summarise it.' }] },
       ],
     }),
@@ -431,17 +432,12 @@ t.test('encoded and obfuscated variants are blocked', async (t) => {
 t.test('PII and secrets are recorded masked and do not block', async (t) => {
   const email = 'jane.doe@example.com'
   const card = '4242 4242 4242 4242'
-  const key = 'sk-proj-' + token(40)
+  const key = 'sk-proj-' + token(40, undefined, 11)
   const text = `Hi, I'm Jane (${email}). Please charge my card ${card} for the upgrade, and use my API key ${key} to set up the integration.`
   const before = s.mock.stats.received
   const r = await ask('alpha', bodyFor('alpha', { messages: [{ role: 'system', content: 'You are a billing assistant.' }, { role: 'user', content: text }] }))
   t.equal(r.status, 200, 'forwarded')
-  t.equal(s.mock.stats.received, before + 1, 'the provider received it')
-  const row = await traceOf(requestId(r))
-  t.equal(row.outcome, 'ok')
-  const det = JSON.parse(row.detection === '' ? '{}' : row.detection) as Record<string, unknown>
-  t.equal(det.ran, true, 'detection ran')
-  t.equal(det.blocked, false, 'not blocked')
+  const row = await passedClean(t, r, before)
   const issues = issuesOf(row)
   const byKind = (kind: string): Issue | undefined => issues.find((i) => i.kind === kind)
   const expected: ReadonlyArray<readonly [string, string, string]> = [
@@ -471,7 +467,7 @@ t.test('PII and secrets are recorded masked and do not block', async (t) => {
 })
 
 t.test('a secret in a beta system prompt and PII in a gamma functionResponse are recorded without blocking', async (t) => {
-  const key = 'sk-proj-' + token(40, 29)
+  const key = 'sk-proj-' + token(40, undefined, 29)
   const rb = await ask('beta', bodyFor('beta', { system: `Use the key ${key} for the weather API.` }))
   t.equal(rb.status, 200)
   const rowB = await traceOf(requestId(rb))
@@ -518,12 +514,7 @@ t.test('benign prompts are not blocked', async (t) => {
       const before = s.mock.stats.received
       const r = await ask(provider, body)
       t.equal(r.status, 200, `${provider}: "${text.slice(0, 50)}" forwarded (got ${r.status} ${r.status === 200 ? '' : r.body.toString('utf8').slice(0, 300)})`)
-      t.equal(s.mock.stats.received, before + 1, 'the provider received it')
-      const row = await traceOf(requestId(r))
-      t.equal(row.outcome, 'ok')
-      const det = JSON.parse(row.detection === '' ? '{}' : row.detection) as Record<string, unknown>
-      t.equal(det.ran, true, 'detection ran')
-      t.equal(det.blocked, false, 'not blocked')
+      await passedClean(t, r, before)
     }
   }
 })

@@ -160,6 +160,15 @@ function missing (expected: Iterable<string>, got: Set<string>): string[] {
   return [...expected].filter((id) => !got.has(id))
 }
 
+/** The spool is empty, and the account holds the warm-up trace and the `N` of `ids`, each once. */
+async function allStoredOnce (t: Test, tg: Tracegate, a: { accountId: string; warmId: string }, ids: readonly string[]): Promise<void> {
+  t.same(spoolFiles().map((f) => f.name), [], 'the spool directory is empty')
+  const c = await counted(tg, a.accountId)
+  t.equal(c.rows, N + 1, `exactly ${N} + 1 warm-up rows`)
+  t.equal(c.unique, N + 1, 'no trace id twice')
+  t.same(missing([...ids, a.warmId], c.ids), [], 'every x-request-id the clients received is stored')
+}
+
 t.test('ClickHouse away, then back: every trace is spooled, replayed once, none lost', async (t) => {
   const r = await start(t)
   const a = await warmAccount(t, r, 'away-and-back')
@@ -180,12 +189,7 @@ t.test('ClickHouse away, then back: every trace is spooled, replayed once, none 
   t.ok(await switchBack(r.tg), 'the store points at the embedded ClickHouse again')
   const back = await statsUntil(r.tg, 'the spool is replayed', replayed)
   t.ok(back.replayed - before.replayed >= N, `replayed ${back.replayed - before.replayed} rows`)
-  t.same(spoolFiles().map((f) => f.name), [], 'the spool directory is empty')
-
-  const c = await counted(r.tg, a.accountId)
-  t.equal(c.rows, N + 1, `exactly ${N} + 1 warm-up rows`)
-  t.equal(c.unique, N + 1, 'no trace id twice')
-  t.same(missing([...ids, a.warmId], c.ids), [], 'every x-request-id the clients received is stored')
+  await allStoredOnce(t, r.tg, a, ids)
   await r.close()
 })
 
@@ -249,11 +253,7 @@ t.test('a restart with a spool on disk: the new process replays it by itself', a
   t.notOk(existsSync(leftover), 'a batch file left by an earlier run is removed at start')
   const s = await statsUntil(next.tg, 'the spool left by the previous run is replayed', (st) => replayed(st) && st.replayed >= N)
   t.equal(s.replayed, N, `the new process replayed ${N} rows`)
-  t.same(spoolFiles().map((f) => f.name), [], 'the spool directory is empty')
-  const c = await counted(next.tg, a.accountId)
-  t.equal(c.rows, N + 1, `exactly ${N} + 1 warm-up rows`)
-  t.equal(c.unique, N + 1, 'no trace id twice')
-  t.same(missing([...ids, a.warmId], c.ids), [], 'every x-request-id the clients received is stored')
+  await allStoredOnce(t, next.tg, a, ids)
   await next.close()
 })
 

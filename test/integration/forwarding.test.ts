@@ -9,7 +9,7 @@
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
-import { ROUTES } from '../helpers/bodies.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { Relay } from '../helpers/raw-call.js'
 import type { RecordedRequest } from '../../src/mock-provider/index.js'
 
@@ -323,11 +323,7 @@ function recordedFor (provider: keyof typeof ROUTES, providerKey: string): Recor
 }
 
 function bodyWith (provider: keyof typeof ROUTES, model: string, providerKey: string): string {
-  switch (provider) {
-    case 'alpha': return JSON.stringify({ api_key: K, model, messages: [{ role: 'user', content: 'Hello there' }], alpha_api_key: providerKey })
-    case 'beta': return JSON.stringify({ api_key: K, model, max_tokens: 64, messages: [{ role: 'user', content: 'Hello there' }], beta_api_key: providerKey })
-    case 'gamma': return JSON.stringify({ api_key: K, model, contents: [{ role: 'user', parts: [{ text: 'Hello there' }] }], gamma_api_key: providerKey })
-  }
+  return JSON.stringify(bodyFor(provider, { api_key: K, model, [`${provider}_api_key`]: providerKey }, 'Hello there'))
 }
 
 /** The same request straight to the mock, as the proxy forwarded it. */

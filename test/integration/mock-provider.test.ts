@@ -1,7 +1,7 @@
 // The mock provider over real loopback HTTP: the three dialects streamed and not, their usage blocks,
 // auth and error shapes, the model-name behaviours (error-NNN, drop, hang, ttft/chunks/gap), raw-body
 // recording, backpressure and close().
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
 import {
   WORDS_PER_CHUNK,
@@ -12,7 +12,7 @@ import {
   type MockProvider,
   type MockProviderOptions,
 } from '../../src/mock-provider/index.js'
-import { json, send } from '../helpers/http.js'
+import { json, send, type RawResponse } from '../helpers/http.js'
 import { sseEvents } from '../helpers/sse.js'
 import { sleep } from '../helpers/wait.js'
 
@@ -24,6 +24,15 @@ async function start (t: Tap, opts?: MockProviderOptions): Promise<MockProvider>
   const mock = await startMockProvider(opts)
   t.teardown(() => mock.close())
   return mock
+}
+
+/** A fresh mock and one answer from it, which must be a 200 of `type`. */
+async function answered (t: Test, path: string, headers: Record<string, string>, body: string, type: string): Promise<{ mock: MockProvider; a: RawResponse }> {
+  const mock = await start(t)
+  const a = await send(mock.url + path, { headers, body })
+  t.equal(a.status, 200)
+  t.equal(a.headers['content-type'], type)
+  return { mock, a }
 }
 
 const ALPHA = '/v1/chat/completions'
@@ -54,11 +63,8 @@ const tokensIn = (body: string): number => Math.ceil(Buffer.byteLength(body) / 4
 const settle = (): Promise<void> => sleep(20)
 
 t.test('alpha: non-streamed chat.completion with usage and OpenAI headers', async (t) => {
-  const mock = await start(t)
   const body = alphaBody('gpt-4o-mini')
-  const a = await send(mock.url + ALPHA, { headers: alphaAuth, body })
-  t.equal(a.status, 200)
-  t.equal(a.headers['content-type'], 'application/json')
+  const { mock, a } = await answered(t, ALPHA, alphaAuth, body, 'application/json')
   t.match(a.headers['x-request-id'], /^req_[0-9a-f]{32}$/)
   t.ok(a.headers['openai-processing-ms'] !== undefined)
   for (const h of ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens']) {
@@ -85,11 +91,8 @@ t.test('alpha: non-streamed chat.completion with usage and OpenAI headers', asyn
 })
 
 t.test('alpha: streamed chunks, usage only with stream_options.include_usage, then [DONE]', async (t) => {
-  const mock = await start(t)
   const body = alphaBody('gpt-4o', ',"stream":true,"stream_options":{"include_usage":true}')
-  const a = await send(mock.url + ALPHA, { headers: alphaAuth, body })
-  t.equal(a.status, 200)
-  t.equal(a.headers['content-type'], 'text/event-stream')
+  const { mock, a } = await answered(t, ALPHA, alphaAuth, body, 'text/event-stream')
   t.equal(a.headers['content-length'], undefined, 'streamed, not sized')
   t.notOk(a.text.includes('\r'), 'OpenAI frames with bare LF')
   const events = sseEvents(a.text)
@@ -118,11 +121,8 @@ t.test('alpha: streamed chunks, usage only with stream_options.include_usage, th
 })
 
 t.test('beta: non-streamed message with usage and Anthropic headers', async (t) => {
-  const mock = await start(t)
   const body = betaBody('claude-sonnet-4-5-chunks-3')
-  const a = await send(mock.url + BETA, { headers: betaAuth, body })
-  t.equal(a.status, 200)
-  t.equal(a.headers['content-type'], 'application/json')
+  const { mock, a } = await answered(t, BETA, betaAuth, body, 'application/json')
   t.match(a.headers['request-id'], /^req_/)
   t.match(a.headers['anthropic-ratelimit-requests-limit'], /^\d+$/)
   t.match(a.headers['anthropic-ratelimit-requests-remaining'], /^\d+$/)
@@ -138,11 +138,8 @@ t.test('beta: non-streamed message with usage and Anthropic headers', async (t) 
 })
 
 t.test('beta: streamed events in Anthropic order with usage at start and in message_delta', async (t) => {
-  const mock = await start(t)
   const body = betaBody('claude-haiku', ',"stream":true')
-  const a = await send(mock.url + BETA, { headers: betaAuth, body })
-  t.equal(a.status, 200)
-  t.equal(a.headers['content-type'], 'text/event-stream')
+  const { mock, a } = await answered(t, BETA, betaAuth, body, 'text/event-stream')
   const events = sseEvents(a.text)
   t.same(events.map((e) => e.event), [
     'message_start', 'content_block_start', 'ping',

@@ -5,14 +5,14 @@
 // data directory per process, and this one opens the server's.)
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { request as httpRequest } from 'node:http'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
 import { StoreClient } from '../../src/store/client.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
 import { tempDir } from '../helpers/server.js'
-import { ROUTES } from '../helpers/bodies.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { send, type RawResponse } from '../helpers/http.js'
 import { sleep, withTimeout } from '../helpers/wait.js'
 
 const LOOPS = 10
@@ -27,41 +27,24 @@ type Outcome =
   | { kind: 'error'; code: string }
 
 /** One chat completion over a fresh connection; `ok` only for a 200 received in full. */
-function call (port: number, key: string, stream: boolean): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const req = httpRequest(`http://127.0.0.1:${port}${ROUTES.alpha}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      agent: false,
-    }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (s: string) => { body += s })
-      res.on('error', () => {})
-      res.on('close', () => {
-        const status = res.statusCode ?? 0
-        const idHeader = res.headers['x-request-id']
-        const id = typeof idHeader === 'string' ? idHeader : null
-        let full = res.complete
-        if (full && status === 200) {
-          if (stream) full = /data: \[DONE\]\s*$/.test(body)
-          else {
-            try { full = (JSON.parse(body) as { object?: unknown }).object === 'chat.completion' } catch { full = false }
-          }
-        }
-        if (status === 200 && full && id !== null) resolve({ kind: 'ok', id })
-        else resolve({ kind: 'status', status, id, complete: full, body: body.slice(0, 300) })
-      })
-    })
-    req.on('error', (err: NodeJS.ErrnoException) => { resolve({ kind: 'error', code: err.code ?? err.message }) })
-    req.end(JSON.stringify({
-      api_key: key,
-      alpha_api_key: 'sk-x',
-      model: MODEL,
-      messages: [{ role: 'user', content: 'hi' }],
-      ...(stream ? { stream: true } : {}),
-    }))
-  })
+async function call (port: number, key: string, stream: boolean): Promise<Outcome> {
+  const body = bodyFor('alpha', { api_key: key, alpha_api_key: 'sk-x', model: MODEL, ...(stream ? { stream: true } : {}) }, 'hi')
+  let r: RawResponse
+  try {
+    r = await send(`http://127.0.0.1:${port}${ROUTES.alpha}`, { body: JSON.stringify(body), acceptCut: true })
+  } catch (err) {
+    return { kind: 'error', code: (err as NodeJS.ErrnoException).code ?? (err as Error).message }
+  }
+  const id = r.requestId === '' ? null : r.requestId
+  let full = r.complete
+  if (full && r.status === 200) {
+    if (stream) full = /data: \[DONE\]\s*$/.test(r.text)
+    else {
+      try { full = (JSON.parse(r.text) as { object?: unknown }).object === 'chat.completion' } catch { full = false }
+    }
+  }
+  if (r.status === 200 && full && id !== null) return { kind: 'ok', id }
+  return { kind: 'status', status: r.status, id, complete: full, body: r.text.slice(0, 300) }
 }
 
 t.test('SIGTERM under load: rows equal the 200 responses the clients received', async (t) => {

@@ -11,7 +11,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Outgoi
 import type { AddressInfo } from 'node:net'
 import { chunkText, fullText } from '../../src/mock-provider/index.js'
 import { startServer } from '../helpers/server.js'
-import { ROUTES } from '../helpers/bodies.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { type SseEvent, SseSplitter } from '../helpers/sse.js'
 import { type RawCall, rawPost } from '../helpers/raw-call.js'
 import { until } from '../helpers/wait.js'
@@ -99,11 +99,7 @@ mockUrl = s.mock.url
 const port = s.tg.proxyPort
 
 function body (provider: keyof typeof ROUTES, model: string, stream: boolean): string {
-  switch (provider) {
-    case 'alpha': return JSON.stringify({ api_key: s.key, model, stream, messages: [{ role: 'user', content: 'Tell me a story' }], alpha_api_key: 'sk-client' })
-    case 'beta': return JSON.stringify({ api_key: s.key, model, stream, max_tokens: 1024, messages: [{ role: 'user', content: 'Tell me a story' }], beta_api_key: 'sk-ant-client' })
-    case 'gamma': return JSON.stringify({ api_key: s.key, model, stream, contents: [{ role: 'user', parts: [{ text: 'Tell me a story' }] }], gamma_api_key: 'AIza-client' })
-  }
+  return JSON.stringify(bodyFor(provider, { api_key: s.key, model, stream, ...(provider === 'beta' ? { max_tokens: 1024 } : {}) }, 'Tell me a story'))
 }
 
 /** Sends a request and splits the body into SSE events as they arrive. */

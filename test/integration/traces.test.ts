@@ -92,8 +92,19 @@ async function call (provider: Provider, o: Partial<BodyOptions> & { text: strin
   // The alpha bodies carry a system message (beta and gamma keep theirs at the top level, not sent here).
   const built = buildBody(provider, { apiKey: s.key, system: provider === 'alpha', ...o })
   const sentWall = Date.now()
-  const r = await send(s.url + ROUTES[provider], { body: built.sent, acceptCut: true, ...(abortWhen === undefined ? {} : { leaveWhen: abortWhen }) })
+  const r = await send(s.url + ROUTES[provider], { body: built.sent, acceptCut: true, ...(abortWhen === undefined ? {} : { onBody: abortWhen }) })
   return { ...r, sentWall, forwarded: built.forwarded, model: built.model }
+}
+
+/** A 500 with `code`, and its row: provider_error with the same code and status. */
+async function providerFailed (t: Test, r: Sent, code: string): Promise<TraceRow> {
+  t.equal(r.status, 500)
+  t.equal(JSON.parse(r.body.toString('utf8')).error.code, code)
+  const row = await traceOf(s.accountId, r.requestId)
+  t.equal(row.outcome, 'provider_error')
+  t.equal(row.error_code, code)
+  t.equal(row.status, 500)
+  return row
 }
 
 /** No tracegate key, no provider key, no service field anywhere in the row (failures name the column). */
@@ -453,12 +464,7 @@ t.test('outcomes', async (t) => {
     await relay.down()
     try {
       const r = await call('gamma', { text: `Down ${nonce('down')}` })
-      t.equal(r.status, 500)
-      t.equal(JSON.parse(r.body.toString('utf8')).error.code, 'provider_unreachable')
-      const row = await traceOf(s.accountId, r.requestId)
-      t.equal(row.outcome, 'provider_error')
-      t.equal(row.error_code, 'provider_unreachable')
-      t.equal(row.status, 500)
+      const row = await providerFailed(t, r, 'provider_unreachable')
       t.equal(row.provider, 'gamma')
       t.comment(`unreachable row: tokens ${row.input_tokens}/${row.output_tokens} (${row.token_source}), cost ${row.cost_usd} (${row.cost_status})`)
     } finally {
@@ -468,12 +474,7 @@ t.test('outcomes', async (t) => {
 
   await t.test('a provider that never answers is provider_error / provider_timeout', async (t) => {
     const r = await call('alpha', { model: 'mock-hang', text: `Hang ${nonce('hang')}` })
-    t.equal(r.status, 500)
-    t.equal(JSON.parse(r.body.toString('utf8')).error.code, 'provider_timeout')
-    const row = await traceOf(s.accountId, r.requestId)
-    t.equal(row.outcome, 'provider_error')
-    t.equal(row.error_code, 'provider_timeout')
-    t.equal(row.status, 500)
+    const row = await providerFailed(t, r, 'provider_timeout')
     t.ok(row.latency_ms >= 900, `latency ${row.latency_ms} covers the 1 s headers timeout`)
     t.ok(row.provider_ms !== null && row.provider_ms >= 900, `provider time ${row.provider_ms}`)
   })

@@ -3,23 +3,13 @@ import { Buffer } from 'node:buffer'
 import { findPii } from '../../workers/detector/pii.js'
 import { findSecrets } from '../../workers/detector/secrets.js'
 import type { Issue, Segment } from '../../src/detection/types.js'
+import { token } from '../helpers/tokens.js'
 
 const seg = (text: string, message = 0): Segment => ({ message, role: 'user', path: `messages[${message}].content`, text })
 const pii = (text: string): Issue[] => findPii([seg(text)])
 const secrets = (text: string): Issue[] => findSecrets([seg(text)])
 const values = (text: string, issues: readonly Issue[]): string[] => issues.map((i) => text.slice(i.span[0], i.span[1]))
 
-// Deterministic key-like strings, built here rather than written out so no real-looking key sits in
-// the repository for secret scanners to trip on.
-function token (n: number, alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789', seed = 7): string {
-  let s = ''
-  let x = seed
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648
-    s += alphabet[x % alphabet.length]
-  }
-  return s
-}
 const b64url = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url')
 
 /** Every finding's detail is masked: it never holds the matched value, nor its digits run together. */
@@ -30,6 +20,15 @@ function assertMasked (tt: Test, text: string, issues: readonly Issue[]): void {
     const digits = value.replace(/\D/g, '')
     if (digits.length >= 7) tt.notOk(issue.detail.replace(/\D/g, '').includes(digits), `${issue.kind} detail hides the digits`)
   }
+}
+
+/** `text` holds exactly `want`, with these details, each of `kind` at `severity`, and all of them masked. */
+function expectFound (t: Test, text: string, want: string[], details: string[], kind: string, severity: string): void {
+  const found = pii(text)
+  t.same(values(text, found), want)
+  t.same(found.map((i) => i.detail), details)
+  t.ok(found.every((i) => i.kind === kind && i.severity === severity))
+  assertMasked(t, text, found)
 }
 
 t.test('email', async (t) => {
@@ -60,11 +59,7 @@ t.test('phone', async (t) => {
 t.test('payment card', async (t) => {
   const visa = '4242 4242 4242 4242'
   const text = `pay with ${visa} cvv 123, amex 3782-822463-10005 or 5555555555554444.`
-  const found = pii(text)
-  t.same(values(text, found), [visa, '3782-822463-10005', '5555555555554444'])
-  t.same(found.map((i) => i.detail), ['card ending 4242 (visa)', 'card ending 0005 (amex)', 'card ending 4444 (mastercard)'])
-  t.ok(found.every((i) => i.kind === 'payment_card' && i.severity === 'high'))
-  assertMasked(t, text, found)
+  expectFound(t, text, [visa, '3782-822463-10005', '5555555555554444'], ['card ending 4242 (visa)', 'card ending 0005 (amex)', 'card ending 4444 (mastercard)'], 'payment_card', 'high')
 
   t.same(pii('4242424242424241'), [], 'Luhn-invalid')
   t.same(pii('9999999999999995 and 7000000000000005'), [], 'Luhn-valid with no issuer')
@@ -74,25 +69,19 @@ t.test('payment card', async (t) => {
 
 t.test('IBAN', async (t) => {
   const text = 'DE89 3704 0044 0532 0130 00 or GB82WEST12345698765432 or NL91ABNA0417164300.'
-  const found = pii(text)
-  t.same(values(text, found), ['DE89 3704 0044 0532 0130 00', 'GB82WEST12345698765432', 'NL91ABNA0417164300'])
-  t.same(found.map((i) => i.detail), ['IBAN DE** **** 3000', 'IBAN GB** **** 5432', 'IBAN NL** **** 4300'])
-  t.ok(found.every((i) => i.kind === 'iban' && i.severity === 'high'))
-  assertMasked(t, text, found)
+  expectFound(t, text, ['DE89 3704 0044 0532 0130 00', 'GB82WEST12345698765432', 'NL91ABNA0417164300'], ['IBAN DE** **** 3000', 'IBAN GB** **** 5432', 'IBAN NL** **** 4300'], 'iban', 'high')
 
-  t.same(pii('DE88 3704 0044 0532 0130 00'), [], 'wrong check digits')
-  t.same(pii('DE89 3704 0044 0532 0130 0'), [], 'too short for DE')
-  t.same(pii('DE89370400440532013000X'), [], 'too long for DE')
-  t.same(pii('XX89370400440532013000'), [], 'no such country')
+  for (const [bad, why] of <Array<[string, string]>>[
+    ['DE88 3704 0044 0532 0130 00', 'wrong check digits'],
+    ['DE89 3704 0044 0532 0130 0', 'too short for DE'],
+    ['DE89370400440532013000X', 'too long for DE'],
+    ['XX89370400440532013000', 'no such country'],
+  ]) t.same(pii(bad), [], why)
 })
 
 t.test('US SSN', async (t) => {
   const text = 'SSN 536-22-6789, and my social security number is 536226789.'
-  const found = pii(text)
-  t.same(values(text, found), ['536-22-6789', '536226789'])
-  t.same(found.map((i) => i.detail), ['SSN ***-**-6789', 'SSN ***-**-6789'])
-  t.ok(found.every((i) => i.kind === 'us_ssn' && i.severity === 'high'))
-  assertMasked(t, text, found)
+  expectFound(t, text, ['536-22-6789', '536226789'], ['SSN ***-**-6789', 'SSN ***-**-6789'], 'us_ssn', 'high')
 
   for (const bad of ['000-12-3456', '666-12-3456', '900-12-3456', '999-12-3456', '536-00-3456', '536-22-0000', '078-05-1120']) {
     t.same(pii(`ssn ${bad}`), [], `${bad} is in an invalid range`)
