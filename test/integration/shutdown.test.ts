@@ -6,7 +6,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
 import { StoreClient } from '../../src/store/client.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
