@@ -5,15 +5,17 @@
 // the test stand-in (ClickHouse's HTTP interface over chDB, its own process), killed and started again.
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { moduleFile } from '../../src/paths.js'
+import { cliArgs, nodeArgs } from '../helpers/cli.js'
 import { createServer } from 'node:http'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { closedPort, sleep, tempDir } from '../helpers.js'
-import { accounted, chat, loadUntil, readyz, startTracegate, until, watchHealth } from './fault-helpers.js'
+import { closedPort, tempDir } from '../helpers/server.js'
+import { sleep } from '../helpers/wait.js'
+import { accounted, chat, loadUntil, readyz, startTracegate, statsUntil, watchHealth } from './fault-helpers.js'
 
-const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url))
-const STANDIN = fileURLToPath(new URL('../fixtures/clickhouse-standin.js', import.meta.url))
+const STANDIN = fileURLToPath(moduleFile('../fixtures/clickhouse-standin.js', import.meta.url))
 
 
 interface Exit { code: number | null; signal: NodeJS.Signals | null; stderr: string; ms: number }
@@ -23,7 +25,7 @@ function serve (t: Test, env: Record<string, string>): Promise<Exit> {
   const dataDir = tempDir('tracegate-chserver-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
   const started = Date.now()
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const child = spawn(process.execPath, cliArgs('serve'), {
     env: { ...process.env, TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -61,7 +63,7 @@ t.test('a server that answers HTTP but is not ClickHouse stops the start', async
 interface StandIn { readonly port: number; stop (): Promise<void> }
 
 async function startStandIn (t: Test, dir: string, port = 0): Promise<StandIn> {
-  const child: ChildProcess = spawn(process.execPath, [STANDIN, String(port), dir], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child: ChildProcess = spawn(process.execPath, nodeArgs(STANDIN, String(port), dir), { stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
   const stop = async (): Promise<void> => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited } }
   t.teardown(stop)
@@ -86,7 +88,7 @@ t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it 
   let ch = await startStandIn(t, chDir)
   const r = await startTracegate(t, dataDir, mock, { CLICKHOUSE_URL: `http://127.0.0.1:${ch.port}`, TRACEGATE_TRACE_FLUSH_MS: '100' })
   t.equal((await chat(r)).status, 200, 'a call is served with the server as the store')
-  await until(r.tg, 'its trace is written to the server', (s) => s.written >= 1)
+  await statsUntil(r.tg, 'its trace is written to the server', (s) => s.written >= 1)
   t.equal((await readyz(r.url)).status, 200, '/readyz is ready')
 
   const health = watchHealth(r.url)
@@ -94,7 +96,7 @@ t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it 
   const load = loadUntil(r, () => stop, 4)
   await sleep(200)
   await ch.stop()
-  const away = await until(r.tg, 'batches are spooled while the server is away', (s) => !s.clickhouseUp && s.spooled > 0, 15_000)
+  const away = await statsUntil(r.tg, 'batches are spooled while the server is away', (s) => !s.clickhouseUp && s.spooled > 0, 15_000)
   t.match(String(away.insertError), /ECONNREFUSED|socket hang up|ECONNRESET/, `the stats say why (${String(away.insertError)})`)
   const during = await readyz(r.url)
   t.equal(during.status, 503, '/readyz is not ready while the server is away')
@@ -105,7 +107,7 @@ t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it 
   stop = true
   const statuses = await load
   t.same([...statuses.keys()], [200], 'every call was answered 200 (keys come from the cache meanwhile)')
-  const s = await until(r.tg, 'the spool is replayed', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp)
+  const s = await statsUntil(r.tg, 'the spool is replayed', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp)
   t.ok(s.replayed > 0, `spooled rows were replayed (${s.replayed})`)
   await accounted(t, r, dataDir, (statuses.get(200) ?? 0) + 1, 'after the outage')
   t.equal(s.dropped, 0, 'nothing dropped')

@@ -10,7 +10,10 @@ import type { Logger } from '../../src/log.js'
 import type { MockProvider } from '../../src/mock-provider/index.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
 import { Tracegate } from '../../src/tracegate.js'
-import { bodyFor, post, ROUTES, sleep, testConfig } from '../helpers.js'
+import { testConfig } from '../helpers/server.js'
+import { type RawResponse, send } from '../helpers/http.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { sleep, until, withTimeout } from '../helpers/wait.js'
 
 export interface Logs {
   readonly log: Logger
@@ -48,13 +51,6 @@ export async function startTracegate (t: Test, dataDir: string, mock: MockProvid
   return { tg, logs, url: `http://127.0.0.1:${tg.proxyPort}`, accountId: account.id, key: key.key }
 }
 
-export function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`${what}: no answer within ${ms} ms`)) }, ms)
-    p.then((v) => { clearTimeout(timer); resolve(v) }, (e: unknown) => { clearTimeout(timer); reject(e) })
-  })
-}
-
 /** The trace stats after a flush; `callMs` bounds the store's answer. */
 export async function stats (tg: Tracegate, callMs = 15_000): Promise<TraceStats> {
   const s = await withTimeout(tg.store.call('flushTraces'), callMs, 'flushTraces')
@@ -63,15 +59,12 @@ export async function stats (tg: Tracegate, callMs = 15_000): Promise<TraceStats
 }
 
 /** Polls the trace stats until `done` holds; returns the last stats or throws with them. */
-export async function until (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = 30_000, callMs = 15_000): Promise<TraceStats> {
-  const deadline = Date.now() + ms
-  let s = await stats(tg, callMs)
-  while (!done(s)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms; trace stats ${JSON.stringify(s)}`)
-    await sleep(100)
-    s = await stats(tg, callMs)
-  }
-  return s
+export async function statsUntil (tg: Tracegate, what: string, done: (s: TraceStats) => boolean, ms = 30_000, callMs = 15_000): Promise<TraceStats> {
+  let last: TraceStats | null = null
+  return await until(async () => {
+    last = await stats(tg, callMs)
+    return done(last) ? last : undefined
+  }, { ms, everyMs: 100, what: () => `${what}: trace stats ${JSON.stringify(last)}` })
 }
 
 /** Rows of the account in ClickHouse, and distinct trace ids among them. */
@@ -83,8 +76,8 @@ export async function storedRows (tg: Tracegate, accountId: string): Promise<{ r
   return { rows: Number(r[0]?.n ?? 0), unique: Number(r[0]?.u ?? 0) }
 }
 
-export function chat (r: Running): ReturnType<typeof post> {
-  return post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key })))
+export function chat (r: Running): Promise<RawResponse> {
+  return send(r.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: r.key })) })
 }
 
 /** Requests `concurrency` at a time until `stop()` says so (or `max` were sent); counts answers by status. */

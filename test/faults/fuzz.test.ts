@@ -5,8 +5,11 @@
 // answers throughout.
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { repoFile } from '../../src/paths.js'
 import { ERRORS } from '../../src/errors.js'
-import { bodyFor, post, ROUTES, startServer } from '../helpers.js'
+import { startServer } from '../helpers/server.js'
+import { send } from '../helpers/http.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { HEAD_CASES, HELD_MAX_MS, PROMPT_MS } from './cases.js'
 import { parseResponse, rawRequest } from './raw.js'
 
@@ -29,7 +32,7 @@ const int = (n: number): number => Math.floor(rand() * n)
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!
 
 /** Codes the README documents: every backticked name that is also in the error table. */
-const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+const readme = readFileSync(repoFile('README.md'), 'utf8')
 const DOCUMENTED = new Set([...readme.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!).filter((c) => c in ERRORS))
 
 interface BodyCase { readonly family: string; readonly body: Buffer; readonly codes: readonly string[] }
@@ -132,7 +135,7 @@ t.test(`${BODIES.length} malformed bodies: each a documented JSON 4xx with its f
   const wrong: string[] = []
   await pool(BODIES, 6, async (c) => {
     const p = c.family.slice(c.family.lastIndexOf('(') + 1, -1) as Provider
-    const r = await post(s.url + ROUTES[p], c.body)
+    const r = await send(s.url + ROUTES[p], { body: c.body })
     let code = ''
     try { code = JSON.parse(r.body.toString('utf8')).error.code } catch {}
     const ok = r.status >= 400 && r.status < 500 && r.headers['content-type'] === 'application/json' &&

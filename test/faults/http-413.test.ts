@@ -5,7 +5,8 @@
 // DRAIN_BYTES, DRAIN_IDLE_MS of silence or DRAIN_MS.
 import t, { type Test } from 'tap'
 import { DRAIN_IDLE_MS, DRAIN_MS } from '../../src/server/body.js'
-import { ROUTES, startServer } from '../helpers.js'
+import { startServer } from '../helpers/server.js'
+import { ROUTES } from '../helpers/bodies.js'
 import { parseResponse, upload, type RawResult } from './raw.js'
 
 const LIMIT = 1024 * 1024
@@ -30,6 +31,16 @@ function expect413 (t: Test, r: RawResult, what: string): Buffer {
   return r.bytes.subarray(first.length)
 }
 
+/** Each upload (checked by `first`) got its 413 and the request after it on the same connection was answered; nothing reached the provider. */
+function keptAfter413 (t: Test, results: readonly RawResult[], what: string, before: number, first: (r: RawResult) => void): void {
+  for (const r of results) {
+    first(r)
+    const rest = expect413(t, r, what)
+    t.equal(parseResponse(rest)?.status, 200, 'the next request on the connection is answered')
+  }
+  t.equal(s.mock.stats.received, before, 'nothing reached the provider')
+}
+
 t.test('a client that sends all of a 50 MiB body with content-length reads the 413, then the connection is reused', async (t) => {
   const before = s.mock.stats.received
   const size = 50 * 1024 * 1024
@@ -41,12 +52,7 @@ t.test('a client that sends all of a 50 MiB body with content-length reads the 4
   }
   const errors = results.filter((r) => r.error !== null).map((r) => r.error)
   t.same(errors, [], 'no client saw EPIPE or ECONNRESET')
-  for (const r of results) {
-    t.equal(r.sent, size, 'the whole body was written')
-    const rest = expect413(t, r, '50 MiB upload')
-    t.equal(parseResponse(rest)?.status, 200, 'the next request on the connection is answered')
-  }
-  t.equal(s.mock.stats.received, before, 'nothing reached the provider')
+  keptAfter413(t, results, '50 MiB upload', before, (r) => { t.equal(r.sent, size, 'the whole body was written') })
 })
 
 t.test('fetch with a body of twice the limit and of 50 MiB reads the 413', async (t) => {
@@ -65,12 +71,7 @@ t.test('a chunked body that passes the limit: answered at once, the rest read to
     after: '0\r\n\r\n' + HEALTH,
     answers: 2,
   })))
-  for (const r of results) {
-    t.equal(r.error, null, 'no EPIPE or ECONNRESET')
-    const rest = expect413(t, r, 'chunked upload')
-    t.equal(parseResponse(rest)?.status, 200, 'the next request on the connection is answered')
-  }
-  t.equal(s.mock.stats.received, before, 'nothing reached the provider')
+  keptAfter413(t, results, 'chunked upload', before, (r) => { t.equal(r.error, null, 'no EPIPE or ECONNRESET') })
 })
 
 t.test('the drain is bounded: endless uploads get the 413 and are closed', async (t) => {

@@ -4,7 +4,8 @@
 // until its idle timer, exactly as the README's "Limits of the HTTP front end" says. Nothing reaches
 // the provider, and the process keeps answering.
 import t, { type Test } from 'tap'
-import { bodyFor, ROUTES, startServer } from '../helpers.js'
+import { startServer } from '../helpers/server.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { HEAD_CASES, HELD_MAX_MS, HELD_MIN_MS, PROMPT_MS, type HeadCase } from './cases.js'
 import { parseResponse, rawRequest, type RawResult } from './raw.js'
 

@@ -12,12 +12,15 @@ import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { closedPort, tempDir } from '../helpers.js'
+import { repoFile } from '../../src/paths.js'
+import { childEnv, cliArgs } from '../helpers/cli.js'
+import type { Answer } from '../helpers/dashboard.js'
+import { closedPort, tempDir } from '../helpers/server.js'
+import { withTimeout } from '../helpers/wait.js'
 
 export const NGINX = '/usr/sbin/nginx'
 export const OPENSSL = '/usr/bin/openssl'
-export const DEPLOY_CONF = fileURLToPath(new URL('../../../deploy/nginx.conf', import.meta.url))
-const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url))
+export const DEPLOY_CONF = fileURLToPath(repoFile('deploy/nginx.conf'))
 const START_TIMEOUT_MS = 30_000
 
 interface Tap {
@@ -29,13 +32,6 @@ export function requireNginx (): void {
   if (!existsSync(NGINX)) throw new Error(`${NGINX} is missing: install Debian's nginx (apt-get install nginx-light)`)
   if (!existsSync(OPENSSL)) throw new Error(`${OPENSSL} is missing: install Debian's openssl (apt-get install openssl)`)
 }
-
-export function withTimeout<T> (p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(what)) }, ms) })
-  return Promise.race([p, timeout]).finally(() => { clearTimeout(timer) })
-}
-
 
 export interface Certificate {
   readonly cert: string
@@ -153,12 +149,8 @@ export interface ChildTracegate {
 export async function spawnTracegate (t: Tap, env: Record<string, string>): Promise<ChildTracegate> {
   const dataDir = tempDir('tracegate-child-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-  const base: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('TRACEGATE_') && !name.startsWith('CLICKHOUSE_')) base[name] = value
-  }
-  const child = spawn(process.execPath, [CLI, 'serve', '--mock-providers'], {
-    env: { ...base, TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn', ...env },
+  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
+    env: childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const exit = new Promise<void>((resolve) => { child.on('close', () => { resolve() }) })
@@ -182,12 +174,8 @@ export async function spawnTracegate (t: Tap, env: Record<string, string>): Prom
   return withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
 }
 
-export interface HttpsAnswer {
-  readonly status: number
-  readonly headers: Record<string, string | string[] | undefined>
-  readonly text: string
-  readonly json: any
-}
+/** Status, headers, text and parsed JSON, as the dashboard tests' client answers. */
+export type HttpsAnswer = Answer
 
 export interface HttpsOptions {
   readonly method?: string

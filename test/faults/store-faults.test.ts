@@ -9,8 +9,9 @@ import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { insertInbox } from '../../src/store/worker/connect.js'
-import { sleep, tempDir } from '../helpers.js'
-import { accounted, chat, loadUntil, readyz, startTracegate, until, watchHealth, type Running } from './fault-helpers.js'
+import { tempDir } from '../helpers/server.js'
+import { sleep } from '../helpers/wait.js'
+import { accounted, chat, loadUntil, readyz, startTracegate, statsUntil, watchHealth, type Running } from './fault-helpers.js'
 
 // chDB allows one data directory per process: every scenario restarts tracegate on this one, so each
 // starts with its own counters.
@@ -37,7 +38,7 @@ async function scenario (t: Test, env: Record<string, string>): Promise<Running>
   const r = await startTracegate(t, dataDir, mock, { TRACEGATE_TRACE_FLUSH_MS: '100', ...env })
   const warm = await chat(r)
   t.equal(warm.status, 200, 'the warm-up call is served')
-  await until(r.tg, 'the warm-up trace is written', (s) => s.written >= 1)
+  await statsUntil(r.tg, 'the warm-up trace is written', (s) => s.written >= 1)
   return r
 }
 
@@ -66,7 +67,7 @@ t.test('spool and insert folder unwritable for 3 s: rows wait in memory, the ove
   stop = true
   const statuses = await load
   t.same([...statuses.keys()], [200], 'every call was answered 200 during the fault')
-  const s = await until(r.tg, 'the store recovers', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp && s.spoolError === null)
+  const s = await statsUntil(r.tg, 'the store recovers', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp && s.spoolError === null)
   const ok = total200(statuses) + 1
   await accounted(t, r, dataDir, ok, 'after the fault')
   t.ok(s.dropped > 0, `rows past the memory bound were dropped and counted (${s.dropped})`)
@@ -100,7 +101,7 @@ t.test('the insert folder deleted under load: inserts make it again, nothing is 
   stop = true
   const statuses = await load
   t.same([...statuses.keys()], [200], 'every call was answered 200')
-  const s = await until(r.tg, 'every trace is written', (s) => s.queued === 0 && s.spoolBytes === 0, 15_000)
+  const s = await statsUntil(r.tg, 'every trace is written', (s) => s.queued === 0 && s.spoolBytes === 0, 15_000)
   await accounted(t, r, dataDir, total200(statuses) + 1, 'after the deletions')
   t.equal(s.dropped, 0, 'nothing dropped')
   t.ok(existsSync(inbox), 'the insert folder exists again')
@@ -119,13 +120,13 @@ t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, re
   let undone = false
   const undo = (): void => { if (!undone) { undone = true; unblock() } }
   t.teardown(undo)
-  const first = await until(r.tg, 'inserts fail and the spool takes the batches', (s) => !s.clickhouseUp && s.spooled > 0, 10_000)
+  const first = await statsUntil(r.tg, 'inserts fail and the spool takes the batches', (s) => !s.clickhouseUp && s.spooled > 0, 10_000)
   const spooling = await readyz(r.url)
   t.equal(spooling.status, 503, '/readyz says not ready while inserts fail')
   t.ok(spooling.reason === 'trace_inserts_failing' || spooling.reason === 'spool_refusing', `with the reason (${String(spooling.reason)})`)
   // ENOTDIR when the batch file is written; chDB's own words when the folder went while it read one.
   t.match(String(first.insertError), /ENOTDIR|Not a directory|doesn't exist/, `the stats name why inserts fail (${String(first.insertError)})`)
-  const full = await until(r.tg, 'the spool fills and refuses', (s) => s.spoolRefused > 0, 20_000)
+  const full = await statsUntil(r.tg, 'the spool fills and refuses', (s) => s.spoolRefused > 0, 20_000)
   t.ok(full.spoolBytes <= 60_000, `the spool stays within its bound (${full.spoolBytes} bytes)`)
   t.equal((await readyz(r.url)).reason, 'spool_refusing', '/readyz then says the spool refuses')
   undo()
@@ -133,7 +134,7 @@ t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, re
   stop = true
   const statuses = await load
   t.same([...statuses.keys()], [200], 'every call was answered 200')
-  const s = await until(r.tg, 'the spool is replayed', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp)
+  const s = await statsUntil(r.tg, 'the spool is replayed', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp)
   await accounted(t, r, dataDir, total200(statuses) + 1, 'after the outage')
   t.ok(s.replayed > 0, `spooled rows were replayed (${s.replayed})`)
   t.equal(r.logs.find('ClickHouse refused a trace batch; spooling to disk').length, 1, 'the outage is logged once')

@@ -8,7 +8,7 @@
 // so the per-email limit never trips: a 429 can only come from the per-address one. Trust off runs in
 // this process, trust on in a child process (chDB allows one data directory per process).
 import t, { type Test } from 'tap'
-import { startServer } from '../helpers.js'
+import { startServer } from '../helpers/server.js'
 import { rawTcp, spawnTracegate, type RawAnswer } from './nginx-helpers.js'
 import { MAX_FAILURES } from '../../src/dashboard/signin-limit.js'
 

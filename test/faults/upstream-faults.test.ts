@@ -7,8 +7,11 @@ import { createServer as createTcpServer, type Server } from 'node:net'
 import { createServer as createHttpServer } from 'node:http'
 import { rmSync } from 'node:fs'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { bodyFor, closedPort, json, post, ROUTES, sleep, tempDir } from '../helpers.js'
-import { startTracegate, stats, withTimeout, type Running } from './fault-helpers.js'
+import { closedPort, tempDir } from '../helpers/server.js'
+import { json, send } from '../helpers/http.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { sleep, withTimeout } from '../helpers/wait.js'
+import { startTracegate, stats, type Running } from './fault-helpers.js'
 
 const dataDir = tempDir('tracegate-upstream-faults-')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
@@ -46,7 +49,7 @@ function logged (r: Running, id: string): Array<Record<string, unknown>> {
 
 async function expectCause (t: Test, r: Running, provider: keyof typeof ROUTES, fields: Record<string, unknown>,
   code: string, cause: RegExp): Promise<void> {
-  const res = await post(r.url + ROUTES[provider], JSON.stringify(bodyFor(provider, { api_key: r.key, ...fields })))
+  const res = await send(r.url + ROUTES[provider], { body: JSON.stringify(bodyFor(provider, { api_key: r.key, ...fields })) })
   t.equal(res.status, 500, `${provider}: 500`)
   t.equal(json(res).error?.code, code, `${provider}: ${code}`)
   const id = String(res.headers['x-request-id'])
@@ -84,7 +87,7 @@ t.test('unreachable providers: connect refused, reset, TLS, each logged once wit
 t.test('a timeout and a stream cut mid-way are logged with their cause', async (t) => {
   const r = await startTracegate(t, dataDir, mock, { TRACEGATE_UPSTREAM_HEADERS_TIMEOUT_MS: '300' })
   await expectCause(t, r, 'alpha', { model: 'gpt-4o-mini-hang' }, 'provider_timeout', /^headers_timeout: /)
-  const res = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key, model: 'gpt-4o-mini-drop-chunks-40', stream: true }))).catch((err: unknown) => err as Error)
+  const res = await send(r.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: r.key, model: 'gpt-4o-mini-drop-chunks-40', stream: true })) }).catch((err: unknown) => err as Error)
   // The client sees the cut (an error or a body without the end), never a clean end.
   const id = res instanceof Error ? null : String(res.headers['x-request-id'])
   const lines = r.logs.find('request failed').filter((l) => l.outcome === 'provider_stream_error')
@@ -105,7 +108,7 @@ t.test('provider keys and passed-on headers that cannot travel in a header are 4
     const field = `${provider}_api_key`
     for (const value of values) {
       const body = JSON.stringify(bodyFor(provider, { api_key: r.key, [field]: 'PLACEHOLDER' })).replace('"PLACEHOLDER"', value)
-      const res = await post(r.url + ROUTES[provider], body)
+      const res = await send(r.url + ROUTES[provider], { body })
       t.equal(res.status, 422, `${provider} ${value}: 422`)
       t.equal(json(res).error?.code, 'invalid_field', `${provider} ${value}: invalid_field`)
       t.equal(json(res).error?.param, field, `${provider} ${value}: param names ${field}`)
@@ -114,13 +117,13 @@ t.test('provider keys and passed-on headers that cannot travel in a header are 4
   // node:http sends header text as UTF-8. Not at the end of the value: uWS 20.30 trims bytes >= 0x80
   // from a value's end as if they were spaces, so 'org-é' would arrive as 'org-' (README, HTTP limits).
   for (const value of ['org-\u00e9-x', 'org-\u00ff\u00fe-1']) {
-    const header = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key })), { 'openai-organization': value })
+    const header = await send(r.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: r.key })), headers: { 'openai-organization': value } })
     t.equal(header.status, 422, `a non-ASCII openai-organization header: 422 (${header.body.toString('utf8').slice(0, 120)})`)
     t.equal(json(header).error?.param, 'openai-organization', 'naming the header')
   }
   t.equal(mock.stats.received, 0, 'nothing reached the provider')
   t.equal(r.logs.find('request failed').length, 0, 'client mistakes are not logged as failures')
-  const ok = await post(r.url + ROUTES.alpha, JSON.stringify(bodyFor('alpha', { api_key: r.key, alpha_api_key: 'sk-proj-AZaz09_-.~+/=' })))
+  const ok = await send(r.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: r.key, alpha_api_key: 'sk-proj-AZaz09_-.~+/=' })) })
   t.equal(ok.status, 200, 'a key of printable ASCII still goes through')
   await r.tg.close()
 })

@@ -1,0 +1,121 @@
+// Request bodies for the proxy, one builder per dialect: `bodyFor` for a minimal valid body with the
+// fields a test needs, `buildBody` for a conversation with its expected forwarded form; and the raw
+// edits the contract and fault tests make to a body.
+import type { ProviderName } from '../../src/providers/index.js'
+
+export type Provider = ProviderName
+
+interface Dialect {
+  readonly route: string
+  readonly model: string
+  /** The provider key of an ordinary client body. */
+  readonly clientKey: string
+  /** A provider key distinctive enough that a test can look for it in a stored row. */
+  readonly secretKey: string
+}
+
+const DIALECTS: Readonly<Record<Provider, Dialect>> = {
+  alpha: { route: '/api/alpha_service/chat_completion', model: 'gpt-4o-mini', clientKey: 'sk-client', secretKey: 'sk-alpha-PROVIDERSECRET-a1b2c3' },
+  beta: { route: '/api/beta_service/chat_completion', model: 'claude-sonnet-4-5', clientKey: 'sk-ant-client', secretKey: 'sk-ant-PROVIDERSECRET-d4e5f6' },
+  gamma: { route: '/api/gamma_service/chat_completion', model: 'gemini-2.5-flash', clientKey: 'AIza-client', secretKey: 'AIza-PROVIDERSECRET-g7h8i9' },
+}
+
+function column (name: keyof Dialect): Readonly<Record<Provider, string>> {
+  return { alpha: DIALECTS.alpha[name], beta: DIALECTS.beta[name], gamma: DIALECTS.gamma[name] }
+}
+
+export const ROUTES = column('route')
+export const DEFAULT_MODELS = column('model')
+export const CLIENT_KEYS = column('clientKey')
+export const PROVIDER_KEYS = column('secretKey')
+
+/** The dialect's own members for one user message (and a system prompt when given). */
+function conversation (provider: Provider, text: string, system: string | null): Record<string, unknown> {
+  switch (provider) {
+    case 'alpha': return {
+      messages: system === null ? [{ role: 'user', content: text }] : [{ role: 'system', content: system }, { role: 'user', content: text }],
+    }
+    case 'beta': return system === null
+      ? { max_tokens: 64, messages: [{ role: 'user', content: text }] }
+      : { max_tokens: 64, system, messages: [{ role: 'user', content: text }] }
+    case 'gamma': return system === null
+      ? { contents: [{ role: 'user', parts: [{ text }] }] }
+      : { systemInstruction: { parts: [{ text: system }] }, contents: [{ role: 'user', parts: [{ text }] }] }
+  }
+}
+
+/** A minimal valid body for each dialect asking `text`, plus the given fields (which win). */
+export function bodyFor (provider: Provider, fields: Record<string, unknown> = {}, text = 'Hello'): Record<string, unknown> {
+  return { model: DEFAULT_MODELS[provider], ...conversation(provider, text, null), [`${provider}_api_key`]: CLIENT_KEYS[provider], ...fields }
+}
+
+const COMMON_SERVICE = ['api_key', 'is_confidential', 'alpha_api_key', 'beta_api_key', 'gamma_api_key']
+const SERVICE: Readonly<Record<Provider, readonly string[]>> = {
+  alpha: COMMON_SERVICE,
+  beta: COMMON_SERVICE,
+  gamma: [...COMMON_SERVICE, 'model', 'stream'],
+}
+
+export interface BodyOptions {
+  readonly apiKey: string
+  readonly model?: string
+  readonly stream?: boolean
+  /** alpha only: add stream_options.include_usage = true. */
+  readonly includeUsage?: boolean
+  readonly text: string
+  /** A system prompt ("Answer briefly."), where the dialect carries one. */
+  readonly system?: boolean
+  readonly confidential?: boolean
+  /** The provider key: PROVIDER_KEYS by default, this one, or false for no provider key field at all. */
+  readonly providerKey?: string | false
+  /** Extra members, added after the provider's own. */
+  readonly extra?: Record<string, unknown>
+}
+
+export interface BuiltBody {
+  readonly value: Record<string, unknown>
+  /** What the client sends. */
+  readonly sent: string
+  /** What the provider must receive: the same JSON without the service fields. */
+  readonly forwarded: string
+  readonly model: string
+}
+
+/** A conversation body with the service fields last, and the form the provider must receive. */
+export function buildBody (provider: Provider, o: BodyOptions): BuiltBody {
+  const model = o.model ?? DEFAULT_MODELS[provider]
+  const chat = conversation(provider, o.text, o.system === true ? 'Answer briefly.' : null)
+  const b: Record<string, unknown> = { model }
+  // gamma names the stream before its contents, alpha and beta after their messages.
+  if (provider === 'gamma' && o.stream !== undefined) b.stream = o.stream
+  Object.assign(b, chat)
+  if (provider !== 'gamma' && o.stream !== undefined) b.stream = o.stream
+  if (provider === 'alpha' && o.includeUsage === true) b.stream_options = { include_usage: true }
+  Object.assign(b, o.extra ?? {})
+  if (o.confidential !== undefined) b.is_confidential = o.confidential
+  if (o.providerKey !== false) b[`${provider}_api_key`] = o.providerKey ?? PROVIDER_KEYS[provider]
+  b.api_key = o.apiKey
+  const forwarded: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(b)) if (!SERVICE[provider].includes(k)) forwarded[k] = v
+  return { value: b, sent: JSON.stringify(b), forwarded: JSON.stringify(forwarded), model }
+}
+
+/** `value` as JSON with extra raw members spliced in before its closing brace (duplicate keys, escapes). */
+export function withRawMembers (value: Record<string, unknown>, raw: string): string {
+  const text = JSON.stringify(value)
+  return text === '{}' ? `{${raw}}` : `${text.slice(0, -1)},${raw}}`
+}
+
+/** A copy of `value` without the named members. */
+export function without (value: Record<string, unknown>, ...names: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) if (!names.includes(k)) out[k] = v
+  return out
+}
+
+/** `buf` split into chunks of `size` bytes. */
+export function split (buf: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = []
+  for (let i = 0; i < buf.length; i += size) out.push(buf.subarray(i, i + size))
+  return out
+}

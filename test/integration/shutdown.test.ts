@@ -1,0 +1,127 @@
+// Graceful shutdown under load (issue 3, item 8): a real `tracegate serve --mock-providers` process gets
+// SIGTERM while ten clients keep sending requests; it stops accepting, lets in-flight calls finish,
+// flushes every trace and exits 0. Then the test opens its data directory and finds exactly one row per
+// 200 response the clients received in full. (A separate file from durability.test.ts: chDB allows one
+// data directory per process, and this one opens the server's.)
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { loadConfig } from '../../src/config.js'
+import { StoreClient } from '../../src/store/client.js'
+import { childEnv, cliArgs } from '../helpers/cli.js'
+import { tempDir } from '../helpers/server.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { send, type RawResponse } from '../helpers/http.js'
+import { sleep, withTimeout } from '../helpers/wait.js'
+
+const LOOPS = 10
+const LOAD_BEFORE_SIGTERM_MS = 1_000
+const START_TIMEOUT_MS = 30_000
+const EXIT_TIMEOUT_MS = 20_000
+const MODEL = 'mock-chunks-5-gap-20'
+
+type Outcome =
+  | { kind: 'ok'; id: string }
+  | { kind: 'status'; status: number; id: string | null; complete: boolean; body: string }
+  | { kind: 'error'; code: string }
+
+/** One chat completion over a fresh connection; `ok` only for a 200 received in full. */
+async function call (port: number, key: string, stream: boolean): Promise<Outcome> {
+  const body = bodyFor('alpha', { api_key: key, alpha_api_key: 'sk-x', model: MODEL, ...(stream ? { stream: true } : {}) }, 'hi')
+  let r: RawResponse
+  try {
+    r = await send(`http://127.0.0.1:${port}${ROUTES.alpha}`, { body: JSON.stringify(body), acceptCut: true })
+  } catch (err) {
+    return { kind: 'error', code: (err as NodeJS.ErrnoException).code ?? (err as Error).message }
+  }
+  const id = r.requestId === '' ? null : r.requestId
+  let full = r.complete
+  if (full && r.status === 200) {
+    if (stream) full = /data: \[DONE\]\s*$/.test(r.text)
+    else {
+      try { full = (JSON.parse(r.text) as { object?: unknown }).object === 'chat.completion' } catch { full = false }
+    }
+  }
+  if (r.status === 200 && full && id !== null) return { kind: 'ok', id }
+  return { kind: 'status', status: r.status, id, complete: full, body: r.text.slice(0, 300) }
+}
+
+t.test('SIGTERM under load: rows equal the 200 responses the clients received', async (t) => {
+  const dataDir = tempDir('tracegate-shutdown-')
+  t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
+
+  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
+    env: childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('close', (code, signal) => { resolve({ code, signal }) })
+  })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exit
+    }
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s })
+  const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      stdout += s
+      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stdout)?.[1]
+      const key = /^ {2}proxy key: +(\S+)$/m.exec(stdout)?.[1]
+      if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
+    })
+    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstdout:\n${stdout}\nstderr:\n${stderr}`)) })
+  })
+  const { port, key } = await withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`)
+
+  const received: string[] = []
+  const others: Outcome[] = []
+  let sent = 0
+  let signalled = false
+  let afterSignal = 0
+  const loop = async (n: number): Promise<void> => {
+    for (let i = 0; ; i++) {
+      sent++
+      const o = await call(port, key, (n + i) % 2 === 0)
+      if (signalled) afterSignal++
+      if (o.kind === 'ok') { received.push(o.id); continue }
+      others.push(o)
+      // The loop ends at the first refusal: connection refused or reset, or 503.
+      return
+    }
+  }
+  const loops = Promise.all(Array.from({ length: LOOPS }, (_, n) => loop(n)))
+  await sleep(LOAD_BEFORE_SIGTERM_MS)
+  const beforeSignal = received.length
+  t.ok(beforeSignal > LOOPS, `the clients got ${beforeSignal} responses before SIGTERM`)
+  t.same(others, [], 'nothing was refused before SIGTERM')
+  signalled = true
+  child.kill('SIGTERM')
+  await withTimeout(loops, EXIT_TIMEOUT_MS, 'the client loops did not end after SIGTERM')
+  const status = await withTimeout(exit, EXIT_TIMEOUT_MS, `serve did not exit within ${EXIT_TIMEOUT_MS} ms of SIGTERM`)
+  t.same(status, { code: 0, signal: null }, `serve exits 0 (stderr: ${stderr.trim().slice(0, 2000)})`)
+  t.comment(`sent ${sent}, 200 in full ${received.length} (${received.length - beforeSignal} after SIGTERM), ended by ${JSON.stringify(others.map((o) => o.kind === 'error' ? o.code : o.kind === 'status' ? o.status : o.id))}`)
+
+  t.equal(others.length, LOOPS, 'every loop ended with a refusal')
+  for (const o of others) {
+    const ok = (o.kind === 'error' && ['ECONNREFUSED', 'ECONNRESET'].includes(o.code)) ||
+      (o.kind === 'status' && o.status === 503 && o.complete)
+    t.ok(ok, `a loop ended by a refusal, not a broken answer: ${JSON.stringify(o)}`)
+  }
+  t.equal(new Set(received).size, received.length, 'every 200 has its own x-request-id')
+
+  const store = new StoreClient({ dataDir, clickhouse: null, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
+  t.teardown(() => store.close())
+  const count = await withTimeout(store.call('testQuery', { query: 'SELECT count() AS n FROM traces WHERE status = 200' }), 30_000, 'count query')
+  t.equal(Number(count[0]?.n), received.length, `rows with status 200 = the ${received.length} 200 responses the clients received`)
+  const rows = await withTimeout(store.call('testQuery', { query: 'SELECT toString(trace_id) AS id, status, outcome FROM traces' }), 30_000, 'ids query')
+  const stored = new Set(rows.filter((r) => Number(r.status) === 200).map((r) => String(r.id)))
+  t.same(received.filter((id) => !stored.has(id)), [], 'no trace id of a 200 response is missing')
+  t.same(rows.filter((r) => Number(r.status) === 200 && r.outcome !== 'ok'), [], 'every status-200 row has outcome ok')
+  const spool = await withTimeout(store.call('traceStats'), 30_000, 'traceStats')
+  t.equal(spool?.spoolBytes, 0, 'nothing was left in the spool')
+  await store.close()
+})
