@@ -200,7 +200,7 @@ const MAX_MATCHES = 256
  * Words at least one of which every word-start rule's match contains (its verb or its object: "ignore",
  * "prompt", "password", "mode", …). Most chat text has none of them ("Write a haiku about proxies"), and
  * this one scan (about 4 ns a character) then spares the rule scan (about 30). Keep it in step with the
- * rules: test/injection.test.ts checks that every rule match it knows of passes the gate.
+ * rules: test/unit/injection.test.ts checks that every rule match it knows of passes the gate.
  */
 const GATE_WORDS = [
   'ignor', 'disregard', 'forget', 'overlook', 'bypass', 'overrid', 'skip', 'neglect', 'abandon',
