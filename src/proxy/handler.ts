@@ -88,6 +88,8 @@ interface Outbound {
 
 /** What the head said, read while the uWS request is valid and carried to the later steps. */
 interface Head {
+  /** The route as the trace's endpoint column names it. */
+  readonly endpoint: string
   readonly caller: CallerHeaders
   /** The keys a native route found in headers (null on the contract route: they are in the body). */
   readonly keys: NativeKeys | null
@@ -132,33 +134,39 @@ class ProxyRoute {
     this.#basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
   }
 
+  /**
+   * What the head says, read while `req` is valid: the caller's x-tracegate-* headers and, on a native
+   * route, the keys, the path's facts and the query to pass on. Null when a native path names a method
+   * tracegate does not serve (answered 404 here).
+   */
+  #readHead (res: HttpResponse, req: HttpRequest): Head | null {
+    const caller = readCallerHeaders(req)
+    const dialect = this.#dialect
+    if (!this.#native) return { endpoint: dialect.route, caller, keys: null, path: null, query: '' }
+    const native = dialect.native
+    let path: PathFacts = { model: null, stream: null }
+    let endpoint = native.route
+    if (native.parseModelSegment !== undefined) {
+      const parsed = native.parseModelSegment(req.getParameter(0) ?? '')
+      // `models/x:countTokens` and the like.
+      if (parsed === null) { notFound(res, nativeShape(dialect)); return null }
+      path = parsed
+      endpoint = native.routeNames[parsed.stream ? 1 : 0]!.replace(/^POST /, '')
+    }
+    const rawQuery = req.getQuery() ?? ''
+    const params = rawQuery === '' ? null : new URLSearchParams(rawQuery)
+    const keys = readNativeKeys(dialect, req, params)
+    if (params !== null && native.keyQuery !== null) params.delete(native.keyQuery)
+    const query = params === null || params.size === 0 ? '' : '?' + params.toString()
+    return { endpoint, caller, keys, path, query }
+  }
+
   /** Steps 1 and 2: the head's framing and size, then the body. */
   readonly handle = (res: HttpResponse, req: HttpRequest): void => {
     const dialect = this.#dialect
-    let head: Head
-    let endpoint = dialect.route
-    if (this.#native) {
-      const native = dialect.native
-      let path: PathFacts = { model: null, stream: null }
-      if (native.parseModelSegment !== undefined) {
-        const parsed = native.parseModelSegment(req.getParameter(0) ?? '')
-        // `models/x:countTokens` and the like: not a route tracegate serves.
-        if (parsed === null) { notFound(res, nativeShape(dialect)); return }
-        path = parsed
-        endpoint = native.routeNames[parsed.stream ? 1 : 0]!.slice(5)
-      } else {
-        endpoint = native.route
-      }
-      const rawQuery = req.getQuery() ?? ''
-      const params = rawQuery === '' ? null : new URLSearchParams(rawQuery)
-      const keys = readNativeKeys(dialect, req, params)
-      if (params !== null && native.keyQuery !== null) params.delete(native.keyQuery)
-      const query = params === null || params.size === 0 ? '' : '?' + params.toString()
-      head = { caller: readCallerHeaders(req), keys, path, query }
-    } else {
-      head = { caller: readCallerHeaders(req), keys: null, path: null, query: '' }
-    }
-    const x = new Exchange(res, dialect, endpoint, this.#native ? nativeShape(dialect) : TRACEGATE_SHAPE, newRequestId(), this.#deps.onFinish)
+    const head = this.#readHead(res, req)
+    if (head === null) return
+    const x = new Exchange(res, dialect, head.endpoint, this.#native ? nativeShape(dialect) : TRACEGATE_SHAPE, newRequestId(), this.#deps.onFinish)
     this.#deps.onStart()
     res.onAborted(() => { x.clientAborted() })
     if (this.#deps.isClosing()) {
