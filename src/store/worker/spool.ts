@@ -1,20 +1,31 @@
 // The disk spool: trace batches ClickHouse did not take, one file per batch named so that a directory
 // listing is their order, each carrying the batch's deduplication token in its name so a replay that
 // ClickHouse already took once is a no-op. Written to a temporary name and renamed, so a crash never
-// leaves half a batch behind. Bounded in bytes. A file is the batch's summaries (for the live list, as
-// one JSON line) followed by the batch itself, as the TabSeparated bytes that are inserted.
+// leaves half a batch behind. Bounded in bytes. A file is one JSON line, the batch's columns and its
+// summaries (for the live list), followed by the batch itself, as the TabSeparated bytes that are
+// inserted naming those columns. A file whose first line is a bare array of summaries was written before
+// the caller's labels (migration 005): its rows hold TRACE_COLUMNS_BEFORE_LABELS, and replay as that.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
+import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
 
 export interface SpooledBatch {
   readonly file: string
   readonly token: string
+  /** The columns of the batch's rows, in their order. */
+  readonly columns: readonly string[]
   readonly summaries: TraceSummary[]
   readonly tsv: Buffer
+}
+
+/** The first line of a spool file. */
+interface SpoolHead {
+  readonly columns: readonly string[]
+  readonly summaries: TraceSummary[]
 }
 
 /** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
@@ -59,9 +70,12 @@ export class Spool {
   get batches (): number { return this.#files.length }
   get maxBytes (): number { return this.#maxBytes }
 
-  /** False when the batch does not fit under the byte limit; throws when it cannot be written. */
+  /**
+   * A batch of rows in TRACE_COLUMNS. False when the batch does not fit under the byte limit; throws when
+   * it cannot be written.
+   */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    const head = Buffer.from(JSON.stringify(summaries) + '\n')
+    const head = Buffer.from(JSON.stringify({ columns: TRACE_COLUMNS, summaries }) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
     const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.tsv`
@@ -106,9 +120,8 @@ export class Spool {
     try {
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
-      const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
-      if (!Array.isArray(summaries)) throw new Error('no summaries line')
-      return { file: f.name, token: NAME.exec(f.name)![2]!, summaries, tsv: bytes.subarray(nl + 1) }
+      const { columns, summaries } = spoolHead(JSON.parse(bytes.toString('utf8', 0, nl)) as unknown)
+      return { file: f.name, token: NAME.exec(f.name)![2]!, columns, summaries, tsv: bytes.subarray(nl + 1) }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
@@ -128,4 +141,23 @@ export class Spool {
     const [f] = this.#files.splice(i, 1)
     this.#bytes = Math.max(0, this.#bytes - f!.size)
   }
+}
+
+/**
+ * The columns and summaries of a spool file's first line. Its column names go into the INSERT's text, so
+ * only columns of the traces table this version writes are taken.
+ */
+function spoolHead (v: unknown): SpoolHead {
+  if (Array.isArray(v)) {
+    // Before the labels: the summaries alone. Their rows have none, so their live list items have none either.
+    return { columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: v.map((s: TraceSummary) => ({ ...s, user: '', session: '', tags: [] })) }
+  }
+  const head = v as Partial<SpoolHead> | null
+  if (typeof head !== 'object' || head === null || !Array.isArray(head.summaries)) throw new Error('no summaries line')
+  const columns = head.columns
+  if (!Array.isArray(columns) || columns.length === 0 || new Set(columns).size !== columns.length ||
+    !columns.every((c) => typeof c === 'string' && TRACE_COLUMNS.includes(c))) {
+    throw new Error('its columns are not columns of the traces table')
+  }
+  return { columns, summaries: head.summaries }
 }
