@@ -1,10 +1,12 @@
 // The disk spool: trace batches ClickHouse did not take, one file per batch named so that a directory
 // listing is their order, each carrying the batch's deduplication token in its name so a replay that
 // ClickHouse already took once is a no-op. Written to a temporary name and renamed, so a crash never
-// leaves half a batch behind. Bounded in bytes. A file is one JSON line, the batch's columns and its
-// summaries (for the live list), followed by the batch itself, as the TabSeparated bytes that are
-// inserted naming those columns. A file whose first line is a bare array of summaries was written before
-// the caller's labels (migration 005): its rows hold TRACE_COLUMNS_BEFORE_LABELS, and replay as that.
+// leaves half a batch behind. Bounded in bytes. A file is the batch's summaries (for the live list, as
+// one JSON line), its columns (one JSON line), then the batch itself, as the TabSeparated bytes that are
+// inserted naming those columns.
+// Files written before the caller's labels (migration 005) have no columns line and no `.v2` in their
+// name: their rows hold TRACE_COLUMNS_BEFORE_LABELS and replay as that. The tag in the name keeps an
+// older tracegate, whose pattern does not match it, from inserting a columns line as a row.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -22,12 +24,6 @@ export interface SpooledBatch {
   readonly tsv: Buffer
 }
 
-/** The first line of a spool file. */
-interface SpoolHead {
-  readonly columns: readonly string[]
-  readonly summaries: TraceSummary[]
-}
-
 /** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
 export class SpoolReadError extends Error {
   constructor (readonly file: string, readonly rows: number, cause: unknown) {
@@ -36,7 +32,7 @@ export class SpoolReadError extends Error {
   }
 }
 
-const NAME = /^(\d{16})-([0-9a-f-]{36})\.tsv$/
+const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2)?\.tsv$/
 
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
@@ -75,10 +71,10 @@ export class Spool {
    * it cannot be written.
    */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    const head = Buffer.from(JSON.stringify({ columns: TRACE_COLUMNS, summaries }) + '\n')
+    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(TRACE_COLUMNS) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.tsv`
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.v2.tsv`
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
@@ -118,10 +114,20 @@ export class Spool {
       throw new SpoolReadError(f.name, f.rows, err)
     }
     try {
+      const m = NAME.exec(f.name)!
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
-      const { columns, summaries } = spoolHead(JSON.parse(bytes.toString('utf8', 0, nl)) as unknown)
-      return { file: f.name, token: NAME.exec(f.name)![2]!, columns, summaries, tsv: bytes.subarray(nl + 1) }
+      const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
+      if (!Array.isArray(summaries)) throw new Error('no summaries line')
+      if (m[3] === undefined) {
+        // Before the labels: their rows have none, so the live list's items of them have none either.
+        const before = summaries.map((s) => ({ ...s, user: '', session: '', tags: [] }))
+        return { file: f.name, token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1) }
+      }
+      const nl2 = bytes.indexOf(0x0a, nl + 1)
+      if (nl2 < 0) throw new Error('no columns line')
+      const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
+      return { file: f.name, token: m[2]!, columns, summaries, tsv: bytes.subarray(nl2 + 1) }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
@@ -143,21 +149,11 @@ export class Spool {
   }
 }
 
-/**
- * The columns and summaries of a spool file's first line. Its column names go into the INSERT's text, so
- * only columns of the traces table this version writes are taken.
- */
-function spoolHead (v: unknown): SpoolHead {
-  if (Array.isArray(v)) {
-    // Before the labels: the summaries alone. Their rows have none, so their live list items have none either.
-    return { columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: v.map((s: TraceSummary) => ({ ...s, user: '', session: '', tags: [] })) }
+/** A columns line's names. They go into the INSERT's text, so only columns of the traces table are taken. */
+function traceColumns (v: unknown): readonly string[] {
+  if (!Array.isArray(v) || v.length === 0 || new Set(v).size !== v.length ||
+    !v.every((c) => typeof c === 'string' && TRACE_COLUMNS.includes(c))) {
+    throw new Error('its columns line does not name columns of the traces table')
   }
-  const head = v as Partial<SpoolHead> | null
-  if (typeof head !== 'object' || head === null || !Array.isArray(head.summaries)) throw new Error('no summaries line')
-  const columns = head.columns
-  if (!Array.isArray(columns) || columns.length === 0 || new Set(columns).size !== columns.length ||
-    !columns.every((c) => typeof c === 'string' && TRACE_COLUMNS.includes(c))) {
-    throw new Error('its columns are not columns of the traces table')
-  }
-  return { columns, summaries: head.summaries }
+  return v as string[]
 }
