@@ -115,7 +115,7 @@ function labelsEl (t: TraceDetail): HTMLElement | null {
       session !== '' ? fact('Session', 'label-session', session) : null,
       tags.length > 0 ? fact('Tags', 'label-tags', ...tags.map((tag) => h('span', { class: 'badge', 'data-testid': 'label-tag' }, tag))) : null),
     metadata.length > 0
-      ? h('table', { class: 'metadata', 'data-testid': 'label-metadata' },
+      ? h('table', { class: 'metadata', 'data-testid': 'label-metadata' }, h('caption', null, 'Metadata'),
         h('tbody', null, ...metadata.map(([k, v]) =>
           h('tr', { 'data-testid': 'metadata-entry' }, h('th', { scope: 'row' }, k), h('td', null, String(v))))))
       : null)
