@@ -4,11 +4,9 @@
 // kept through the spool and its replay; a spool file and rows written before the labels still replay
 // and read as unlabelled. The headers themselves are the proxy's part: nothing here sets them.
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
 import { traceFilter } from '../../src/dashboard/params.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { MIGRATIONS_DIR } from '../../src/store/client.js'
@@ -19,9 +17,11 @@ import { migrate } from '../../src/store/worker/migrate.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
 import { Tracegate } from '../../src/tracegate.js'
+import { tempDir, testConfig } from '../helpers/server.js'
+import { until } from '../helpers/wait.js'
 
 // chDB allows one data directory per process: every start below uses this one.
-const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-labels-'))
+const dataDir = tempDir('tracegate-labels-')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const spoolDir = join(dataDir, 'spool')
 
@@ -37,14 +37,7 @@ interface Running {
 }
 
 async function start (accountId?: string): Promise<Running> {
-  const config = loadConfig({
-    TRACEGATE_PROXY_PORT: '0',
-    TRACEGATE_DASHBOARD_PORT: '0',
-    TRACEGATE_DATA_DIR: dataDir,
-    TRACEGATE_LOG_LEVEL: 'silent',
-    TRACEGATE_TRACE_FLUSH_MS: '50',
-  })
-  const tg = await Tracegate.start(config, { bootstrap: false, testSeams: true })
+  const tg = await Tracegate.start(testConfig(dataDir, null, { TRACEGATE_TRACE_FLUSH_MS: '50' }), { bootstrap: false, testSeams: true })
   const account = accountId ?? (await tg.admin.createAccount({ name: 'labels', plan: 'pro' })).id
   const read = await tg.admin.createKey({ account, scope: 'read' })
   return { tg, api: `http://127.0.0.1:${tg.dashboardPort}/api/v1`, readKey: read.key, accountId: account, keyId: read.id }
@@ -72,14 +65,13 @@ async function api (r: Running, path: string): Promise<{ status: number; body: a
   return { status: res.status, body: await res.json() }
 }
 
-async function until (r: Running, what: string, ok: (s: TraceStats) => boolean, ms = 15_000): Promise<TraceStats> {
-  const end = Date.now() + ms
-  for (;;) {
-    const s = await r.tg.store.call('flushTraces')
-    if (s !== null && ok(s)) return s
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms (${JSON.stringify(s)})`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+/** The trace pipeline's counters once `ok` holds for them (each probe flushes what is queued). */
+function statsWhen (r: Running, what: string, ok: (s: TraceStats) => boolean): Promise<TraceStats> {
+  let last: TraceStats | null = null
+  return until(async () => {
+    last = await r.tg.store.call('flushTraces')
+    return last !== null && ok(last) ? last : null
+  }, { ms: 15_000, everyMs: 50, what: () => `${what} (${JSON.stringify(last)})` })
 }
 
 const list = (r: Running, q: Record<string, string>): Promise<{ status: number; body: any }> =>
@@ -109,7 +101,7 @@ const labelsOf = (d: any): CallLabels => ({ user: d.user, session: d.session, ta
 
 t.test('rows written before the labels read as unlabelled once migration 005 has run', async (t) => {
   // The table as the previous version left it: migrations 001–004 and one row in its columns.
-  const before = mkdtempSync(join(tmpdir(), 'tracegate-migrations-'))
+  const before = tempDir('tracegate-migrations-')
   t.teardown(() => { rmSync(before, { recursive: true, force: true }) })
   for (const f of readdirSync(MIGRATIONS_DIR)) {
     if (/^00[1-4]_.*\.sql$/.test(f)) symlinkSync(join(MIGRATIONS_DIR, f), join(before, f))
@@ -150,7 +142,7 @@ t.test('labels are stored as columns, read back exactly, filtered on and sent li
   const emptyGiven = meta(r, { user: '', session: '', tags: [], metadata: {} })
   hand(r, [hostile, max, bare])
   hand(r, [secret, emptyGiven])
-  const s = await until(r, 'all five are written', (s) => s.written >= 5 && s.queued === 0)
+  const s = await statsWhen(r, 'all five are written', (s) => s.written >= 5 && s.queued === 0)
   t.equal(s.dropped, 0, 'none dropped')
 
   for (const [m, want, what] of [[hostile, HOSTILE, 'hostile strings'], [max, MAX, 'every bound at its limit'],
@@ -227,7 +219,7 @@ t.test('labelled rows survive the spool and its replay', async (t) => {
   t.teardown(unblock)
   const metas = [meta(r, HOSTILE), meta(r, MAX), meta(r, null)]
   hand(r, metas)
-  await until(r, 'the batch is spooled', (s) => s.spooled >= 3)
+  await statsWhen(r, 'the batch is spooled', (s) => s.spooled >= 3)
   const files = readdirSync(spoolDir).filter((f) => f.endsWith('.tsv'))
   t.equal(files.length, 1, 'one spool file')
   t.match(files[0], /^\d{16}-[0-9a-f-]{36}\.v2\.tsv$/, 'named as a batch with its columns line')
@@ -235,7 +227,7 @@ t.test('labelled rows survive the spool and its replay', async (t) => {
   t.same((JSON.parse(summaries!) as Array<{ trace_id: string }>).map((x) => x.trace_id), metas.map((m) => m.traceId), 'its first line lists its rows')
   t.same(JSON.parse(columns!), TRACE_COLUMNS, 'its second line names its columns')
   unblock()
-  const s = await until(r, 'the spool is replayed', (s) => s.spoolBytes === 0 && s.clickhouseUp && s.queued === 0)
+  const s = await statsWhen(r, 'the spool is replayed', (s) => s.spoolBytes === 0 && s.clickhouseUp && s.queued === 0)
   t.equal(s.replayed, 3, 'three rows replayed')
   for (const m of metas) {
     const d = await api(r, `/traces/${m.traceId}`)
@@ -280,7 +272,7 @@ t.test('a spool file written before the labels replays, its rows unlabelled', as
 
   r = await start(accountId)
   t.teardown(() => r.tg.close())
-  const s = await until(r, 'the old file is replayed', (s) => s.replayed >= 2 && s.spoolBytes === 0)
+  const s = await statsWhen(r, 'the old file is replayed', (s) => s.replayed >= 2 && s.spoolBytes === 0)
   t.equal(s.dropped, 0, 'nothing dropped')
   t.same(readdirSync(spoolDir), [], 'the file is gone, not set aside as .bad')
   for (const m of metas) {
@@ -302,7 +294,7 @@ t.test('a spool file whose columns line names something else is set aside, never
   writeFileSync(join(spoolDir, name), `${JSON.stringify([{ trace_id: m.traceId }])}\n${JSON.stringify(columns)}\nx\n`)
   r = await start(m.accountId)
   t.teardown(() => r.tg.close())
-  await until(r, 'the file is taken off the spool', (s) => s.spoolBytes === 0)
+  await statsWhen(r, 'the file is taken off the spool', (s) => s.spoolBytes === 0)
   t.same(readdirSync(spoolDir), [`${name}.bad`], 'the file is kept aside as .bad')
   t.equal((await api(r, `/traces/${m.traceId}`)).status, 404, 'and nothing of it was inserted')
   await r.tg.close()
