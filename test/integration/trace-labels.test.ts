@@ -17,6 +17,7 @@ import { migrate } from '../../src/store/worker/migrate.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
 import { Tracegate } from '../../src/tracegate.js'
+import { ANSWER, handOver, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir, testConfig } from '../helpers/server.js'
 import { until } from '../helpers/wait.js'
 
@@ -25,8 +26,6 @@ const dataDir = tempDir('tracegate-labels-')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const spoolDir = join(dataDir, 'spool')
 
-const PROMPT = Buffer.from('{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}')
-const ANSWER = Buffer.from('{"choices":[{"message":{"role":"assistant","content":"hello"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}')
 
 interface Running {
   readonly tg: Tracegate
@@ -41,23 +40,6 @@ async function start (accountId?: string): Promise<Running> {
   const account = accountId ?? (await tg.admin.createAccount({ name: 'labels', plan: 'pro' })).id
   const read = await tg.admin.createKey({ account, scope: 'read' })
   return { tg, api: `http://127.0.0.1:${tg.dashboardPort}/api/v1`, readKey: read.key, accountId: account, keyId: read.id }
-}
-
-function meta (r: Pick<Running, 'accountId' | 'keyId'>, labels: CallLabels | null, confidential = false): TraceMeta {
-  return {
-    traceId: randomUUID(), accountId: r.accountId, keyId: r.keyId, time: Date.now(), provider: 'alpha', model: 'gpt-4o-mini',
-    endpoint: '/v1/chat/completions', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
-    requestBytes: PROMPT.length, responseBytes: ANSWER.length, chunkMarks: null, latencyMs: 12.5, ttfbMs: 12, providerMs: 11,
-    overheadMs: 1.5, detection: '', issues: '', labels,
-  }
-}
-
-/** Hands traces to the store worker exactly as the front thread's sink does. */
-function hand (r: Running, metas: readonly TraceMeta[]): void {
-  const w = new TraceBatchWriter(1024)
-  for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
-  const batch = w.take()
-  r.tg.store.postTraces(batch, [batch.buffer])
 }
 
 async function api (r: Running, path: string): Promise<{ status: number; body: any }> {
@@ -110,7 +92,7 @@ t.test('rows written before the labels read as unlabelled once migration 005 has
   const traceId = randomUUID()
   const ch = await connect(dataDir, null)
   t.same(await migrate(ch, before), ['001_accounts_users_keys.sql', '002_traces.sql', '003_usage_dedup.sql', '004_error_cause.sql'], 'the old schema')
-  const row = legacyTsv([{ ...meta({ accountId, keyId: randomUUID() }, null), traceId }])
+  const row = legacyTsv([{ ...traceMeta({ accountId, keyId: randomUUID() }, null), traceId }])
   await insertTsv(ch, 'traces', TRACE_COLUMNS_BEFORE_LABELS, [row.tsv], { async_insert: 0 })
   await ch.close()
 
@@ -135,13 +117,13 @@ t.test('labels are stored as columns, read back exactly, filtered on and sent li
   }))
   r.tg.store.watch([r.accountId])
 
-  const hostile = meta(r, HOSTILE)
-  const max = meta(r, MAX)
-  const bare = meta(r, null)
-  const secret = meta(r, { user: 'u-conf', session: HOSTILE.session, tags: ['a\'b', 'conf'], metadata: { k: 'v' } }, true)
-  const emptyGiven = meta(r, { user: '', session: '', tags: [], metadata: {} })
-  hand(r, [hostile, max, bare])
-  hand(r, [secret, emptyGiven])
+  const hostile = traceMeta(r, HOSTILE)
+  const max = traceMeta(r, MAX)
+  const bare = traceMeta(r, null)
+  const secret = traceMeta(r, { user: 'u-conf', session: HOSTILE.session, tags: ['a\'b', 'conf'], metadata: { k: 'v' } }, true)
+  const emptyGiven = traceMeta(r, { user: '', session: '', tags: [], metadata: {} })
+  handOver(r.tg, [hostile, max, bare])
+  handOver(r.tg, [secret, emptyGiven])
   const s = await statsWhen(r, 'all five are written', (s) => s.written >= 5 && s.queued === 0)
   t.equal(s.dropped, 0, 'none dropped')
 
@@ -217,8 +199,8 @@ t.test('labelled rows survive the spool and its replay', async (t) => {
   t.teardown(() => r.tg.close())
   const unblock = block(insertInbox(dataDir))
   t.teardown(unblock)
-  const metas = [meta(r, HOSTILE), meta(r, MAX), meta(r, null)]
-  hand(r, metas)
+  const metas = [traceMeta(r, HOSTILE), traceMeta(r, MAX), traceMeta(r, null)]
+  handOver(r.tg, metas)
   await statsWhen(r, 'the batch is spooled', (s) => s.spooled >= 3)
   const files = readdirSync(spoolDir).filter((f) => f.endsWith('.tsv'))
   t.equal(files.length, 1, 'one spool file')
@@ -262,7 +244,7 @@ function legacyTsv (metas: readonly TraceMeta[]): { summaries: unknown[]; tsv: B
 t.test('a spool file written before the labels replays, its rows unlabelled', async (t) => {
   let r = await start()
   const accountId = r.accountId
-  const metas = [meta(r, null), meta(r, null)]
+  const metas = [traceMeta(r, null), traceMeta(r, null)]
   await r.tg.close()
   const old = legacyTsv(metas)
   t.equal(old.tsv.toString('utf8').split('\n')[0]!.split('\t').length, 32, 'a row of 32 fields')
@@ -286,7 +268,7 @@ t.test('a spool file written before the labels replays, its rows unlabelled', as
 
 t.test('a spool file whose columns line names something else is set aside, never inserted', async (t) => {
   let r = await start()
-  const m = meta(r, HOSTILE)
+  const m = traceMeta(r, HOSTILE)
   await r.tg.close()
   mkdirSync(spoolDir, { recursive: true })
   const name = `0000000000000009-${randomUUID()}.v2.tsv`
