@@ -28,6 +28,8 @@ export interface TraceRecord {
   readonly errorCause: string
   readonly detection: string
   readonly issues: string
+  /** The caller sent labels (else user, session, tags and metadata are all empty). */
+  readonly labelled: boolean
   /** The caller's metadata (its user, session and tags are in the summary). */
   readonly metadata: Readonly<Record<string, string>>
 }
@@ -46,6 +48,9 @@ export const TRACE_COLUMNS_BEFORE_LABELS: readonly string[] = [
 /** The traces table's columns in the order `encodeRecord` writes them. */
 export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata']
 
+/** user, session, tags and metadata of a call without labels: '', '', [] and {} in one write. */
+const NO_LABEL_FIELDS = '\t\t[]\t{}'
+
 export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
   const s = r.summary
   w.string(s.account_id).string(s.time).string(s.trace_id).string(s.key_id).string(s.provider).string(s.model)
@@ -54,8 +59,10 @@ export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
     .number(r.requestBytes).number(r.responseBytes).number(s.input_tokens).number(s.output_tokens)
     .number(s.cached_input_tokens).string(s.token_source).number(s.latency_ms).number(r.ttfbMs).number(r.ttftMs)
     .number(r.providerMs).number(r.overheadMs).number(s.cost_usd).string(r.costStatus).string(r.detection)
-    .string(r.issues).string(s.user).string(s.session).strings(s.tags).map(r.metadata)
-    .endRow()
+    .string(r.issues)
+  if (r.labelled) w.string(s.user).string(s.session).strings(s.tags).map(r.metadata)
+  else w.fields(NO_LABEL_FIELDS)
+  w.endRow()
 }
 
 const EMPTY = new Uint8Array(0)
@@ -220,6 +227,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     costStatus: status,
     detection: confidential ? '' : raw.detection,
     issues: confidential ? '' : raw.issues,
+    labelled: raw.labels !== null,
     metadata: labels.metadata,
   }
 }

@@ -137,6 +137,11 @@ export class TsvWriter {
     return this.#ascii(b ? 'true' : 'false')
   }
 
+  /** Fields already in their TSV form: ASCII, escaped, separated by tabs (constant runs of fields). */
+  fields (text: string): this {
+    return this.#ascii(text)
+  }
+
   #ascii (s: string): this {
     this.#sep()
     this.#room(s.length)
