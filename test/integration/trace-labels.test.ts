@@ -1,12 +1,13 @@
-// The caller's labels (issue 12, item 3) from the store worker's side: traces handed over as the front
-// thread hands them (the codec's buffer, moved to the real store worker) are stored with their user,
-// session, tags and metadata, read back exactly by the read API, filtered on, sent to the live list,
-// kept through the spool and its replay; a spool file and rows written before the labels still replay
-// and read as unlabelled. The headers themselves are the proxy's part: nothing here sets them.
+// The caller's labels (issue 12, item 3) from the store's side: sent as x-tracegate-* headers through the
+// proxy, or handed over as the front thread hands them (the codec's buffer, moved to the real store
+// worker) with what a header could not carry, they are stored with their trace, read back exactly by the
+// read API, filtered on, sent to the live list, kept through the spool and its replay; a spool file and
+// rows written before the labels still replay and read as unlabelled. Which header values the proxy
+// takes or refuses is the proxy's tests' part.
 import { randomUUID } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { traceFilter } from '../../src/dashboard/params.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { MIGRATIONS_DIR } from '../../src/store/client.js'
@@ -17,15 +18,20 @@ import { migrate } from '../../src/store/worker/migrate.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
 import { Tracegate } from '../../src/tracegate.js'
+import { startMockProvider } from '../../src/mock-provider/index.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { ANSWER, handOver, PROMPT, traceMeta } from '../helpers/handoff.js'
+import { send } from '../helpers/http.js'
 import { tempDir, testConfig } from '../helpers/server.js'
+import { storedTrace } from '../helpers/store.js'
 import { until } from '../helpers/wait.js'
 
 // chDB allows one data directory per process: every start below uses this one.
 const dataDir = tempDir('tracegate-labels-')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const spoolDir = join(dataDir, 'spool')
-
+const mock = await startMockProvider({ recordLimit: 0 })
+t.teardown(() => mock.close())
 
 interface Running {
   readonly tg: Tracegate
@@ -33,13 +39,16 @@ interface Running {
   readonly readKey: string
   readonly accountId: string
   readonly keyId: string
+  /** A proxy key of the account. */
+  readonly proxyKey: string
 }
 
 async function start (accountId?: string): Promise<Running> {
-  const tg = await Tracegate.start(testConfig(dataDir, null, { TRACEGATE_TRACE_FLUSH_MS: '50' }), { bootstrap: false, testSeams: true })
+  const tg = await Tracegate.start(testConfig(dataDir, mock, { TRACEGATE_TRACE_FLUSH_MS: '50' }), { bootstrap: false, testSeams: true })
   const account = accountId ?? (await tg.admin.createAccount({ name: 'labels', plan: 'pro' })).id
   const read = await tg.admin.createKey({ account, scope: 'read' })
-  return { tg, api: `http://127.0.0.1:${tg.dashboardPort}/api/v1`, readKey: read.key, accountId: account, keyId: read.id }
+  const proxy = await tg.admin.createKey({ account, scope: 'proxy' })
+  return { tg, api: `http://127.0.0.1:${tg.dashboardPort}/api/v1`, readKey: read.key, accountId: account, keyId: proxy.id, proxyKey: proxy.key }
 }
 
 async function api (r: Running, path: string): Promise<{ status: number; body: any }> {
@@ -177,6 +186,68 @@ t.test('labels are stored as columns, read back exactly, filtered on and sent li
 
   const usage = await api(r, '/usage?range=hour')
   t.equal(usage.body.totals.requests, 5, 'the usage rollup counts labelled calls as any other')
+  await r.tg.close()
+})
+
+/** One alpha call through the proxy with these headers; its trace id. */
+async function proxied (t: Test, r: Running, headers: Record<string, string>, fields: Record<string, unknown> = {}): Promise<string> {
+  const res = await send(`http://127.0.0.1:${r.tg.proxyPort}${ROUTES.alpha}`, {
+    body: JSON.stringify(bodyFor('alpha', { api_key: r.proxyKey, ...fields })),
+    headers,
+  })
+  t.equal(res.status, 200, `answered 200 (${res.text.slice(0, 200)})`)
+  return String(res.headers['x-request-id'])
+}
+
+t.test('labels sent as headers through the proxy are stored with the trace and found by the filters', async (t) => {
+  const r = await start()
+  t.teardown(() => r.tg.close())
+  const labelled = await proxied(t, r, {
+    'x-tracegate-user': "o'brien\\x",
+    'x-tracegate-session': 'conv-42',
+    'x-tracegate-tags': 'prod, eval,a b',
+    'x-tracegate-metadata': JSON.stringify({ team: 'payments', attempt: 2, cached: false, quote: 'it\'s \\ "so"\n\t' }),
+  })
+  const secret = await proxied(t, r, { 'x-tracegate-user': 'bob', 'x-tracegate-tags': 'eval' }, { is_confidential: true })
+  const bare = await proxied(t, r, {})
+
+  const row = await storedTrace(r.tg, r.accountId, labelled)
+  t.strictSame(labelsOf(row), {
+    user: "o'brien\\x",
+    session: 'conv-42',
+    tags: ['prod', 'eval', 'a b'],
+    metadata: { team: 'payments', attempt: '2', cached: 'false', quote: 'it\'s \\ "so"\n\t' },
+  }, 'the headers, as labels, in the trace\'s columns')
+  const conf = await storedTrace(r.tg, r.accountId, secret)
+  t.equal(conf.prompt, '', 'a confidential call keeps no prompt')
+  t.strictSame([conf.user, conf.tags], ['bob', ['eval']], 'but keeps its labels')
+  t.strictSame(labelsOf(await storedTrace(r.tg, r.accountId, bare)), EMPTY_LABELS, 'no label headers: empty labels')
+
+  t.same(ids((await list(r, { user: "o'brien\\x" })).body), [labelled], 'found by its user')
+  t.same(ids((await list(r, { session: 'conv-42' })).body), [labelled], 'by its session')
+  t.same(ids((await list(r, { tag: 'eval' })).body), [labelled, secret].sort(), 'by a tag')
+  t.same(ids((await list(r, { tag: 'a b' })).body), [labelled], 'a tag with a space')
+  const detail = await api(r, `/traces/${labelled}`)
+  t.strictSame(labelsOf(detail.body), labelsOf(row), 'the read API answers what is stored')
+  await r.tg.close()
+})
+
+/** HTTP header values are bytes; a client sends UTF-8 text as its bytes (what Node writes for a latin1 string). */
+const utf8Header = (text: string): string => Buffer.from(text, 'utf8').toString('latin1')
+
+// Known bug, the proxy's side (src/proxy/caller.ts, uWS's getHeader): UTF-8 label headers reach the
+// trace garbled, cut or refused. The store keeps such text exactly (the hand-over tests above).
+t.test('non-ASCII label headers through the proxy', { todo: 'UTF-8 x-tracegate-* values are garbled, cut or refused before the store' }, async (t) => {
+  const r = await start()
+  t.teardown(() => r.tg.close())
+  const id = await proxied(t, r, {
+    'x-tracegate-user': utf8Header("Zoë O'Brien"),
+    'x-tracegate-session': utf8Header('東京'),
+    'x-tracegate-tags': utf8Header('prod,東京'),
+    'x-tracegate-metadata': utf8Header(JSON.stringify({ 東: '😀' })),
+  })
+  t.strictSame(labelsOf(await storedTrace(r.tg, r.accountId, id)),
+    { user: "Zoë O'Brien", session: '東京', tags: ['prod', '東京'], metadata: { 東: '😀' } }, 'stored as sent')
   await r.tg.close()
 })
 
