@@ -163,6 +163,7 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
       overheadMs: 0.25,
       detection: '',
       issues: '',
+      labels: null,
     }, request, request.length, [response], response.length, [], 0)
   }
 }

@@ -9,6 +9,11 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
 const CH_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,3})?$/
 
+/** The longest user, session and tag a trace can hold (the proxy refuses longer label headers). */
+export const MAX_USER = 256
+export const MAX_SESSION = 256
+export const MAX_TAG = 64
+
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 200
 
@@ -19,6 +24,18 @@ function bad (param: string): TracegateError {
 function get (q: URLSearchParams, name: string): string | null {
   const v = q.get(name)
   return v === null || v === '' ? null : v
+}
+
+/**
+ * A label filter: a value longer than any stored label matches nothing and is refused. Counted in code
+ * points, which are never more than UTF-16 units or UTF-8 bytes, so no storable label is refused.
+ */
+function label (q: URLSearchParams, name: string, max: number): string | null {
+  const v = get(q, name)
+  if (v === null || v.length <= max) return v
+  let n = 0
+  for (const _ of v) if (++n > max) throw bad(name)
+  return v
 }
 
 /** ClickHouse's `YYYY-MM-DD hh:mm:ss[.sss]` (UTC) as epoch ms. */
@@ -68,6 +85,9 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
   if (outcome !== null && !OUTCOMES.includes(outcome)) throw bad('outcome')
   const keyId = get(q, 'key')
   if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  const user = label(q, 'user', MAX_USER)
+  const session = label(q, 'session', MAX_SESSION)
+  const tag = label(q, 'tag', MAX_TAG)
   const text = get(q, 'q')
   if (text !== null && text.length > 1000) throw bad('q')
   const rawLimit = get(q, 'limit')
@@ -82,6 +102,9 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
     model,
     outcome,
     keyId: keyId?.toLowerCase() ?? null,
+    user,
+    session,
+    tag,
     q: text,
     limit,
     cursor: cursor === null ? null : decodeCursor(cursor),

@@ -47,6 +47,7 @@ function traceMeta (x: Exchange): TraceMeta {
     overheadMs: round(Math.max(0, latency - (providerMs ?? 0))),
     detection: detectionJson(x),
     issues: x.verdict === null || x.verdict.issues.length === 0 ? '' : JSON.stringify(x.verdict.issues),
+    labels: x.labels,
   }
 }
 

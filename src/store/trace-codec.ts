@@ -3,7 +3,7 @@
 // copied and a handful of writes. The record layout lives only here: `TraceBatchWriter.add` writes it
 // and `decodeTraces` reads it.
 import type { ProviderName } from '../providers/index.js'
-import type { RawTrace } from './trace-types.js'
+import type { CallLabels, RawTrace } from './trace-types.js'
 
 /** What a batch message carries: the buffer, the bytes used in it, and the record count. */
 export interface EncodedTraces {
@@ -20,6 +20,13 @@ const INITIAL_BYTES = 256 * 1024
 const MAX_START_BYTES = 4 * 1024 * 1024
 // Fixed part: 11 float64 numbers, 1 flag byte.
 const NUMBERS = 11
+const STREAMING = 1
+const CONFIDENTIAL = 2
+/**
+ * The record carries the caller's labels after its strings: user, session, a u32 tag count and the tags,
+ * a u32 entry count and each key and value. Without it, labels cost nothing beyond this bit.
+ */
+const LABELLED = 4
 
 export class TraceBatchWriter {
   #buf: Buffer
@@ -52,6 +59,25 @@ export class TraceBatchWriter {
     this.#pos += 4 + n
   }
 
+  #u32 (n: number): void {
+    this.#room(4)
+    this.#pos = this.#buf.writeUInt32LE(n, this.#pos)
+  }
+
+  #labels (l: CallLabels): void {
+    this.#str(l.user)
+    this.#str(l.session)
+    this.#u32(l.tags.length)
+    for (const t of l.tags) this.#str(t)
+    // Own keys only: the metadata is a parsed header, but a prototype's keys are never the caller's.
+    const keys = Object.keys(l.metadata)
+    this.#u32(keys.length)
+    for (const k of keys) {
+      this.#str(k)
+      this.#str(l.metadata[k]!)
+    }
+  }
+
   /**
    * Appends one trace: its fields, then the request (first `requestLength` bytes of `request`), the
    * response head chunks and the response tail chunks, contiguous, so the worker sees one byte range.
@@ -72,7 +98,8 @@ export class TraceBatchWriter {
     this.#f64(meta.ttfbMs)
     this.#f64(meta.providerMs)
     this.#f64(meta.overheadMs)
-    this.#buf[this.#pos++] = (meta.streaming ? 1 : 0) | (meta.confidential ? 2 : 0)
+    const labels = meta.labels
+    this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0)
     this.#room(4)
     this.#pos = this.#buf.writeInt32LE(markCount, this.#pos)
     if (marks !== null) {
@@ -90,6 +117,7 @@ export class TraceBatchWriter {
     this.#str(meta.errorCause)
     this.#str(meta.detection)
     this.#str(meta.issues)
+    if (labels !== null) this.#labels(labels)
     this.#room(requestLength + headLength + tailLength)
     if (request !== null && requestLength > 0) {
       this.#buf.set(request.length === requestLength ? request : request.subarray(0, requestLength), this.#pos)
@@ -124,6 +152,23 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     pos += n
     return s
   }
+  const labels = (): CallLabels => {
+    const user = str()
+    const session = str()
+    const tagCount = buf.readUInt32LE(pos)
+    pos += 4
+    const tags = new Array<string>(tagCount)
+    for (let t = 0; t < tagCount; t++) tags[t] = str()
+    const entries = buf.readUInt32LE(pos)
+    pos += 4
+    // No prototype: a key named __proto__ or constructor is the caller's key like any other.
+    const metadata = Object.create(null) as Record<string, string>
+    for (let e = 0; e < entries; e++) {
+      const k = str()
+      metadata[k] = str()
+    }
+    return { user, session, tags, metadata }
+  }
   for (let i = 0; i < batch.count; i++) {
     const time = f64()
     const status = f64()
@@ -155,15 +200,16 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     const errorCause = str()
     const detection = str()
     const issues = str()
+    const callLabels = (flags & LABELLED) !== 0 ? labels() : null
     const size = requestLength + headLength + tailLength
     const bytes = new Uint8Array(batch.buffer, pos, size)
     pos += size
     out.push({
       traceId, accountId, keyId, time, provider, model, endpoint,
-      streaming: (flags & 1) !== 0,
-      confidential: (flags & 2) !== 0,
+      streaming: (flags & STREAMING) !== 0,
+      confidential: (flags & CONFIDENTIAL) !== 0,
       status, outcome, errorCode, errorCause, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
-      latencyMs, ttfbMs, providerMs, overheadMs, detection, issues,
+      latencyMs, ttfbMs, providerMs, overheadMs, detection, issues, labels: callLabels,
     })
   }
   return out

@@ -51,6 +51,8 @@ export interface RawTrace {
   /** Detection results and issues, JSON, filled by the detection issue; empty when none ran. */
   readonly detection: string
   readonly issues: string
+  /** The caller's labels; null when it sent none. */
+  readonly labels: CallLabels | null
 }
 
 export interface TraceStats {
@@ -97,6 +99,10 @@ export interface TraceSummary {
   readonly token_source: string
   readonly latency_ms: number
   readonly cost_usd: number | null
+  /** The caller's labels ('' and [] when not given); metadata is only in the trace's detail. */
+  readonly user: string
+  readonly session: string
+  readonly tags: readonly string[]
 }
 
 /** A trace as the dashboard's lists show it. */
@@ -124,6 +130,10 @@ export interface TraceRow {
   provider: string
   model: string
   endpoint: string
+  user: string
+  session: string
+  tags: string[]
+  metadata: Record<string, string>
   streaming: boolean
   confidential: boolean
   status: number

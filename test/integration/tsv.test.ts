@@ -10,7 +10,8 @@ import { connect, insertTsv } from '../../src/store/worker/connect.js'
 import { migrate } from '../../src/store/worker/migrate.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, type TraceRow } from '../../src/store/worker/rows.js'
-import type { RawTrace } from '../../src/store/trace-types.js'
+import type { CallLabels, RawTrace } from '../../src/store/trace-types.js'
+import { listTraces, type TraceFilter } from '../../src/store/worker/trace-queries.js'
 import { TsvWriter, utf8End } from '../../src/store/worker/tsv.js'
 
 t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {
@@ -41,6 +42,16 @@ t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {
   t.equal(into.view().buffer, given.buffer, 'a writer given a buffer writes into it')
 })
 
+t.test('Array(String) and Map(String, String) fields: quoted elements, one level of escapes', async (t) => {
+  const w = new TsvWriter(8)
+  w.strings([]).map({}).strings(["a'b", 'c\\d', 'tab\there', 'nl\n', 'nul\0', ',]', 'é東😀', ''])
+    .map(JSON.parse('{"__proto__":"p","k\'":"v\\r","":"{}"}') as Record<string, string>)
+  w.endRow()
+  t.equal(w.view().toString('utf8'),
+    "[]\t{}\t['a\\'b','c\\\\d','tab\\there','nl\\n','nul\\0',',]','é東😀','']\t{'__proto__':'p','k\\'':'v\\r','':'{}'}\n",
+    'no raw tab or newline inside a field; a quote and a backslash escaped inside the quotes')
+})
+
 t.test('utf8End never ends inside a character', async (t) => {
   const s = Buffer.from('aé東😀')// 1 + 2 + 3 + 4 bytes
   const cases: Array<[number, number]> = [[0, 0], [1, 1], [2, 1], [3, 3], [4, 3], [5, 3], [6, 6], [7, 6], [8, 6], [9, 6], [10, 10]]
@@ -48,15 +59,16 @@ t.test('utf8End never ends inside a character', async (t) => {
   t.equal(utf8End(Buffer.from([0x80, 0x80]), 2), 2, 'stray continuation bytes are left for the validity check')
 })
 
-t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-tsv-'))
-  const ch = await connect(dir, null)
-  t.teardown(async () => {
-    await ch.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
-  await migrate(ch, MIGRATIONS_DIR)
+// One embedded ClickHouse for the round trips below (chDB allows one data directory per process).
+const dir = mkdtempSync(join(tmpdir(), 'tracegate-tsv-'))
+const ch = await connect(dir, null)
+t.teardown(async () => {
+  await ch.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+await migrate(ch, MIGRATIONS_DIR)
 
+t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
   const accountId = randomUUID()
   // JSON allows raw tab, newline and carriage return between tokens; inside strings every escape
   // leaves a backslash in the bytes.
@@ -73,7 +85,7 @@ t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
       endpoint: '/api/alpha_service/chat_completion', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
       bytes, requestLength: req.length, requestBytes: req.length, headLength: cut, responseBytes: response.length,
       chunkMarks: null, latencyMs: 12.5, ttfbMs: null, providerMs: 11, overheadMs: 0.25,
-      detection: '{"a":"\\n"}', issues: '[]',
+      detection: '{"a":"\\n"}', issues: '[]', labels: null,
     }
   }
   const ids = [randomUUID(), randomUUID()]
@@ -105,4 +117,55 @@ t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
   t.equal(secret.prompt, '', 'confidential: no prompt')
   t.equal(secret.response, '', 'confidential: no response')
   t.equal(secret.detection, '')
+})
+
+t.test('labels round-trip through embedded ClickHouse and are found by the list filters', async (t) => {
+  const accountId = randomUUID()
+  const labels: CallLabels = {
+    user: "o'brien\\ \t\n\r\0\b\f\u0001 [{é東😀}] ,:",
+    session: "'\\'",
+    tags: ["a'b", 'c,d', '[x]', '{y}', "\\'", '', 'nl\nx', 'nul\0x', '東😀'],
+    metadata: JSON.parse('{"__proto__":"p","constructor":"c","k\'\\t":"v\\u0000\\\\","":"","東":"😀","json":"{\\"a\\":[1,\\"\'\\"]}"}') as Record<string, string>,
+  }
+  const max: CallLabels = {
+    user: '😀'.repeat(256),
+    session: 's'.repeat(256),
+    tags: Array.from({ length: 32 }, (_, i) => `${String(i).padStart(2, '0')}${'é'.repeat(62)}`),
+    metadata: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`${String(i).padStart(2, '0')}${'k'.repeat(62)}`, `'\\${i}`])),
+  }
+  const cases: Array<[string, CallLabels | null]> = [['hostile', labels], ['max', max], ['none', null]]
+  const w = new TsvWriter(64)
+  const pricing = Pricing.load(null)
+  const ids = cases.map(() => randomUUID())
+  for (const [i, [, l]] of cases.entries()) {
+    const raw: RawTrace = {
+      traceId: ids[i]!, accountId, keyId: randomUUID(), time: Date.UTC(2026, 10, 23, 12, 0, 0, i), provider: 'alpha', model: 'm',
+      endpoint: '/v1/chat/completions', streaming: false, confidential: false, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
+      bytes: new Uint8Array(0), requestLength: 0, requestBytes: 0, headLength: 0, responseBytes: 0, chunkMarks: null, latencyMs: 1,
+      ttfbMs: null, providerMs: null, overheadMs: 0, detection: '', issues: '', labels: l,
+    }
+    encodeRecord(w, buildRecord(raw, pricing))
+  }
+  await insertTsv(ch, 'traces', TRACE_COLUMNS, [w.view()], { insert_deduplication_token: randomUUID() })
+  const rs = await ch.query({
+    query: 'SELECT trace_id, user, session, tags, metadata FROM traces WHERE account_id = {a:UUID} ORDER BY time',
+    query_params: { a: accountId },
+    format: 'JSONEachRow',
+  })
+  const rows = await rs.json<Pick<TraceRow, 'trace_id' | 'user' | 'session' | 'tags' | 'metadata'>>()
+  t.equal(rows.length, 3)
+  for (const [i, [what, l]] of cases.entries()) {
+    const { trace_id: id, ...stored } = rows[i]!
+    t.equal(id, ids[i])
+    t.strictSame(stored, l ?? { user: '', session: '', tags: [], metadata: {} }, `${what}: every label as it was`)
+    t.same(Object.keys(stored.metadata), Object.keys(l?.metadata ?? {}), `${what}: metadata keys in order`)
+  }
+  const filter = { accountId, from: null, to: null, provider: null, model: null, outcome: null, keyId: null, user: null, session: null, tag: null, q: null, limit: 10, cursor: null }
+  const found = async (f: Partial<TraceFilter>): Promise<string[]> => (await listTraces(ch, { ...filter, ...f })).traces.map((x) => x.trace_id)
+  t.same(await found({ user: labels.user }), [ids[0]], 'user, exactly')
+  t.same(await found({ session: max.session }), [ids[1]], 'session, exactly')
+  t.same(await found({ tag: "\\'" }), [ids[0]], 'a tag of a backslash and a quote')
+  t.same(await found({ tag: '' }), [ids[0]], 'an empty tag is a tag')
+  t.same(await found({ tag: 'c' }), [], 'part of a tag is not the tag')
+  t.same(await found({ tag: max.tags[31]!, user: max.user }), [ids[1]], 'the last tag with the user')
 })

@@ -99,6 +99,28 @@ function stat (label: string, testid: string, value: string, sub?: Child): HTMLE
   return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), sub))
 }
 
+/** What the caller said about the call (x-tracegate-* headers), or null when it said nothing. */
+function labelsEl (t: TraceDetail): HTMLElement | null {
+  // A server from before the labels answers without these fields.
+  const user = typeof t.user === 'string' ? t.user : ''
+  const session = typeof t.session === 'string' ? t.session : ''
+  const tags = Array.isArray(t.tags) ? t.tags.map(String) : []
+  const metadata = typeof t.metadata === 'object' && t.metadata !== null ? Object.entries(t.metadata) : []
+  if (user === '' && session === '' && tags.length === 0 && metadata.length === 0) return null
+  const fact = (label: string, testid: string, ...value: Child[]): HTMLElement =>
+    h('div', null, h('dt', null, label), h('dd', { 'data-testid': testid }, ...value))
+  return h('section', { class: 'card labels', 'data-testid': 'labels' }, h('h2', null, 'Labels'),
+    h('dl', { class: 'facts' },
+      user !== '' ? fact('User', 'label-user', user) : null,
+      session !== '' ? fact('Session', 'label-session', session) : null,
+      tags.length > 0 ? fact('Tags', 'label-tags', ...tags.map((tag) => h('span', { class: 'badge', 'data-testid': 'label-tag' }, tag))) : null),
+    metadata.length > 0
+      ? h('table', { class: 'metadata', 'data-testid': 'label-metadata' }, h('caption', null, 'Metadata'),
+        h('tbody', null, ...metadata.map(([k, v]) =>
+          h('tr', { 'data-testid': 'metadata-entry' }, h('th', { scope: 'row' }, k), h('td', null, String(v))))))
+      : null)
+}
+
 function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Finding, string>): HTMLElement {
   const d = typeof t.detection === 'object' ? t.detection : null
   let summary: string
@@ -195,6 +217,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
       t.error_cause !== undefined && t.error_cause !== ''
         ? h('div', null, h('dt', null, 'Cause'), h('dd', { 'data-testid': 'error-cause' }, t.error_cause))
         : null),
+    labelsEl(t),
     h('div', { class: 'cards' },
       h('section', { class: 'card' }, h('h2', null, 'Tokens and cost'), h('dl', { class: 'stats' },
         stat('Input tokens', 'tokens-input', int(t.input_tokens)),

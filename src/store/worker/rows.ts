@@ -5,7 +5,7 @@
 import { isUtf8 } from 'node:buffer'
 import type { Pricing } from '../../pricing/index.js'
 import { estimateTokens } from './tokens.js'
-import type { RawTrace, TraceRow, TraceSummary } from '../trace-types.js'
+import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-types.js'
 export type { TraceRow }
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
@@ -28,15 +28,28 @@ export interface TraceRecord {
   readonly errorCause: string
   readonly detection: string
   readonly issues: string
+  /** The caller sent labels (else user, session, tags and metadata are all empty). */
+  readonly labelled: boolean
+  /** The caller's metadata (its user, session and tags are in the summary). */
+  readonly metadata: Readonly<Record<string, string>>
 }
 
-/** The traces table's columns in the order `encodeRecord` writes them. */
-export const TRACE_COLUMNS: readonly string[] = [
+/**
+ * The columns rows were written with before the caller's labels (migration 005): batches spooled by that
+ * version hold exactly these, in this order, and are inserted naming them (the labels take their defaults).
+ */
+export const TRACE_COLUMNS_BEFORE_LABELS: readonly string[] = [
   'account_id', 'time', 'trace_id', 'key_id', 'provider', 'model', 'endpoint', 'streaming', 'confidential',
   'status', 'outcome', 'error_code', 'error_cause', 'prompt', 'prompt_truncated', 'response', 'response_truncated',
   'request_bytes', 'response_bytes', 'input_tokens', 'output_tokens', 'cached_input_tokens', 'token_source',
   'latency_ms', 'ttfb_ms', 'ttft_ms', 'provider_ms', 'overhead_ms', 'cost_usd', 'cost_status', 'detection', 'issues',
 ]
+
+/** The traces table's columns in the order `encodeRecord` writes them. */
+export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata']
+
+/** user, session, tags and metadata of a call without labels: '', '', [] and {} in one write. */
+const NO_LABEL_FIELDS = '\t\t[]\t{}'
 
 export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
   const s = r.summary
@@ -47,10 +60,13 @@ export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
     .number(s.cached_input_tokens).string(s.token_source).number(s.latency_ms).number(r.ttfbMs).number(r.ttftMs)
     .number(r.providerMs).number(r.overheadMs).number(s.cost_usd).string(r.costStatus).string(r.detection)
     .string(r.issues)
-    .endRow()
+  if (r.labelled) w.string(s.user).string(s.session).strings(s.tags).map(r.metadata)
+  else w.fields(NO_LABEL_FIELDS)
+  w.endRow()
 }
 
 const EMPTY = new Uint8Array(0)
+const NO_LABELS: CallLabels = Object.freeze({ user: '', session: '', tags: Object.freeze([]), metadata: Object.freeze({}) })
 
 /**
  * The stored form of a captured text: whole characters only (a capture limit can cut one), and valid
@@ -171,6 +187,8 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     : { costUsd: 0, status: 'not_called' as const }
 
   const confidential = raw.confidential
+  // Labels are what the caller says about the call, not its text: a confidential call keeps them.
+  const labels = raw.labels ?? NO_LABELS
   return {
     summary: {
       account_id: raw.accountId,
@@ -190,6 +208,9 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
       token_source: source,
       latency_ms: raw.latencyMs,
       cost_usd: costUsd,
+      user: labels.user,
+      session: labels.session,
+      tags: labels.tags,
     },
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
@@ -206,5 +227,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     costStatus: status,
     detection: confidential ? '' : raw.detection,
     issues: confidential ? '' : raw.issues,
+    labelled: raw.labels !== null,
+    metadata: labels.metadata,
   }
 }

@@ -2,17 +2,24 @@
 // listing is their order, each carrying the batch's deduplication token in its name so a replay that
 // ClickHouse already took once is a no-op. Written to a temporary name and renamed, so a crash never
 // leaves half a batch behind. Bounded in bytes. A file is the batch's summaries (for the live list, as
-// one JSON line) followed by the batch itself, as the TabSeparated bytes that are inserted.
+// one JSON line), its columns (one JSON line), then the batch itself, as the TabSeparated bytes that are
+// inserted naming those columns.
+// Files written before the caller's labels (migration 005) have no columns line and no `.v2` in their
+// name: their rows hold TRACE_COLUMNS_BEFORE_LABELS and replay as that. The tag in the name keeps an
+// older tracegate, whose pattern does not match it, from inserting a columns line as a row.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
+import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
 
 export interface SpooledBatch {
   readonly file: string
   readonly token: string
+  /** The columns of the batch's rows, in their order. */
+  readonly columns: readonly string[]
   readonly summaries: TraceSummary[]
   readonly tsv: Buffer
 }
@@ -25,7 +32,7 @@ export class SpoolReadError extends Error {
   }
 }
 
-const NAME = /^(\d{16})-([0-9a-f-]{36})\.tsv$/
+const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2)?\.tsv$/
 
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
@@ -59,12 +66,15 @@ export class Spool {
   get batches (): number { return this.#files.length }
   get maxBytes (): number { return this.#maxBytes }
 
-  /** False when the batch does not fit under the byte limit; throws when it cannot be written. */
+  /**
+   * A batch of rows in TRACE_COLUMNS. False when the batch does not fit under the byte limit; throws when
+   * it cannot be written.
+   */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    const head = Buffer.from(JSON.stringify(summaries) + '\n')
+    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(TRACE_COLUMNS) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.tsv`
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.v2.tsv`
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
@@ -104,11 +114,20 @@ export class Spool {
       throw new SpoolReadError(f.name, f.rows, err)
     }
     try {
+      const m = NAME.exec(f.name)!
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
       const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
       if (!Array.isArray(summaries)) throw new Error('no summaries line')
-      return { file: f.name, token: NAME.exec(f.name)![2]!, summaries, tsv: bytes.subarray(nl + 1) }
+      if (m[3] === undefined) {
+        // Before the labels: their rows have none, so the live list's items of them have none either.
+        const before = summaries.map((s) => ({ ...s, user: '', session: '', tags: [] }))
+        return { file: f.name, token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1) }
+      }
+      const nl2 = bytes.indexOf(0x0a, nl + 1)
+      if (nl2 < 0) throw new Error('no columns line')
+      const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
+      return { file: f.name, token: m[2]!, columns, summaries, tsv: bytes.subarray(nl2 + 1) }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
@@ -128,4 +147,13 @@ export class Spool {
     const [f] = this.#files.splice(i, 1)
     this.#bytes = Math.max(0, this.#bytes - f!.size)
   }
+}
+
+/** A columns line's names. They go into the INSERT's text, so only columns of the traces table are taken. */
+function traceColumns (v: unknown): readonly string[] {
+  if (!Array.isArray(v) || v.length === 0 || new Set(v).size !== v.length ||
+    !v.every((c) => typeof c === 'string' && TRACE_COLUMNS.includes(c))) {
+    throw new Error('its columns line does not name columns of the traces table')
+  }
+  return v as string[]
 }

@@ -21,6 +21,10 @@ export interface TraceFilter {
   readonly model: string | null
   readonly outcome: string | null
   readonly keyId: string | null
+  /** The caller's labels: exactly this user, this session, and a trace whose tags hold this one. */
+  readonly user: string | null
+  readonly session: string | null
+  readonly tag: string | null
   /** Case-insensitive text in the prompt or the response. */
   readonly q: string | null
   readonly limit: number
@@ -36,14 +40,18 @@ export interface TracePage {
 
 // The columns of TraceSummary (trace-types.ts), the live list's shape.
 const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
-  outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd`
+  outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd,
+  user, session, tags`
 
-/** Filters that are one equality each: the filter's field, and its clause naming that same parameter. */
-const EQUALS: ReadonlyArray<readonly ['provider' | 'model' | 'outcome' | 'keyId', string]> = [
+/** Filters that are one test each: the filter's field, and its clause naming that same parameter. */
+const EQUALS: ReadonlyArray<readonly ['provider' | 'model' | 'outcome' | 'keyId' | 'user' | 'session' | 'tag', string]> = [
   ['provider', 'provider = {provider:String}'],
   ['model', 'model = {model:String}'],
   ['outcome', 'outcome = {outcome:String}'],
   ['keyId', 'key_id = {keyId:UUID}'],
+  ['user', 'user = {user:String}'],
+  ['session', 'session = {session:String}'],
+  ['tag', 'has(tags, {tag:String})'],
 ]
 
 /** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */

@@ -246,8 +246,8 @@ export class TraceWriter {
     }
   }
 
-  #insert (token: string, tsv: readonly Uint8Array[]): Promise<void> {
-    return insertTsv(this.#ch.client, 'traces', TRACE_COLUMNS, tsv,
+  #insert (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
+    return insertTsv(this.#ch.client, 'traces', columns, tsv,
       // A synchronous insert: the batch is already a batch, and the deduplication token is checked against
       // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
       { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 })
@@ -365,7 +365,7 @@ export class TraceWriter {
       }
       if (batch === null) break
       try {
-        await this.#insert(batch.token, [batch.tsv])
+        await this.#insert(batch.token, [batch.tsv], batch.columns)
       } catch (err) {
         this.#down(err)
         this.#scheduleReplay(this.#retryMs)

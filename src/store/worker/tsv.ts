@@ -35,6 +35,17 @@ const NEEDS_ESCAPE = /[\0\b\t\n\f\r\\]/
 const ESCAPES: Record<string, string> = { '\0': '\\0', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r', '\\': '\\\\' }
 const escapeChar = (c: string): string => ESCAPES[c]!
 
+/**
+ * An element of an Array or Map field: a quoted string, with the field's own escapes and `\'` for the
+ * quote. One level only: inside the quotes the TSV escapes already keep tabs and newlines out of the bytes.
+ */
+const QUOTED_ESCAPES: Record<string, string> = { ...ESCAPES, "'": "\\'" }
+const quoteChar = (c: string): string => QUOTED_ESCAPES[c]!
+const NEEDS_QUOTED_ESCAPE = /[\0\b\t\n\f\r\\']/
+function quoted (s: string): string {
+  return NEEDS_QUOTED_ESCAPE.test(s) ? `'${s.replace(/[\0\b\t\n\f\r\\']/g, quoteChar)}'` : `'${s}'`
+}
+
 export class TsvWriter {
   #buf: Buffer
   #pos = 0
@@ -89,8 +100,29 @@ export class TsvWriter {
 
   /** A String field from a JS string (ids, names, small JSON). */
   string (s: string): this {
+    return this.#utf8(NEEDS_ESCAPE.test(s) ? s.replace(/[\0\b\t\n\f\r\\]/g, escapeChar) : s)
+  }
+
+  /** An Array(String) field: `['a','b']`. */
+  strings (list: readonly string[]): this {
+    if (list.length === 0) return this.#ascii('[]')
+    let text = '['
+    for (let i = 0; i < list.length; i++) text += (i === 0 ? '' : ',') + quoted(list[i]!)
+    return this.#utf8(text + ']')
+  }
+
+  /** A Map(String, String) field: `{'k':'v'}`, the object's own keys in their order. */
+  map (m: Readonly<Record<string, string>>): this {
+    const keys = Object.keys(m)
+    if (keys.length === 0) return this.#ascii('{}')
+    let text = '{'
+    for (let i = 0; i < keys.length; i++) text += (i === 0 ? '' : ',') + quoted(keys[i]!) + ':' + quoted(m[keys[i]!]!)
+    return this.#utf8(text + '}')
+  }
+
+  /** Text already escaped for the field. */
+  #utf8 (text: string): this {
     this.#sep()
-    const text = NEEDS_ESCAPE.test(s) ? s.replace(/[\0\b\t\n\f\r\\]/g, escapeChar) : s
     this.#room(text.length * 3)
     this.#pos += this.#buf.write(text, this.#pos, 'utf8')
     return this
@@ -103,6 +135,11 @@ export class TsvWriter {
 
   bool (b: boolean): this {
     return this.#ascii(b ? 'true' : 'false')
+  }
+
+  /** Fields already in their TSV form: ASCII, escaped, separated by tabs (constant runs of fields). */
+  fields (text: string): this {
+    return this.#ascii(text)
   }
 
   #ascii (s: string): this {
