@@ -15,7 +15,7 @@ import { storedTrace } from '../helpers/store.js'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
 import { callProxy, chatBody, checkWatched, launchBrowser, newPage, nonce, openList as openListOn, rowOf as rowOn, said, screenshot, sendBody, type Sent } from '../helpers/browser.js'
 import { appearsWithin, checkCost, checkInt, checkMs, text } from '../helpers/browser-checks.js'
-import type { TraceRow } from '../../src/store/worker/rows.js'
+import type { TraceRow } from '../../src/store/trace-types.js'
 
 // The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)

@@ -1,7 +1,7 @@
 // Waiting for what the store worker writes: a trace as a row, or a set of traces all stored. The front
 // thread hands traces over on its next turn and the worker batches them, so each probe flushes first.
 import type { Tracegate } from '../../src/tracegate.js'
-import type { TraceRow } from '../../src/store/worker/rows.js'
+import type { TraceRow } from '../../src/store/trace-types.js'
 import { until } from './wait.js'
 
 /** The stored row of one trace; what a page or an answer shows must be what is stored. */

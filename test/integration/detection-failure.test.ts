@@ -18,7 +18,7 @@ import { sleep } from '../helpers/wait.js'
 import { storedTrace } from '../helpers/store.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { Tracegate } from '../../src/tracegate.js'
-import type { TraceRow } from '../../src/store/worker/rows.js'
+import type { TraceRow } from '../../src/store/trace-types.js'
 import { DetectionPool } from '../../src/detection/pool.js'
 
 const CRASH_WORKER = fileURLToPath(moduleFile('../fixtures/crash-worker.js', import.meta.url))

@@ -15,7 +15,7 @@ import { storedTrace } from '../helpers/store.js'
 import { token } from '../helpers/tokens.js'
 import { DetectionPool } from '../../src/detection/pool.js'
 import type { Issue } from '../../src/detection/types.js'
-import type { TraceRow } from '../../src/store/worker/rows.js'
+import type { TraceRow } from '../../src/store/trace-types.js'
 
 type Provider = keyof typeof ROUTES
 

@@ -192,7 +192,9 @@ t.test('labels are stored as columns, read back exactly, filtered on and sent li
 /** One alpha call through the proxy with these headers; its trace id. */
 async function proxied (t: Test, r: Running, headers: Record<string, string>, fields: Record<string, unknown> = {}): Promise<string> {
   const res = await send(`http://127.0.0.1:${r.tg.proxyPort}${ROUTES.alpha}`, {
-    body: JSON.stringify(bodyFor('alpha', { api_key: r.proxyKey, ...fields })),
+    // A Buffer, not a string: node:http writes the head in the first chunk's encoding, so with a string
+    // body it would send header text as UTF-8 and utf8Header's bytes twice encoded.
+    body: Buffer.from(JSON.stringify(bodyFor('alpha', { api_key: r.proxyKey, ...fields }))),
     headers,
   })
   t.equal(res.status, 200, `answered 200 (${res.text.slice(0, 200)})`)
@@ -237,17 +239,23 @@ const utf8Header = (text: string): string => Buffer.from(text, 'utf8').toString(
 
 // Known bug, the proxy's side (src/proxy/caller.ts, uWS's getHeader): UTF-8 label headers reach the
 // trace garbled, cut or refused. The store keeps such text exactly (the hand-over tests above).
-t.test('non-ASCII label headers through the proxy', { todo: 'UTF-8 x-tracegate-* values are garbled, cut or refused before the store' }, async (t) => {
+t.test('non-ASCII labels: refused in user, session and tags, kept whole in the metadata JSON', async (t) => {
+  // uWS drops non-ASCII bytes at either end of a header value, so only the metadata's JSON, whose ends
+  // are braces, can carry such text whole (raw in the middle, or escaped).
   const r = await start()
   t.teardown(() => r.tg.close())
-  const id = await proxied(t, r, {
-    'x-tracegate-user': utf8Header("Zoë O'Brien"),
-    'x-tracegate-session': utf8Header('東京'),
-    'x-tracegate-tags': utf8Header('prod,東京'),
-    'x-tracegate-metadata': utf8Header(JSON.stringify({ 東: '😀' })),
-  })
-  t.strictSame(labelsOf(await storedTrace(r.tg, r.accountId, id)),
-    { user: "Zoë O'Brien", session: '東京', tags: ['prod', '東京'], metadata: { 東: '😀' } }, 'stored as sent')
+  for (const [header, value] of [['x-tracegate-user', "Zoë O'Brien"], ['x-tracegate-session', 'a東京b'], ['x-tracegate-tags', 'prod,a東京b']] as const) {
+    const res = await send(`http://127.0.0.1:${r.tg.proxyPort}${ROUTES.alpha}`, {
+      body: Buffer.from(JSON.stringify(bodyFor('alpha', { api_key: r.proxyKey }))),
+      headers: { [header]: utf8Header(value) },
+    })
+    t.equal(res.status, 422, `${header} with non-ASCII text: 422`)
+    t.equal(JSON.parse(res.text).error?.param, header, 'param names the header')
+  }
+  const raw = await proxied(t, r, { 'x-tracegate-user': 'zoe', 'x-tracegate-metadata': utf8Header(JSON.stringify({ 東: '😀 Zoë' })) })
+  t.strictSame(labelsOf(await storedTrace(r.tg, r.accountId, raw)), { user: 'zoe', session: '', tags: [], metadata: { 東: '😀 Zoë' } }, 'raw UTF-8 metadata stored as sent')
+  const escaped = await proxied(t, r, { 'x-tracegate-metadata': '{"\\u6771":"\\ud83d\\ude00 Zo\\u00eb"}' })
+  t.strictSame(labelsOf(await storedTrace(r.tg, r.accountId, escaped)), { user: '', session: '', tags: [], metadata: { 東: '😀 Zoë' } }, 'escaped metadata stored decoded')
   await r.tg.close()
 })
 

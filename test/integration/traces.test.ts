@@ -20,8 +20,8 @@ import { storedTrace } from '../helpers/store.js'
 import { Relay } from '../helpers/raw-call.js'
 import { chEpochMs, clientText, clientUsage, expectedCost, type Price, quantile } from '../helpers/traces.js'
 import { Pricing } from '../../src/pricing/index.js'
-import type { TraceRow } from '../../src/store/worker/rows.js'
-import type { UsageMeasures } from '../../src/store/worker/usage-queries.js'
+import type { TraceRow } from '../../src/store/trace-types.js'
+import type { UsageMeasures } from '../../src/store/trace-types.js'
 
 const MAX_BODY = 4096
 const PROVIDERS: readonly Provider[] = ['alpha', 'beta', 'gamma']

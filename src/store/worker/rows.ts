@@ -6,7 +6,6 @@ import { isUtf8 } from 'node:buffer'
 import type { Pricing } from '../../pricing/index.js'
 import { estimateTokens } from './tokens.js'
 import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-types.js'
-export type { TraceRow }
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
 

@@ -2,7 +2,6 @@
 // parameterised and filtered by the caller's account.
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { UsageMeasures } from '../trace-types.js'
-export type { UsageMeasures }
 import { chTime } from './connect.js'
 
 export interface UsageRange {
