@@ -360,3 +360,26 @@ t.test('a spool file whose columns line names something else is set aside, never
   t.equal((await api(r, `/traces/${m.traceId}`)).status, 404, 'and nothing of it was inserted')
   await r.tg.close()
 })
+
+t.test('a spooled batch whose rows ClickHouse refuses is set aside, and the batches behind it replay', async (t) => {
+  let r = await start()
+  const poisoned = traceMeta(r, null)
+  const behind = traceMeta(r, null)
+  await r.tg.close()
+  mkdirSync(spoolDir, { recursive: true })
+  // A row ClickHouse cannot parse (a trace id that is no UUID), then a good batch of the older format.
+  const bad = `0000000000000011-${randomUUID()}.v2.tsv`
+  writeFileSync(join(spoolDir, bad), `${JSON.stringify([{ trace_id: poisoned.traceId }])}\n${JSON.stringify(TRACE_COLUMNS)}\nnot-a-uuid\n`)
+  const good = legacyTsv([behind])
+  writeFileSync(join(spoolDir, `0000000000000012-${randomUUID()}.tsv`), Buffer.concat([Buffer.from(JSON.stringify(good.summaries) + '\n'), good.tsv]))
+
+  r = await start(poisoned.accountId)
+  t.teardown(() => r.tg.close())
+  const s = await statsWhen(r, 'the spool is drained', (s) => s.replayed >= 1 && s.spoolBytes === 0)
+  t.equal(s.dropped, 1, 'the refused batch is counted as dropped')
+  t.equal(s.clickhouseUp, true, 'ClickHouse is not taken for down')
+  // (the earlier test's .bad file is still there)
+  t.same(readdirSync(spoolDir).filter((f) => /^00000000000000(11|12)-/.test(f)), [`${bad}.bad`], 'its file is kept aside as .bad, the good one is gone')
+  t.equal((await api(r, `/traces/${behind.traceId}`)).status, 200, 'the batch behind it is stored')
+  await r.tg.close()
+})

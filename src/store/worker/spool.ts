@@ -135,6 +135,15 @@ export class Spool {
     }
   }
 
+  /** Takes a batch ClickHouse will not take off the list, keeping its file as .bad for an operator to look at. */
+  setAside (file: string): void {
+    const i = this.#files.findIndex((f) => f.name === file)
+    if (i < 0) return
+    this.#forget(i)
+    const path = join(this.#dir, file)
+    try { renameSync(path, path + '.bad') } catch { rmSync(path, { force: true }) }
+  }
+
   remove (file: string): void {
     const i = this.#files.findIndex((f) => f.name === file)
     if (i < 0) return

@@ -20,6 +20,17 @@ export interface TraceWriterOptions {
   readonly queueRows: number
 }
 
+/**
+ * ClickHouse error codes that say the rows themselves cannot be read (CANNOT_PARSE_*, TYPE_MISMATCH,
+ * INCORRECT_DATA, …): sending the same batch again gets the same answer.
+ */
+const ROW_ERRORS = new Set(['6', '26', '27', '32', '33', '38', '41', '53', '70', '72', '117', '130', '321', '349', '376', '377', '467'])
+
+function rowsRefused (err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && ROW_ERRORS.has(code)
+}
+
 export interface ClientHolder {
   client: ClickHouseClient
 }
@@ -313,6 +324,16 @@ export class TraceWriter {
     this.#episodeDropped = 0
   }
 
+  /** ClickHouse answers a query: what failed was the batch, not the connection. */
+  async #answers (): Promise<boolean> {
+    try {
+      await this.#ch.client.command({ query: 'SELECT 1' })
+      return true
+    } catch {
+      return false
+    }
+  }
+
   #down (err: unknown): void {
     const cause = (err as Error).message
     if (this.stats.clickhouseUp) this.#warn('ClickHouse refused a trace batch; spooling to disk', { err: cause })
@@ -367,6 +388,14 @@ export class TraceWriter {
       try {
         await this.#insert(batch.token, [batch.tsv], batch.columns)
       } catch (err) {
+        // ClickHouse is up and refuses these rows as they are: retried, the batch would hold every later
+        // one in the spool for good. It is kept aside as .bad and its rows counted as dropped.
+        if (rowsRefused(err) && await this.#answers()) {
+          this.#spool.setAside(batch.file)
+          this.stats.spoolBytes = this.#spool.bytes
+          this.#drop(batch.summaries.length, `ClickHouse refused the rows of ${batch.file} (kept as ${batch.file}.bad): ${(err as Error).message}`)
+          continue
+        }
         this.#down(err)
         this.#scheduleReplay(this.#retryMs)
         return
