@@ -419,6 +419,13 @@ t.test('the models lists', async (t) => {
     }
   })
 
+  // The models routes are native routes; their 405 comes in tracegate's own shape instead.
+  await t.test('BUG: POST /v1beta/models is 405 in Gemini\'s shape', async (t) => {
+    const r = await send(s.url + '/v1beta/models', { body: '{}', headers: { 'x-goog-api-key': K } })
+    checkNativeError(t, 'gamma', r, 'method_not_allowed')
+    t.equal(r.headers.allow, 'GET')
+  })
+
   t.equal(s.mock.stats.received, received, 'no models call reached the provider')
 })
 
