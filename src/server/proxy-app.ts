@@ -79,7 +79,8 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
   }
   for (const path of new Set(PROVIDERS.map((p) => DIALECTS[p].native.modelsRoute))) {
     app.get(path, framed(modelsRoute(deps, path)))
-    app.any(path, framed(methodNotAllowed('GET')))
+    // A native route: its 405 comes in the shape of the SDK that asked.
+    app.any(path, framed((res, req) => { methodNotAllowed('GET', nativeShape(modelsDialect(path, req)!))(res) }))
   }
   app.get('/healthz', framed((res) => {
     sendJson(res, 200, '{"status":"ok"}', newRequestId())
