@@ -90,6 +90,8 @@ export interface StoreOps {
 }
 
 export interface StoreStatus {
+  /** The ClickHouse server's URL (no credentials), or null for the embedded one. */
+  readonly url: string | null
   readonly version: string
   /** Migration files recorded in schema_migrations, by name. */
   readonly applied: string[]

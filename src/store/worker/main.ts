@@ -138,7 +138,7 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     }
     case 'listAccounts': return store.listAccounts()
     case 'setPassword': return store.setPassword(args as never)
-    case 'storeStatus': return storeStatus(ch, data.migrationsDir)
+    case 'storeStatus': return storeStatus(ch, data.clickhouse?.url ?? null, data.migrationsDir)
   }
 }
 
