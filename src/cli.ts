@@ -2,7 +2,9 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { TracegateError } from './errors.js'
+import { readFileSync } from 'node:fs'
 import { runAdmin } from './admin/remote.js'
+import { repoFile } from './paths.js'
 import { createLogger } from './log.js'
 import { startMockProvider } from './mock-provider/index.js'
 import { Tracegate } from './tracegate.js'
@@ -15,10 +17,14 @@ const USAGE = `usage: tracegate <command> [options]
   user create --account ID --email E    (password on standard input)
   key create --account ID --scope proxy|read [--name N] [--expires-in 30d]
   key revoke --id KEY_ID
-  key list --account ID
+  key list --account ID                 (with each key's last use)
+  account list
+  user reset-password --email E         (new password on standard input; the user's sessions end)
+  doctor                                check this install and its settings; exit 1 on a problem
   mock-provider [--port N] [--host H] [--ttft-ms N] [--chunks N] [--gap-ms N]
 
-  --json    print one JSON object (admin commands)
+  --json    print one JSON object (admin commands, doctor)
+  --version print the version
 `
 
 class UsageError extends Error {}
@@ -117,11 +123,26 @@ async function main (argv: string[]): Promise<void> {
       chunks: { type: 'string' },
       'gap-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', default: false },
     },
   })
   const command = positionals.join(' ')
-  if (values.help || command === '') {
+  if (values.version) {
+    const pkg = JSON.parse(readFileSync(repoFile('package.json'), 'utf8')) as { version: string }
+    process.stdout.write(`${pkg.version}\n`)
+    return
+  }
+  if (values.help) {
     process.stdout.write(USAGE)
+    return
+  }
+  // No command is a usage error, as an unknown one is: a script that forgot it must not see success.
+  if (command === '') throw new UsageError(`no command\n\n${USAGE}`)
+  if (command === 'doctor') {
+    const { formatChecks, runDoctor } = await import('./doctor.js')
+    const checks = await runDoctor()
+    print(values.json, { ok: checks.every((c) => c.ok), checks }, formatChecks(checks))
+    process.exitCode = checks.every((c) => c.ok) ? 0 : 1
     return
   }
   if (command === 'mock-provider') {
@@ -173,8 +194,20 @@ async function main (argv: string[]): Promise<void> {
     }
     case 'key list': {
       const keys = await runAdmin(config, 'key.list', { account: values.account }) as Array<Record<string, string | null>>
-      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}`)
+      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}  ${k.last_used_at === null ? 'never used' : `last used ${k.last_used_at}`}`)
       print(json, { keys }, lines.length === 0 ? 'no keys' : lines.join('\n'))
+      return
+    }
+    case 'account list': {
+      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string }>
+      const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  created ${a.created_at}`)
+      print(json, { accounts }, lines.length === 0 ? 'no accounts' : lines.join('\n'))
+      return
+    }
+    case 'user reset-password': {
+      const password = await readPassword()
+      const u = await runAdmin(config, 'user.reset-password', { email: values.email, password }) as { id: string; email: string }
+      print(json, u, `new password for ${u.id} <${u.email}>; their dashboard sessions have ended`)
       return
     }
     default:

@@ -58,6 +58,7 @@ export const ERRORS = {
   email_taken: { status: 409, type: 'invalid_request_error', message: 'A user with that email already exists.' },
   not_allowed: { status: 403, type: 'permission_error', message: 'This operation is not allowed here.' },
   clickhouse_unavailable: { status: 503, type: 'api_error', message: 'ClickHouse is not reachable.' },
+  unknown_user: { status: 404, type: 'not_found_error', message: 'No user with that email.' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -21,6 +21,7 @@ import { TraceSink } from './proxy/trace-sink.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
+import { recordPasswordReset } from './dashboard/session.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -132,7 +133,10 @@ export class Tracegate {
       }
       // The proxy's cache learns of revocations made through this process at once.
       let keys: KeyCache | null = null
-      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash))
+      // A password reset ends the user's sessions: through the dashboard once it runs, before that in the
+      // file the dashboard reads when it starts.
+      let endSessions = (userId: string): void => { recordPasswordReset(config.dataDir, userId) }
+      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash), (userId) => { endSessions(userId) })
       keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
       const firstStart = options.bootstrap === false ? null : await bootstrap(store, admin)
       const upstream = createUpstreamAgent(config)
@@ -174,6 +178,7 @@ export class Tracegate {
         adminServer.close()
         throw err
       }
+      endSessions = (userId) => { dashboard.endUserSessions(userId) }
       const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')

@@ -8,7 +8,7 @@ import { v7 as uuidv7 } from 'uuid'
 import { generateKey, hashKey, keyPrefix, parseDuration } from '../auth/keys.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope } from '../store/protocol.js'
+import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope, type StoreStatus } from '../store/protocol.js'
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>
 
@@ -45,6 +45,30 @@ export async function verifyPassword (password: string, stored: string): Promise
   return timingSafeEqual(expected, got)
 }
 
+/** The password rules of `user create` and `user reset-password`. */
+function newPassword (value: unknown): string {
+  const password = typeof value === 'string' ? value : ''
+  if (password.length < 8) throw new TracegateError('invalid_argument', { message: 'the password must have at least 8 characters' })
+  return password
+}
+
+function emailArg (value: unknown): string {
+  const email = need(value, 'email').toLowerCase()
+  if (!EMAIL.test(email)) throw new TracegateError('invalid_argument', { message: '--email must be an email address' })
+  return email
+}
+
+export interface ListedKey extends KeyRow {
+  /** The last minute the key was used in (from the usage rollup), or null. */
+  readonly last_used_at: string | null
+}
+
+export interface AdminStatus {
+  /** The process that holds the store: the running server, or the CLI itself. */
+  readonly pid: number
+  readonly store: StoreStatus
+}
+
 export interface CreatedKey extends KeyRow {
   /** The only time the key's value exists outside the caller's hands. */
   readonly key: string
@@ -53,10 +77,13 @@ export interface CreatedKey extends KeyRow {
 export class AdminOps {
   readonly #store: StoreClient
   readonly #onRevoke: (hash: string) => void
+  readonly #onPasswordReset: (userId: string) => void
 
-  constructor (store: StoreClient, onRevoke: (hash: string) => void = () => {}) {
+  /** `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). */
+  constructor (store: StoreClient, onRevoke: (hash: string) => void = () => {}, onPasswordReset: (userId: string) => void = () => {}) {
     this.#store = store
     this.#onRevoke = onRevoke
+    this.#onPasswordReset = onPasswordReset
   }
 
   async migrate (): Promise<string[]> {
@@ -72,10 +99,8 @@ export class AdminOps {
 
   async createUser (args: { account?: unknown; email?: unknown; password?: unknown; role?: unknown }): Promise<{ id: string; email: string }> {
     const accountId = uuid(args.account, 'account')
-    const email = need(args.email, 'email').toLowerCase()
-    if (!EMAIL.test(email)) throw new TracegateError('invalid_argument', { message: '--email must be an email address' })
-    const password = typeof args.password === 'string' ? args.password : ''
-    if (password.length < 8) throw new TracegateError('invalid_argument', { message: 'the password must have at least 8 characters' })
+    const email = emailArg(args.email)
+    const password = newPassword(args.password)
     const role = args.role === 'member' ? 'member' : 'admin'
     return this.#store.call('createUser', { id: uuidv7(), accountId, email, passwordHash: await hashPassword(password), role })
   }
@@ -106,7 +131,31 @@ export class AdminOps {
     return r.key
   }
 
-  async listKeys (args: { account?: unknown }): Promise<KeyRow[]> {
-    return await this.#store.call('listKeys', { accountId: uuid(args.account, 'account') })
+  async listKeys (args: { account?: unknown }): Promise<ListedKey[]> {
+    const accountId = uuid(args.account, 'account')
+    const [keys, used] = await Promise.all([
+      this.#store.call('listKeys', { accountId }),
+      this.#store.call('keysLastUsed', { accountId }),
+    ])
+    const last = new Map(used.map((u) => [u.key_id, u.last_used_at]))
+    return keys.map((k) => ({ ...k, last_used_at: last.get(k.id) ?? null }))
+  }
+
+  async listAccounts (): Promise<AccountRow[]> {
+    return await this.#store.call('listAccounts')
+  }
+
+  /** A new password (same rules as createUser); the user's dashboard sessions end. */
+  async resetPassword (args: { email?: unknown; password?: unknown }): Promise<{ id: string; email: string }> {
+    const email = emailArg(args.email)
+    const password = newPassword(args.password)
+    const user = await this.#store.call('setPassword', { email, passwordHash: await hashPassword(password) })
+    if (user === null) throw new TracegateError('unknown_user', { message: `no user with email ${email}` })
+    this.#onPasswordReset(user.id)
+    return { id: user.id, email: user.email }
+  }
+
+  async status (): Promise<AdminStatus> {
+    return { pid: process.pid, store: await this.#store.call('storeStatus') }
   }
 }

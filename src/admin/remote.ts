@@ -6,9 +6,10 @@ import type { Config } from '../config.js'
 import { isErrorCode, TracegateError } from '../errors.js'
 import { adminFile, type AdminEndpoint } from './server.js'
 import { StoreClient } from '../store/client.js'
-import { AdminOps } from './ops.js'
+import { AdminOps, type AdminStatus } from './ops.js'
+import { recordPasswordReset } from '../dashboard/session.js'
 
-type Op = 'migrate' | 'account.create' | 'user.create' | 'key.create' | 'key.revoke' | 'key.list'
+export type Op = 'migrate' | 'account.create' | 'user.create' | 'key.create' | 'key.revoke' | 'key.list' | 'account.list' | 'user.reset-password' | 'status'
 
 function readEndpoint (dataDir: string): AdminEndpoint | null {
   try {
@@ -44,7 +45,10 @@ async function direct (config: Config, op: Op, args: Record<string, unknown>): P
   // The CLI never writes traces: a spool left by a server is replayed by the next server.
   const store = new StoreClient({ dataDir: config.dataDir, clickhouse: config.clickhouse, traces: { ...config.traces, enabled: false }, pricingFile: null })
   try {
-    const ops = new AdminOps(store)
+    // No dashboard runs: the reset is written where the next one reads it when it starts.
+    const ops = new AdminOps(store, undefined, (userId) => { recordPasswordReset(config.dataDir, userId) })
+    // The doctor reports pending migrations; it does not apply them.
+    if (op === 'status') return await ops.status()
     const applied = await ops.migrate()
     switch (op) {
       case 'migrate': return applied
@@ -53,22 +57,36 @@ async function direct (config: Config, op: Op, args: Record<string, unknown>): P
       case 'key.create': return await ops.createKey(args)
       case 'key.revoke': return await ops.revokeKey(args)
       case 'key.list': return await ops.listKeys(args)
+      case 'account.list': return await ops.listAccounts()
+      case 'user.reset-password': return await ops.resetPassword(args)
     }
   } finally {
     await store.close()
   }
 }
 
-export async function runAdmin (config: Config, op: Op, args: Record<string, unknown>): Promise<unknown> {
+/** The answer of the server running on the data directory, or null when none runs there. */
+async function fromServer (config: Config, op: Op, args: Record<string, unknown>): Promise<{ readonly value: unknown } | null> {
   const endpoint = readEndpoint(config.dataDir)
-  if (endpoint !== null && processAlive(endpoint.pid)) {
-    try {
-      return await viaServer(endpoint, op, args)
-    } catch (err) {
-      // A server that died without removing its file: fall through to opening the store.
-      const code = (err as { code?: string }).code
-      if (code !== 'ECONNREFUSED' && code !== 'UND_ERR_SOCKET') throw err
-    }
+  if (endpoint === null || !processAlive(endpoint.pid)) return null
+  try {
+    return { value: await viaServer(endpoint, op, args) }
+  } catch (err) {
+    // A server that died without removing its file: the caller opens the store.
+    const code = (err as { code?: string }).code
+    if (code !== 'ECONNREFUSED' && code !== 'UND_ERR_SOCKET') throw err
+    return null
   }
-  return direct(config, op, args)
+}
+
+export async function runAdmin (config: Config, op: Op, args: Record<string, unknown>): Promise<unknown> {
+  const answer = await fromServer(config, op, args)
+  return answer !== null ? answer.value : await direct(config, op, args)
+}
+
+/** The store's status for the doctor, and whether a running server gave it (then that server holds the data directory). */
+export async function adminStatus (config: Config): Promise<{ readonly status: AdminStatus; readonly server: boolean }> {
+  const answer = await fromServer(config, 'status', {})
+  if (answer !== null) return { status: answer.value as AdminStatus, server: true }
+  return { status: await direct(config, 'status', {}) as AdminStatus, server: false }
 }

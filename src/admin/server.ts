@@ -32,6 +32,9 @@ const HANDLERS: Record<string, Handler> = {
   'key.revoke': (ops, a) => ops.revokeKey(a),
   'key.list': (ops, a) => ops.listKeys(a),
   migrate: (ops) => ops.migrate(),
+  'account.list': (ops) => ops.listAccounts(),
+  'user.reset-password': (ops, a) => ops.resetPassword(a),
+  status: (ops) => ops.status(),
 }
 
 export class AdminServer {

@@ -49,12 +49,8 @@ export class KeyRoutes {
 
   list = async (req: Req): Promise<Reply> => {
     const s = this.#guards.session(req)
-    const [keys, used] = await Promise.all([
-      this.#store.call('listKeys', { accountId: s.accountId }),
-      this.#store.call('keysLastUsed', { accountId: s.accountId }),
-    ])
-    const last = new Map(used.map((u) => [u.key_id, u.last_used_at]))
-    return { status: 200, body: { keys: keys.map((k) => keyView(k, last.get(k.id) ?? null)) } }
+    const keys = await this.#admin.listKeys({ account: s.accountId })
+    return { status: 200, body: { keys: keys.map((k) => keyView(k, k.last_used_at)) } }
   }
 
   create = async (req: Req): Promise<Reply> => {

@@ -14,6 +14,7 @@ import { errorReply, readRequest, send } from './http.js'
 interface LiveData {
   readonly accountId: string
   readonly sid: string
+  readonly userId: string
   readonly expiresAt: number
 }
 
@@ -55,7 +56,7 @@ export class LiveFeed {
           guards.origin(req)
           const s = guards.session(req)
           if (!guards.sessions.checkCsrf(s, req.query.get('csrf') ?? undefined)) throw new TracegateError('csrf_failed')
-          data = { accountId: s.accountId, sid: s.sid, expiresAt: s.expiresAt }
+          data = { accountId: s.accountId, sid: s.sid, userId: s.userId, expiresAt: s.expiresAt }
         } catch (err) {
           send(res, req.id, errorReply(err, req.id))
           return
@@ -103,6 +104,11 @@ export class LiveFeed {
   /** Closes the sockets of a signed-out session. */
   dropSession (sid: string): void {
     for (const ws of [...this.#sockets.keys()]) if (ws.getUserData().sid === sid) this.#end(ws)
+  }
+
+  /** Closes the sockets of every session of a user (a password reset). */
+  dropUser (userId: string): void {
+    for (const ws of [...this.#sockets.keys()]) if (ws.getUserData().userId === userId) this.#end(ws)
   }
 
   close (): void {

@@ -42,11 +42,13 @@ export class DashboardServer {
   readonly port: number
   readonly #socket: unknown
   readonly #live: LiveFeed
+  readonly #sessions: Sessions
 
-  private constructor (socket: unknown, port: number, live: LiveFeed) {
+  private constructor (socket: unknown, port: number, live: LiveFeed, sessions: Sessions) {
     this.#socket = socket
     this.port = port
     this.#live = live
+    this.#sessions = sessions
   }
 
   static async start (deps: DashboardDeps, host: string, port: number): Promise<DashboardServer> {
@@ -91,7 +93,13 @@ export class DashboardServer {
       live.close()
       throw new Error(`the dashboard cannot listen on ${host}:${port} (TRACEGATE_DASHBOARD_PORT)`)
     })
-    return new DashboardServer(bound.socket, bound.port, live)
+    return new DashboardServer(bound.socket, bound.port, live, guards.sessions)
+  }
+
+  /** A password reset: the user's sessions are refused from now on and their live sockets close. */
+  endUserSessions (userId: string): void {
+    this.#sessions.endUser(userId)
+    this.#live.dropUser(userId)
   }
 
   /** Stops accepting and closes the live sockets; requests in flight finish. */

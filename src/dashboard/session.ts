@@ -2,7 +2,8 @@
 // secret kept in the data directory (made on first start, mode 600), so sessions survive a restart. A
 // sign-out records the session id until its expiry (in memory and in a small file beside the secret),
 // so a signed-out cookie is refused even after a restart. The CSRF token is an HMAC of the session id:
-// nothing to store, and it dies with the session.
+// nothing to store, and it dies with the session. A password reset (`tracegate user reset-password`)
+// records the user and the time in a second file: that user's sessions issued until then are refused.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { appendFileSync, chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -47,16 +48,47 @@ export function cookieValue (header: string | undefined, name: string): string |
   return null
 }
 
+function resetsFile (dataDir: string): string {
+  return join(dataDir, 'dashboard-resets')
+}
+
+/**
+ * Ends every session of a user issued until `at`, for the next server that starts on `dataDir` (a
+ * running server learns it through Sessions.endUser).
+ */
+export function recordPasswordReset (dataDir: string, userId: string, at = Date.now()): void {
+  appendFileSync(resetsFile(dataDir), `${userId} ${at}\n`, { mode: 0o600 })
+}
+
+/** The resets in the file that still matter (a session issued before one has not expired yet), newest per user. */
+function loadResets (file: string, now: number): Map<string, number> {
+  const resets = new Map<string, number>()
+  let text = ''
+  try { text = readFileSync(file, 'utf8') } catch { /* none yet */ }
+  for (const line of text.split('\n')) {
+    const [user, at] = line.split(' ')
+    if (user === undefined || user === '' || !(Number(at) + SESSION_TTL_MS > now)) continue
+    resets.set(user, Math.max(resets.get(user) ?? 0, Number(at)))
+  }
+  writeFileSync(file, [...resets].map(([u, at]) => `${u} ${at}\n`).join(''), { mode: 0o600 })
+  return resets
+}
+
 export class Sessions {
   readonly #secret: Buffer
   readonly #signoutFile: string
+  readonly #dataDir: string
   /** Signed-out session ids and their expiry. */
   readonly #signedOut = new Map<string, number>()
+  /** Users whose password was reset, and when: their sessions issued until then are refused. */
+  readonly #resets: Map<string, number>
 
   constructor (dataDir: string) {
     this.#secret = loadSecret(join(dataDir, 'dashboard-secret'))
     this.#signoutFile = join(dataDir, 'dashboard-signouts')
+    this.#dataDir = dataDir
     const now = Date.now()
+    this.#resets = loadResets(resetsFile(dataDir), now)
     let text = ''
     try { text = readFileSync(this.#signoutFile, 'utf8') } catch { /* none yet */ }
     for (const line of text.split('\n')) {
@@ -93,6 +125,9 @@ export class Sessions {
     }
     if (typeof p.s !== 'string' || typeof p.u !== 'string' || typeof p.a !== 'string' || typeof p.e !== 'number') return null
     if (p.e <= now || this.#signedOut.has(p.s)) return null
+    // Issued (expiry minus the lifetime) no later than the user's last password reset.
+    const reset = this.#resets.get(p.u)
+    if (reset !== undefined && p.e - SESSION_TTL_MS <= reset) return null
     return { sid: p.s, userId: p.u, accountId: p.a, expiresAt: p.e }
   }
 
@@ -108,6 +143,12 @@ export class Sessions {
     for (const [sid, exp] of this.#signedOut) if (exp <= now) this.#signedOut.delete(sid)
     this.#signedOut.set(s.sid, s.expiresAt)
     appendFileSync(this.#signoutFile, `${s.sid} ${s.expiresAt}\n`, { mode: 0o600 })
+  }
+
+  /** Ends every session of the user issued until now (a password reset), here and after a restart. */
+  endUser (userId: string, now = Date.now()): void {
+    this.#resets.set(userId, now)
+    recordPasswordReset(this.#dataDir, userId, now)
   }
 
   static setCookie (value: string, secure: boolean): string {

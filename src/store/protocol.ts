@@ -81,6 +81,22 @@ export interface StoreOps {
   testSwitchConnection (args: { server: ClickHouseServerConfig | null }): boolean
   /** Test seam: a read query, for tests that check what was stored. */
   testQuery (args: { query: string; params?: Record<string, unknown> }): Array<Record<string, unknown>>
+  /** Every account, oldest first (the CLI's `account list`). */
+  listAccounts (): AccountRow[]
+  /** A new password hash for the user with that (lower-case) email; null when there is none. */
+  setPassword (args: { email: string; passwordHash: string }): UserRow | null
+  /** What `tracegate doctor` asks the store: the ClickHouse version and the migrations applied and shipped. */
+  storeStatus (): StoreStatus
+}
+
+export interface StoreStatus {
+  /** The ClickHouse server's URL (no credentials), or null for the embedded one. */
+  readonly url: string | null
+  readonly version: string
+  /** Migration files recorded in schema_migrations, by name. */
+  readonly applied: string[]
+  /** Migration files this install ships, by name. */
+  readonly available: string[]
 }
 
 /** The accounts whose stored traces the front thread wants as live batches (they have a live list open). */

@@ -248,12 +248,13 @@ t.test('every page works as a deep link', async (t) => {
   }
 })
 
-t.test('Settings → Account shows the name, plan and server-side keys', async (t) => {
+t.test('Settings → Account shows the name, id, plan and server-side keys', async (t) => {
   await page.locator('a[data-testid=nav-account]').click()
   await page.waitForURL('**/settings/account')
   await page.locator('[data-testid=account-plan]').waitFor()
   t.equal((await text(page.locator('[data-testid=account-name]'))).trim(), 'default', 'the first-start account')
   t.equal((await text(page.locator('[data-testid=account-plan]'))).trim(), 'pro', 'plan pro')
+  t.equal((await text(page.locator('[data-testid=account-id]'))).trim(), accountId, 'the account id, as the CLI takes it')
   t.equal((await text(page.locator('[data-testid=account-server-side-keys]'))).trim(), 'enabled', 'server-side keys enabled')
   await screenshot(page, 'account')
 })

@@ -1,6 +1,7 @@
 // Child processes of the tests: `tracegate` itself (bin's entry, src/cli) and the fixtures that run as
 // processes. From source the entry is a .ts file, which node runs only with the TypeScript loader tap
 // started this process with (in execArgv, not NODE_OPTIONS), so the child gets the same flags.
+import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { COMPILED, moduleFile } from '../../src/paths.js'
 
@@ -24,4 +25,36 @@ export function nodeArgs (file: string, ...args: string[]): string[] {
 /** The arguments for `tracegate ...args` (spawn process.execPath with them). */
 export function cliArgs (...args: string[]): string[] {
   return nodeArgs(CLI, ...args)
+}
+
+export interface CliRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Runs `tracegate ...args` to its end with `env` (see childEnv) and `stdin` (then closed); killed and
+ * rejected after `timeoutMs`.
+ */
+export function runTracegate (args: readonly string[], env: NodeJS.ProcessEnv, stdin = '', timeoutMs = 30_000): Promise<CliRun> {
+  const child = spawn(process.execPath, cliArgs(...args), { env, stdio: ['pipe', 'pipe', 'pipe'] })
+  const out: Buffer[] = []
+  const err: Buffer[] = []
+  child.stdout.on('data', (b: Buffer) => { out.push(b) })
+  child.stderr.on('data', (b: Buffer) => { err.push(b) })
+  // A command that exits without reading its stdin must not fail with EPIPE.
+  child.stdin.on('error', () => {})
+  child.stdin.end(stdin)
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`tracegate ${args.join(' ')}: still running after ${timeoutMs} ms\n${Buffer.concat(err).toString('utf8')}`))
+    }, timeoutMs)
+    child.once('error', (e) => { clearTimeout(timer); reject(e) })
+    child.once('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
+    })
+  })
 }

@@ -1,4 +1,5 @@
-// Settings → Account: the account's plan and whether server-side provider keys may be used.
+// Settings → Account: the account's id (what the CLI's --account takes), its plan and whether server-side
+// provider keys may be used.
 import { get } from './api.js'
 import { h, replace } from './dom.js'
 import type { Page } from './main.js'
@@ -14,6 +15,7 @@ export const account: Page = (root, ctx) => {
       h('div', { class: 'page-head' }, h('h1', null, 'Account')),
       h('section', { class: 'card' }, h('dl', { class: 'facts vertical' },
         row('Account', 'account-name', a.name),
+        row('Account id', 'account-id', a.id, 'The id the CLI\'s --account option takes.'),
         row('Plan', 'account-plan', a.plan, a.plan === 'free' ? 'The free plan cannot send calls through the proxy.' : undefined),
         row('Server-side provider keys', 'account-server-side-keys', a.server_side_keys ? 'enabled' : 'disabled',
           a.server_side_keys

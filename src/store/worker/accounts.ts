@@ -156,4 +156,29 @@ export class AccountStore {
     return this.#rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL
       WHERE account_id = {accountId:UUID} ORDER BY created_at DESC, id DESC`, { accountId })
   }
+
+  async listAccounts (): Promise<AccountRow[]> {
+    const rows = await this.#rows<AccountRow>(`SELECT id, name, plan, server_side_keys, created_at
+        FROM accounts FINAL ORDER BY created_at, id`, {})
+    return rows.map((row) => ({ ...row, server_side_keys: Boolean(row.server_side_keys) }))
+  }
+
+  /** A new version of the user's row with the new hash; the caller ends the user's sessions. */
+  async setPassword ({ email, passwordHash }: Args<'setPassword'>): Promise<UserRow | null> {
+    const rows = await this.#rows<Record<string, unknown>>(
+      'SELECT * FROM users FINAL WHERE email = {email:String} LIMIT 1', { email })
+    const row = rows[0]
+    if (row === undefined) return null
+    await this.#ch.insert({
+      table: 'users',
+      values: [{ ...row, password_hash: passwordHash, updated_at: nextUpdatedAt(row.updated_at, Date.now()) }],
+      format: 'JSONEachRow',
+    })
+    return { id: String(row.id), account_id: String(row.account_id), email: String(row.email), role: String(row.role), disabled: row.disabled_at !== null }
+  }
+}
+
+/** A row's next version time: updated_at must grow even when two versions land in the same millisecond. */
+function nextUpdatedAt (previous: unknown, now: number): string {
+  return chTime(Math.max(now, Date.parse(String(previous).replace(' ', 'T') + 'Z') + 1))
 }

@@ -18,6 +18,7 @@ import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from 
 import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
+import { storeStatus } from './status.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -29,7 +30,7 @@ let traces: TraceWriter | null = null
 let ready: Promise<void> | null = null
 let writes: Promise<unknown> = Promise.resolve()
 
-const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate'])
+const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate', 'setPassword'])
 
 function warn (msg: string, fields: Record<string, unknown>): void {
   // The store worker has no logger of its own; warnings go to the main thread's log.
@@ -135,6 +136,9 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
       const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow' })
       return rs.json()
     }
+    case 'listAccounts': return store.listAccounts()
+    case 'setPassword': return store.setPassword(args as never)
+    case 'storeStatus': return storeStatus(ch, data.clickhouse?.url ?? null, data.migrationsDir)
   }
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
 
-const MIGRATION_FILE = /^(\d+)_[a-z0-9_]+\.sql$/
+export const MIGRATION_FILE = /^(\d+)_[a-z0-9_]+\.sql$/
 
 export async function migrate (client: ClickHouseClient, dir: string): Promise<string[]> {
   await client.command({
