@@ -81,6 +81,9 @@ export interface TraceStats {
   inserts: InsertLatency
 }
 
+/** The model label of every model outside the price table (in /metrics), so label values stay bounded. */
+export const OTHER_MODEL = 'other'
+
 export interface UsageTotal {
   readonly provider: string
   /** The price table's model id, or `other`: the label never takes a model name a client made up. */

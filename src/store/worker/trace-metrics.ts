@@ -4,10 +4,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Pricing } from '../../pricing/index.js'
 import type { ProviderName } from '../../providers/index.js'
-import { INSERT_BUCKETS, type InsertLatency, type UsageTotal } from '../trace-types.js'
-
-/** A model outside the price table is counted under this name (bounded label values). */
-export const OTHER_MODEL = 'other'
+import { INSERT_BUCKETS, OTHER_MODEL, type InsertLatency, type UsageTotal } from '../trace-types.js'
 
 export class TraceMetrics {
   readonly usage: UsageTotal[] = []
