@@ -19,6 +19,16 @@ export interface ClickHouseServerConfig {
   readonly database: string
 }
 
+/** Where /metrics is served: never openly on the proxy port. */
+export interface MetricsConfig {
+  /** Its own listener on TRACEGATE_HOST (0: any free port); null: none. */
+  readonly port: number | null
+  /** A bearer token /metrics asks for wherever it is served; set, /metrics is also served on the proxy port. */
+  readonly token: string | null
+  /** An `account` label on the request counter (one series per account: off by default). */
+  readonly accountLabels: boolean
+}
+
 export interface Config {
   readonly host: string
   readonly proxyPort: number
@@ -44,6 +54,7 @@ export interface Config {
   readonly pricingFile: string | null
   readonly shutdownGraceMs: number
   readonly logLevel: string
+  readonly metrics: MetricsConfig
   /** null: embedded chDB in `dataDir`. */
   readonly clickhouse: ClickHouseServerConfig | null
 }
@@ -137,6 +148,13 @@ function secret (env: Env, name: string): string | null {
   return key
 }
 
+function metricsToken (env: Env): string | null {
+  const token = secret(env, 'TRACEGATE_METRICS_TOKEN')
+  // It guards a port the whole internet may reach: a guessable one is refused at start.
+  if (token !== null && token.length < 16) throw new ConfigError('TRACEGATE_METRICS_TOKEN', 'must be at least 16 characters')
+  return token
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
@@ -216,6 +234,11 @@ export function loadConfig (env: Env = process.env): Config {
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     logLevel,
+    metrics: Object.freeze({
+      port: env.TRACEGATE_METRICS_PORT === undefined || env.TRACEGATE_METRICS_PORT.trim() === '' ? null : int(env, 'TRACEGATE_METRICS_PORT', 0, 0, 65535),
+      token: metricsToken(env),
+      accountLabels: bool(env, 'TRACEGATE_METRICS_ACCOUNT_LABELS', false),
+    }),
     clickhouse,
   })
 }

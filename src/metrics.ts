@@ -1,53 +1,293 @@
-// Process metrics in the Prometheus text format, served at GET /metrics on the proxy port. Counting
-// stays cheap on the hot path (one labelled counter per finished exchange); the trace pipeline's
-// numbers are read from the store worker only when scraped.
+// Process metrics in the Prometheus text format, served at GET /metrics on the metrics port (or behind
+// a bearer token; never openly on the proxy port). Counting stays cheap on the hot path: a finished call
+// finds its series under one string key and adds to numbers (metrics-series.ts). What other parts count
+// (the trace pipeline, tokens and cost in the store worker, the key cache, the upstream pool) is read
+// only when scraped, the store worker's numbers in one traceStats call per scrape.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import type { DetectionOutcome } from './detection/pool.js'
+import type { Pricing } from './pricing/index.js'
+import type { ProviderName } from './providers/index.js'
+import type { Exchange } from './proxy/exchange.js'
 import type { TraceStats } from './store/trace-types.js'
+import { INSERT_BUCKETS, OTHER_MODEL } from './store/trace-types.js'
+import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metrics-series.js'
+
+/** Seconds: a proxied call takes milliseconds (a mock) to minutes (a long generation). */
+const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+/** Seconds: tracegate's own share of a call and a detection verdict are sub-millisecond to a deadline. */
+const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+/** Folded model names remembered, so an unpriced name is not looked up again on every call. */
+const FOLD_CACHE_MAX = 10_000
+
+export interface MetricsSources {
+  readonly traceStats: () => Promise<TraceStats | null>
+  readonly pricing: Pricing
+  /** Adds an `account` label to the call metrics (TRACEGATE_METRICS_ACCOUNT_LABELS). */
+  readonly accountLabels: boolean
+}
+
+/** What the key cache and the upstream pool tell on scrape; set once they exist. */
+export interface LateSources {
+  readonly keyCache: { readonly hits: number; readonly misses: number }
+  /** undici's Agent#stats: per origin, connections open and requests running and waiting. */
+  readonly upstream: () => Record<string, { connected: number | boolean; running: number; pending: number }>
+  readonly inflight: () => number
+}
+
+/** The series one finished call adds to. */
+interface CallSeries {
+  readonly requests: CounterSeries
+  readonly duration: HistogramSeries
+  readonly overhead: HistogramSeries
+  readonly ttft: HistogramSeries
+}
+
+const DETECTION_RESULTS = ['clean', 'blocked', 'error', 'deadline', 'queue_full'] as const
+type DetectionResult = (typeof DETECTION_RESULTS)[number]
 
 export class Metrics {
   readonly registry = new Registry()
-  readonly #requests: Counter<'provider' | 'outcome'>
   readonly #rejected: Counter<'code'>
+  readonly #pricing: Pricing
+  readonly #accountLabels: boolean
+  readonly #fold = new Map<string, string>()
+  readonly #calls = new Map<string, CallSeries>()
+  readonly #requests: CounterFamily
+  readonly #duration: HistogramFamily
+  readonly #overhead: HistogramFamily
+  readonly #ttft: HistogramFamily
+  readonly #verdicts: Record<DetectionResult, CounterSeries>
+  readonly #detection: HistogramSeries
+  readonly #traceStats: () => Promise<TraceStats | null>
+  /** The store worker's numbers for the scrape under way (one traceStats call per scrape). */
+  #snapshot: Promise<TraceStats | null> | null = null
+  #late: LateSources | null = null
 
-  constructor (traceStats: () => Promise<TraceStats | null>) {
-    collectDefaultMetrics({ register: this.registry, prefix: 'tracegate_process_' })
-    this.#requests = new Counter({
-      name: 'tracegate_requests_total',
-      help: 'Proxied calls that got past authentication, by provider and outcome (each one is traced).',
-      labelNames: ['provider', 'outcome'],
-      registers: [this.registry],
-    })
+  constructor (sources: MetricsSources) {
+    const registers = [this.registry]
+    this.#pricing = sources.pricing
+    this.#accountLabels = sources.accountLabels
+    this.#traceStats = sources.traceStats
+    // The standard names (process_cpu_user_seconds_total, nodejs_eventloop_lag_seconds, …) that
+    // dashboards made for any Node process expect.
+    collectDefaultMetrics({ register: this.registry })
+
+    const callLabels = 'provider, model (price table id or other), route, outcome and status class (2xx…5xx, none when nothing was answered)'
+    this.#requests = new CounterFamily('tracegate_requests_total', `Proxied calls that got past authentication (each one is traced), by ${callLabels}.`).register(this.registry)
+    this.#duration = new HistogramFamily('tracegate_request_duration_seconds', `End-to-end time of a proxied call, from its request to its last byte, by ${callLabels}.`, CALL_BUCKETS).register(this.registry)
+    this.#overhead = new HistogramFamily('tracegate_proxy_overhead_seconds', `Time of a call spent in tracegate (end to end minus the provider's time), for calls that reached the provider, by ${callLabels}.`, FAST_BUCKETS).register(this.registry)
+    this.#ttft = new HistogramFamily('tracegate_time_to_first_token_seconds', `Time from a streamed call's request to its first answer bytes reaching the client (2xx streams), by ${callLabels}.`, CALL_BUCKETS).register(this.registry)
     this.#rejected = new Counter({
       name: 'tracegate_requests_rejected_before_auth_total',
       help: 'Requests refused before authentication (not traced), by error code.',
       labelNames: ['code'],
-      registers: [this.registry],
+      registers,
     })
-    const traces = new Gauge({
-      name: 'tracegate_traces',
-      help: 'Trace pipeline since start: rows written, spooled, replayed, dropped, spoolRefused (batches a full or unwritable spool refused); queued rows; spool bytes; clickhouse_up and spool_ok (1/0).',
-      labelNames: ['kind'],
-      registers: [this.registry],
-      async collect () {
-        const s = await traceStats().catch(() => null)
-        if (s === null) return
-        for (const kind of ['written', 'spooled', 'replayed', 'dropped', 'spoolRefused', 'queued', 'spoolBytes'] as const) this.set({ kind }, s[kind])
-        this.set({ kind: 'clickhouse_up' }, s.clickhouseUp ? 1 : 0)
-        this.set({ kind: 'spool_ok' }, s.spoolError === null ? 1 : 0)
-      },
-    })
-    void traces
+
+    const verdicts = new CounterFamily('tracegate_detection_verdicts_total', 'Detection answers: clean, blocked, or why none came (error, deadline, queue_full).').register(this.registry)
+    this.#verdicts = Object.fromEntries(DETECTION_RESULTS.map((r) => [r, verdicts.series(r, { verdict: r })])) as Record<DetectionResult, CounterSeries>
+    this.#detection = new HistogramFamily('tracegate_detection_duration_seconds', 'Time from a request entering detection to its verdict (queueing included).', FAST_BUCKETS)
+      .register(this.registry).series('', {})
+
+    this.#storeMetrics(registers)
+    this.#lateMetrics(registers)
   }
 
-  finished (provider: string, outcome: string): void {
-    this.#requests.inc({ provider, outcome })
+  /** The key cache, upstream pool and in-flight count, once they exist (they are made after this). */
+  attach (late: LateSources): void {
+    this.#late = late
+  }
+
+  #stats (): Promise<TraceStats | null> {
+    this.#snapshot ??= this.#traceStats().catch(() => null)
+    return this.#snapshot
+  }
+
+  #storeMetrics (registers: Registry[]): void {
+    const stats = (): Promise<TraceStats | null> => this.#stats()
+    new Counter({
+      name: 'tracegate_traces_total',
+      help: 'Trace rows since start: written to ClickHouse, spooled to disk, replayed from the spool, dropped.',
+      labelNames: ['event'],
+      registers,
+      async collect () {
+        const s = await stats()
+        if (s === null) return
+        this.reset()
+        for (const event of ['written', 'spooled', 'replayed', 'dropped'] as const) this.inc({ event }, s[event])
+      },
+    })
+    counterOf(registers, 'tracegate_trace_spool_refused_total', 'Trace batches the spool refused (full or unwritable).', stats, (s) => s.spoolRefused)
+    gaugeOf(registers, 'tracegate_trace_queue_rows', 'Trace rows waiting in memory for an insert.', stats, (s) => s.queued)
+    gaugeOf(registers, 'tracegate_trace_spool_bytes', 'Bytes in the trace spool.', stats, (s) => s.spoolBytes)
+    gaugeOf(registers, 'tracegate_clickhouse_up', '1 while the last trace insert succeeded, else 0.', stats, (s) => s.clickhouseUp ? 1 : 0)
+    gaugeOf(registers, 'tracegate_trace_spool_ok', '1 while the spool takes batches, else 0.', stats, (s) => s.spoolError === null ? 1 : 0)
+    const inserts = new HistogramFamily('tracegate_trace_insert_duration_seconds', 'Time of each trace insert into ClickHouse (batches and spool replays, failed ones too).', INSERT_BUCKETS, async () => {
+      const s = await stats()
+      if (s === null) return
+      const h = inserts.series('', {})
+      h.counts.set(s.inserts.counts)
+      h.sum = s.inserts.sum
+      h.count = s.inserts.count
+    }).register(this.registry)
+    new Counter({
+      name: 'tracegate_tokens_total',
+      help: 'Tokens of traced calls (from the provider\'s usage, else estimated), by provider, model (price table id or other) and direction (input, output).',
+      labelNames: ['provider', 'model', 'direction'],
+      registers,
+      async collect () {
+        const s = await stats()
+        if (s === null) return
+        this.reset()
+        for (const u of s.usage) {
+          this.inc({ provider: u.provider, model: u.model, direction: 'input' }, u.input)
+          this.inc({ provider: u.provider, model: u.model, direction: 'output' }, u.output)
+        }
+      },
+    })
+    new Counter({
+      name: 'tracegate_cost_usd_total',
+      help: 'Cost in USD of traced calls at the price table\'s prices, by provider and model (unpriced models count 0 under other).',
+      labelNames: ['provider', 'model'],
+      registers,
+      async collect () {
+        const s = await stats()
+        if (s === null) return
+        this.reset()
+        for (const u of s.usage) this.inc({ provider: u.provider, model: u.model }, u.costUsd)
+      },
+    })
+  }
+
+  #lateMetrics (registers: Registry[]): void {
+    const late = (): LateSources | null => this.#late
+    new Counter({
+      name: 'tracegate_key_cache_lookups_total',
+      help: 'Proxy key lookups in the front thread\'s cache: hit (answered from it) or miss (asked the store).',
+      labelNames: ['result'],
+      registers,
+      collect () {
+        const l = late()
+        if (l === null) return
+        this.reset()
+        this.inc({ result: 'hit' }, l.keyCache.hits)
+        this.inc({ result: 'miss' }, l.keyCache.misses)
+      },
+    })
+    new Gauge({
+      name: 'tracegate_upstream_connections',
+      help: 'Connections to each provider origin: open, and busy (a request running on it).',
+      labelNames: ['origin', 'state'],
+      registers,
+      collect () {
+        const l = late()
+        if (l === null) return
+        this.reset()
+        for (const [origin, s] of Object.entries(l.upstream())) {
+          this.set({ origin, state: 'open' }, Number(s.connected))
+          this.set({ origin, state: 'busy' }, s.running)
+        }
+      },
+    })
+    new Gauge({
+      name: 'tracegate_upstream_requests_pending',
+      help: 'Requests waiting for a connection to each provider origin.',
+      labelNames: ['origin'],
+      registers,
+      collect () {
+        const l = late()
+        if (l === null) return
+        this.reset()
+        for (const [origin, s] of Object.entries(l.upstream())) this.set({ origin }, s.pending)
+      },
+    })
+    new Gauge({
+      name: 'tracegate_requests_in_flight',
+      help: 'Proxied calls started and not finished.',
+      registers,
+      collect () { this.set(late()?.inflight() ?? 0) },
+    })
+  }
+
+  /** The price table's id for a model, or `other`: label values stay as few as the table's rows. */
+  #model (provider: ProviderName, model: string | null): string {
+    if (model === null) return OTHER_MODEL
+    const key = provider + '\n' + model
+    let folded = this.#fold.get(key)
+    if (folded === undefined) {
+      folded = this.#pricing.find(provider, model)?.model ?? OTHER_MODEL
+      if (this.#fold.size < FOLD_CACHE_MAX) this.#fold.set(key, folded)
+    }
+    return folded
+  }
+
+  /** Once per traced call (past authentication), from Calls.finished. */
+  finished (x: Exchange): void {
+    const provider = x.dialect.name
+    const model = this.#model(provider, x.model)
+    const outcome = x.outcome ?? 'proxy_error'
+    const status = x.status === 0 ? 'none' : `${Math.floor(x.status / 100)}xx`
+    const account = this.#accountLabels ? x.accountId ?? '' : null
+    const key = provider + '\n' + model + '\n' + x.endpoint + '\n' + outcome + '\n' + status + (account === null ? '' : '\n' + account)
+    let s = this.#calls.get(key)
+    if (s === undefined) {
+      const labels: Record<string, string> = { provider, model, route: x.endpoint, outcome, status_class: status }
+      if (account !== null) labels.account = account
+      s = {
+        requests: this.#requests.series(key, labels),
+        duration: this.#duration.series(key, labels),
+        overhead: this.#overhead.series(key, labels),
+        ttft: this.#ttft.series(key, labels),
+      }
+      this.#calls.set(key, s)
+    }
+    s.requests.value++
+    const total = x.endedAt - x.startedAt
+    s.duration.observe(total / 1000)
+    if (x.upstreamStartAt !== 0) s.overhead.observe(Math.max(0, x.upstreamStartAt - x.startedAt) / 1000)
+    if (x.streaming && x.firstWriteAt !== 0 && x.status >= 200 && x.status < 300) s.ttft.observe((x.firstWriteAt - x.startedAt) / 1000)
   }
 
   rejectedBeforeAuth (code: string): void {
     this.#rejected.inc({ code })
   }
 
-  render (): Promise<string> {
-    return this.registry.metrics()
+  /** A detection answer (or why none came) and how long it took, from the detection pool. */
+  readonly judged = (outcome: DetectionOutcome, ms: number): void => {
+    this.#verdicts[outcome.ok ? (outcome.verdict.blocked ? 'blocked' : 'clean') : outcome.failure].value++
+    this.#detection.observe(ms / 1000)
   }
+
+  async render (): Promise<string> {
+    try {
+      return await this.registry.metrics()
+    } finally {
+      this.#snapshot = null
+    }
+  }
+
+  get contentType (): string { return this.registry.contentType }
+}
+
+function counterOf (registers: Registry[], name: string, help: string, stats: () => Promise<TraceStats | null>, read: (s: TraceStats) => number): void {
+  new Counter({
+    name, help, registers,
+    async collect () {
+      const s = await stats()
+      if (s === null) return
+      this.reset()
+      this.inc(read(s))
+    },
+  })
+}
+
+function gaugeOf (registers: Registry[], name: string, help: string, stats: () => Promise<TraceStats | null>, read: (s: TraceStats) => number): void {
+  new Gauge({
+    name, help, registers,
+    async collect () {
+      const s = await stats()
+      if (s !== null) this.set(read(s))
+    },
+  })
 }

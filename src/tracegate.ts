@@ -12,6 +12,7 @@ import { startMockProvider, type MockProvider } from './mock-provider/index.js'
 import { Calls } from './proxy/calls.js'
 import { AdminServer } from './admin/server.js'
 import { createProxyApp, type NotReady } from './server/proxy-app.js'
+import { createMetricsApp, type MetricsEndpoint } from './server/metrics-app.js'
 import { listen, uws } from './server/uws.js'
 import { StoreClient } from './store/client.js'
 import { createUpstreamAgent } from './upstream/client.js'
@@ -59,6 +60,8 @@ export class Tracegate {
   readonly proxyPort: number
   readonly dashboardPort: number
   readonly adminPort: number
+  /** The metrics port, or null when TRACEGATE_METRICS_PORT is not set. */
+  readonly metricsPort: number | null
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
   readonly #upstream: Agent
@@ -68,6 +71,7 @@ export class Tracegate {
   readonly #adminServer: AdminServer
   readonly #dashboard: DashboardServer
   readonly #listenSocket: unknown
+  readonly #metricsSocket: unknown
   readonly #log: Logger | null
   readonly #calls: Calls
   #closed: Promise<void> | null = null
@@ -76,7 +80,7 @@ export class Tracegate {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
     detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls
-  }, listen: { socket: unknown; port: number }, adminPort: number) {
+  }, listen: { socket: unknown; port: number }, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
     this.keys = parts.keys
@@ -95,6 +99,8 @@ export class Tracegate {
     this.proxyPort = listen.port
     this.dashboardPort = parts.dashboard.port
     this.adminPort = adminPort
+    this.#metricsSocket = metricsListen?.socket ?? null
+    this.metricsPort = metricsListen?.port ?? null
   }
 
   get inflight (): number {
@@ -145,16 +151,20 @@ export class Tracegate {
       const sink = config.traces.enabled
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
-      const metrics = new Metrics(() => store.call('traceStats'))
+      const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
       const calls = new Calls(metrics, sink, log)
+      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
       const dc = config.detection
       detection = dc.enabled
-        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
+      const pool = detection
+      const scrape: MetricsEndpoint = { render: () => metrics.render(), contentType: metrics.contentType, token: config.metrics.token }
       // A pool that cannot warm up still starts: requests it cannot judge follow the failure mode.
       await detection?.warm().catch((err: unknown) => { log?.warn({ err }, 'detection workers did not warm up') })
       const app = createProxyApp({
-        metrics: () => metrics.render(),
+        // Never open on the proxy port: only behind the bearer token.
+        metrics: config.metrics.token === null ? null : scrape,
         config,
         keys,
         upstream,
@@ -163,24 +173,28 @@ export class Tracegate {
         isClosing: calls.isClosing,
         onStart: calls.started,
         onFinish: calls.finished,
-        ready: () => readiness(store),
+        ready: () => readiness(store, pool),
         pricing,
       })
       const bound = await listen(app, config.host, config.proxyPort)
       let dashboard: DashboardServer
+      let metricsBound: { socket: unknown; port: number } | null = null
       try {
+        if (config.metrics.port !== null) metricsBound = await listen(createMetricsApp(scrape), config.host, config.metrics.port)
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
           isClosing: calls.isClosing,
         }, config.host, config.dashboardPort)
       } catch (err) {
         uws.us_listen_socket_close(bound.socket as never)
+        if (metricsBound !== null) uws.us_listen_socket_close(metricsBound.socket as never)
         adminServer.close()
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
+      if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
@@ -199,6 +213,7 @@ export class Tracegate {
       await drained
       this.#adminServer.close()
       this.#dashboard.close()
+      if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
       await this.#upstream.destroy().catch(() => {})
       await this.#detection?.close().catch(() => {})
       // Every finished exchange reaches the store worker before it flushes and closes.
@@ -214,8 +229,14 @@ export class Tracegate {
 /**
  * Ready while the store answers and traces can be kept: written to ClickHouse, or at least taken by the
  * spool. While inserts fail the instance says so (a load balancer can move traffic to one that stores).
+ * Not ready either while the detection workers are cold (their warm-up failed at start): with the
+ * default failure mode every call would be refused. Each such check tries the warm-up again.
  */
-async function readiness (store: StoreClient): Promise<NotReady | null> {
+async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<NotReady | null> {
+  if (detection !== null && !detection.warmed) {
+    detection.warm().catch(() => { /* told by the next check */ })
+    return { reason: 'detection_not_warm', message: 'The detection workers have not loaded yet.' }
+  }
   try {
     if (!await withTimeout(store.call('ping'), 2_000)) return { reason: 'store_unreachable', message: 'ClickHouse does not answer.' }
     const s = await withTimeout(store.call('traceStats'), 2_000)

@@ -20,6 +20,9 @@ export class KeyCache {
   readonly #lookup: KeyLookup
   readonly #enabled: boolean
   readonly #refreshBelowMs: number
+  /** Lookups answered from the cache, and those that had to ask the store (read by /metrics). */
+  hits = 0
+  misses = 0
 
   constructor (lookup: KeyLookup, options: { ttlMs: number; max: number }) {
     this.#lookup = lookup
@@ -30,9 +33,10 @@ export class KeyCache {
 
   /** The cached answer, or undefined when the store must be asked (see `fetch`). */
   peek (hash: string): KeyInfo | null | undefined {
-    if (!this.#enabled) return undefined
+    if (!this.#enabled) { this.misses++; return undefined }
     const e = this.#lru.get(hash)
-    if (e === undefined) return undefined
+    if (e === undefined) { this.misses++; return undefined }
+    this.hits++
     if (this.#lru.getRemainingTTL(hash) < this.#refreshBelowMs && !this.#inflight.has(hash)) {
       this.fetch(hash).catch(() => { /* the entry stays until its TTL; the next miss asks again */ })
     }

@@ -22,6 +22,8 @@ export interface DetectionPoolOptions {
   readonly deadlineMs: number
   /** The worker file (tests pass one that crashes or hangs). */
   readonly filename?: string
+  /** Told every answer (or why none came) and how long it took, queueing included (for /metrics). */
+  readonly onJudged?: (outcome: DetectionOutcome, ms: number) => void
 }
 
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
@@ -37,13 +39,16 @@ class QueuedCheck {
   constructor (
     readonly provider: ProviderName,
     readonly body: Buffer,
+    readonly started: number,
     readonly due: number,
     readonly resolve: (outcome: DetectionOutcome) => void,
+    readonly onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null,
   ) {}
 
   settle (outcome: DetectionOutcome): void {
     if (this.settled) return
     this.settled = true
+    this.onJudged?.(outcome, performance.now() - this.started)
     this.resolve(outcome)
   }
 }
@@ -64,6 +69,9 @@ export class DetectionPool {
   readonly #deadlineMs: number
   readonly #maxQueue: number
   readonly #threads: number
+  readonly #onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null
+  #warm = false
+  #warming: Promise<void> | null = null
   /** Requests of this turn, not yet handed to piscina. */
   #pending: QueuedCheck[] = []
   #flushScheduled = false
@@ -79,6 +87,7 @@ export class DetectionPool {
     this.#deadlineMs = options.deadlineMs
     this.#maxQueue = options.maxQueue
     this.#threads = options.threads
+    this.#onJudged = options.onJudged ?? null
     this.#pool = new Piscina({
       filename: options.filename ?? DETECT_WORKER,
       minThreads: options.threads,
@@ -112,11 +121,15 @@ export class DetectionPool {
   }
 
   check (provider: ProviderName, body: Buffer): Promise<DetectionOutcome> {
-    if (this.#queued() >= this.#maxQueue) return Promise.resolve(QUEUE_FULL)
+    if (this.#queued() >= this.#maxQueue) {
+      this.#onJudged?.(QUEUE_FULL, 0)
+      return Promise.resolve(QUEUE_FULL)
+    }
     return new Promise((resolve) => {
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
-      const p = new QueuedCheck(provider, body, performance.now() + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve)
+      const now = performance.now()
+      const p = new QueuedCheck(provider, body, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged)
       this.#pending.push(p)
       // A small body behind a big one has the earlier deadline.
       if (p.due < this.#pendingDue) { this.#clearPendingTimer(); this.#armPending(p.due) }
@@ -204,6 +217,8 @@ export class DetectionPool {
     this.#inFlight.add(batch)
     const task: DetectTask = { providers, ends, body: buf }
     this.#pool.run(task, { transferList: [buf.buffer], signal: batch.controller.signal }).then((verdicts) => {
+      // A worker that answers has its code and weights loaded, whether or not warm() succeeded.
+      this.#warm = true
       this.#done(batch)
       for (let k = 0; k < items.length; k++) {
         const v = verdicts[k]
@@ -248,7 +263,15 @@ export class DetectionPool {
    * Loads the worker code and weights on every thread before the proxy listens, so the first
    * requests are not judged by cold workers (which would miss the deadline and fail closed).
    */
-  async warm (timeoutMs = 60_000): Promise<void> {
+  warm (timeoutMs = 60_000): Promise<void> {
+    this.#warming ??= this.#warmAll(timeoutMs).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
+    return this.#warming
+  }
+
+  /** Every thread answered the warm-up, or some request since (readiness waits for this). */
+  get warmed (): boolean { return this.#warm }
+
+  async #warmAll (timeoutMs: number): Promise<void> {
     const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
     const runs = Array.from({ length: this.#pool.maxThreads }, () => {
       const bytes = new Uint8Array(body)

@@ -40,7 +40,7 @@ export class Calls {
     if (x.accountId === null) {
       this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
     } else {
-      this.#metrics.finished(x.dialect.name, x.outcome ?? 'proxy_error')
+      this.#metrics.finished(x)
       this.#sink?.push(x)
     }
     if (this.#inflight === 0 && this.#drained !== null) this.#drained()

@@ -9,20 +9,21 @@ import { DIALECTS, PROVIDERS, type Dialect } from '../providers/index.js'
 import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { framed } from './head.js'
+import { metricsNotHere, metricsRoute, type MetricsEndpoint } from './metrics-app.js'
 import { asTracegateError, nativeShape, sendError, sendJson, TRACEGATE_SHAPE, type ErrorShape, type Headers } from './respond.js'
 import { notFound } from './routes.js'
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js'
 
 export interface NotReady {
-  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing'
+  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing' | 'detection_not_warm'
   readonly message: string
 }
 
 export interface ProxyAppDeps extends ProxyDeps {
   /** Resolves null when ready, else why not (a stable reason and a message for people). */
   ready (): Promise<NotReady | null>
-  /** The Prometheus text of the process metrics. */
-  metrics (): Promise<string>
+  /** /metrics on this port, behind its bearer token; null: not served here (404). */
+  readonly metrics: MetricsEndpoint | null
   /** The price table: the models routes list the models it prices. */
   readonly pricing: Pricing
 }
@@ -99,19 +100,7 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
       else sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
     })
   }))
-  app.get('/metrics', framed((res) => {
-    const id = newRequestId()
-    let aborted = false
-    res.onAborted(() => { aborted = true })
-    deps.metrics().then((text) => {
-      if (aborted) return
-      res.cork(() => {
-        res.writeStatus('200 OK').writeHeader('content-type', 'text/plain; version=0.0.4').writeHeader('x-request-id', id).end(text)
-      })
-    }, () => {
-      if (!aborted) sendError(res, 'internal_error', id)
-    })
-  }))
+  app.get('/metrics', framed(deps.metrics === null ? metricsNotHere : metricsRoute(deps.metrics)))
   app.any('/metrics', framed(methodNotAllowed('GET')))
   app.any('/healthz', framed(methodNotAllowed('GET')))
   app.any('/readyz', framed(methodNotAllowed('GET')))

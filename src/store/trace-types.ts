@@ -75,6 +75,32 @@ export interface TraceStats {
   insertError: string | null
   /** Why the spool refused its last batch (full, or an I/O error), or null once it takes one again. */
   spoolError: string | null
+  /** Tokens and cost of the rows built since start, by provider and priced model (`other` when unpriced). */
+  usage: UsageTotal[]
+  /** How long trace inserts took (ClickHouse inserts and spool replays, failed ones too). */
+  inserts: InsertLatency
+}
+
+/** The model label of every model outside the price table (in /metrics), so label values stay bounded. */
+export const OTHER_MODEL = 'other'
+
+export interface UsageTotal {
+  readonly provider: string
+  /** The price table's model id, or `other`: the label never takes a model name a client made up. */
+  readonly model: string
+  input: number
+  output: number
+  costUsd: number
+}
+
+/** Upper bounds (seconds) of the insert latency histogram's buckets; `counts` has one more, for +Inf. */
+export const INSERT_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+export interface InsertLatency {
+  /** Inserts per bucket (not cumulative), the last one past every bound. */
+  counts: number[]
+  sum: number
+  count: number
 }
 
 /**

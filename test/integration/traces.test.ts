@@ -58,6 +58,7 @@ const s = await startServer(t, {
   TRACEGATE_TRACE_MAX_BODY_BYTES: String(MAX_BODY),
   TRACEGATE_GAMMA_BASE_URL: relay.url,
   TRACEGATE_UPSTREAM_HEADERS_TIMEOUT_MS: '1000',
+  TRACEGATE_METRICS_PORT: '0',
 }, { testSeams: true })
 relay.target = s.mock.port
 const port = s.tg.proxyPort
@@ -362,7 +363,7 @@ t.test('outcomes', async (t) => {
 
   /** The refusals before authentication that /metrics counts, by code. */
   async function rejectedBeforeAuth (): Promise<Map<string, number>> {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    const text = await (await fetch(`http://127.0.0.1:${s.tg.metricsPort}/metrics`)).text()
     const counts = new Map<string, number>()
     for (const m of text.matchAll(/^tracegate_requests_rejected_before_auth_total\{code="([a-z_]+)"\} (\d+)$/gm)) counts.set(m[1]!, Number(m[2]))
     return counts

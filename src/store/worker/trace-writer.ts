@@ -9,6 +9,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from './rows.js'
+import { TraceMetrics } from './trace-metrics.js'
 import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
 import { decodeTraces, type EncodedTraces } from '../trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
@@ -119,10 +120,8 @@ interface InsertBatch {
 }
 
 export class TraceWriter {
-  readonly stats: TraceStats = {
-    written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
-    clickhouseUp: true, insertError: null, spoolError: null,
-  }
+  readonly stats: TraceStats
+  readonly #metrics: TraceMetrics
   readonly #ch: ClientHolder
   readonly #spool: Spool
   readonly #pricing: Pricing
@@ -145,6 +144,12 @@ export class TraceWriter {
     this.#ch = ch
     this.#spool = spool
     this.#pricing = pricing
+    this.#metrics = new TraceMetrics(pricing)
+    this.stats = {
+      written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
+      clickhouseUp: true, insertError: null, spoolError: null,
+      usage: this.#metrics.usage, inserts: this.#metrics.inserts,
+    }
     this.#opts = opts
     this.#onWritten = onWritten
     this.#warn = warn
@@ -173,6 +178,8 @@ export class TraceWriter {
         encodeRecord(w, record)
         ends.push(w.size)
         summaries.push(record.summary)
+        const u = record.summary
+        this.#metrics.row(raw.provider, raw.model, u.input_tokens, u.output_tokens, u.cost_usd)
       } catch (err) {
         w.rewind(ends.length === 0 ? 0 : ends[ends.length - 1]!)
         this.#drop(1, `trace row ${raw.traceId} could not be built: ${(err as Error).message}`)
@@ -258,10 +265,10 @@ export class TraceWriter {
   }
 
   #insert (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
-    return insertTsv(this.#ch.client, 'traces', columns, tsv,
+    return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv,
       // A synchronous insert: the batch is already a batch, and the deduplication token is checked against
       // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
-      { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 })
+      { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }))
   }
 
   /**
