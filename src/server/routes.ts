@@ -11,7 +11,7 @@ export const PROXY_ROUTES: readonly string[] = [
   ...new Set(PROVIDERS.map((p) => `GET ${DIALECTS[p].native.modelsRoute}`)),
   'GET /healthz',
   'GET /readyz',
-  'GET /metrics',
+  'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
 ]
 
 /** 404 in the route's error shape, listing the routes there are. */

@@ -433,7 +433,7 @@ t.test('paths tracegate does not serve', async (t) => {
     'POST /api/alpha_service/chat_completion', 'POST /api/beta_service/chat_completion', 'POST /api/gamma_service/chat_completion',
     'POST /v1/chat/completions', 'POST /v1/messages',
     'POST /v1beta/models/{model}:generateContent', 'POST /v1beta/models/{model}:streamGenerateContent',
-    'GET /v1/models', 'GET /v1beta/models', 'GET /healthz', 'GET /readyz', 'GET /metrics',
+    'GET /v1/models', 'GET /v1beta/models', 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
   ]
   for (const method of ['countTokens', 'embedContent']) {
     await t.test(`gamma :${method} is 404 in Gemini's shape`, async (t) => {
