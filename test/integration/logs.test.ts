@@ -122,7 +122,7 @@ t.test('access log, cause lines and no secret in any line', async (t) => {
 })
 
 t.test('the access log is off by default', async (t) => {
-  // chDB holds one data directory per process: this is checked on the lines the logger gets without a server.
+  // A setting, not a second server: chDB holds one data directory per process.
   const { loadConfig } = await import('../../src/config.js')
   t.equal(loadConfig({}).accessLog, false, 'off unless TRACEGATE_ACCESS_LOG is on')
   t.equal(loadConfig({ TRACEGATE_ACCESS_LOG: 'on' }).accessLog, true)
