@@ -65,8 +65,9 @@ export function spawnUntil (cmd: string, args: string[], env: Record<string, str
         resolve({ proc, matches: matches as string[] })
       }
     }
+    // serve says where it listens on stderr (its stdout is the JSON log); the mock provider on stdout.
     child.stdout?.on('data', onData)
-    child.stderr?.on('data', (b: Buffer) => { text += b.toString('utf8') })
+    child.stderr?.on('data', onData)
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${cmd} exited with ${code}:\n${text}`)) })
   })
 }

@@ -70,17 +70,20 @@ async function readPassword (): Promise<string> {
 async function serve (config: Config, mockProviders: boolean): Promise<void> {
   const log = createLogger(config.logLevel)
   const tg = await Tracegate.start(config, { mockProviders, log })
+  // Standard output carries only the JSON log; what is said to the person who started the server goes
+  // to standard error. The first-start block holds a password and a key, shown this once by design: it is
+  // written here and never through the logger.
   const first = tg.firstStart
   if (first !== null) {
-    process.stdout.write(
+    process.stderr.write(
       '\nFirst start: created a pro account, an admin user and a proxy key. They are shown this once.\n' +
       `  account:   ${first.accountId}\n` +
       `  sign in:   ${first.email} / ${first.password}\n` +
       `  proxy key: ${first.proxyKey}\n\n`)
   }
-  process.stdout.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
-  process.stdout.write(`dashboard on http://${config.host}:${tg.dashboardPort}\n`)
-  if (tg.mock !== null) process.stdout.write(`mock providers on ${tg.mock.url}\n`)
+  process.stderr.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
+  process.stderr.write(`dashboard on http://${config.host}:${tg.dashboardPort}\n`)
+  if (tg.mock !== null) process.stderr.write(`mock providers on ${tg.mock.url}\n`)
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return

@@ -54,6 +54,8 @@ export interface Config {
   readonly pricingFile: string | null
   readonly shutdownGraceMs: number
   readonly logLevel: string
+  /** One info line per finished call (msg "call"); off by default. */
+  readonly accessLog: boolean
   readonly metrics: MetricsConfig
   /** null: embedded chDB in `dataDir`. */
   readonly clickhouse: ClickHouseServerConfig | null
@@ -234,6 +236,7 @@ export function loadConfig (env: Env = process.env): Config {
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     logLevel,
+    accessLog: bool(env, 'TRACEGATE_ACCESS_LOG', false),
     metrics: Object.freeze({
       port: env.TRACEGATE_METRICS_PORT === undefined || env.TRACEGATE_METRICS_PORT.trim() === '' ? null : int(env, 'TRACEGATE_METRICS_PORT', 0, 0, 65535),
       token: metricsToken(env),

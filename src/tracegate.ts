@@ -152,11 +152,11 @@ export class Tracegate {
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
-      const calls = new Calls(metrics, sink, log)
+      const calls = new Calls(metrics, sink, log, config.accessLog)
       metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
       const dc = config.detection
       detection = dc.enabled
-        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
       const scrape: MetricsEndpoint = { render: () => metrics.render(), contentType: metrics.contentType, token: config.metrics.token }

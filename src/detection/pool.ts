@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { moduleFile } from '../paths.js'
+import { FaultEpisodes, type FaultLog } from './fault-episodes.js'
 import type { ProviderName } from '../providers/index.js'
 import type { DetectTask, Verdict } from './types.js'
 
@@ -24,6 +25,8 @@ export interface DetectionPoolOptions {
   readonly filename?: string
   /** Told every answer (or why none came) and how long it took, queueing included (for /metrics). */
   readonly onJudged?: (outcome: DetectionOutcome, ms: number) => void
+  /** Where the first failure of an episode (with its cause) and the recovery are logged. */
+  readonly onFault?: FaultLog
 }
 
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
@@ -64,6 +67,20 @@ const DEADLINE: DetectionOutcome = Object.freeze({ ok: false, failure: 'deadline
 const ERROR: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' })
 const QUEUE_FULL: DetectionOutcome = Object.freeze({ ok: false, failure: 'queue_full' })
 
+/** The pool's onJudged: the caller's, plus the fault log's episodes when there is one. */
+function fault (options: DetectionPoolOptions, lastError: () => string): ((outcome: DetectionOutcome, ms: number) => void) | null {
+  const onJudged = options.onJudged ?? null
+  if (options.onFault === undefined) return onJudged
+  const episodes = new FaultEpisodes(options.onFault)
+  const cause = (failure: DetectionFailure): string => failure === 'error'
+    ? lastError()
+    : failure === 'deadline' ? `no answer within the ${options.deadlineMs} ms deadline` : `${options.maxQueue} requests already waiting`
+  return (outcome, ms) => {
+    onJudged?.(outcome, ms)
+    episodes.judged(outcome, () => cause((outcome as { failure: DetectionFailure }).failure))
+  }
+}
+
 export class DetectionPool {
   readonly #pool: Piscina<DetectTask, Verdict[]>
   readonly #deadlineMs: number
@@ -71,6 +88,8 @@ export class DetectionPool {
   readonly #threads: number
   readonly #onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null
   #warm = false
+  /** Why the last batch failed (a worker's crash, say), for the fault log. */
+  #lastError = 'unknown error'
   #warming: Promise<void> | null = null
   /** Requests of this turn, not yet handed to piscina. */
   #pending: QueuedCheck[] = []
@@ -87,7 +106,7 @@ export class DetectionPool {
     this.#deadlineMs = options.deadlineMs
     this.#maxQueue = options.maxQueue
     this.#threads = options.threads
-    this.#onJudged = options.onJudged ?? null
+    this.#onJudged = fault(options, () => this.#lastError)
     this.#pool = new Piscina({
       filename: options.filename ?? DETECT_WORKER,
       minThreads: options.threads,
@@ -226,6 +245,7 @@ export class DetectionPool {
       }
     }, (err: unknown) => {
       this.#done(batch)
+      this.#lastError = err instanceof Error ? err.message : String(err)
       const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
       // A worker that died took the whole batch with it: judge each request again on its own, so only
       // the one that kills a worker fails (and a full queue is answered as such).

@@ -3,6 +3,7 @@
 // never wait on the server object that owns them.
 import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
+import { accessFields } from './access-log.js'
 import type { Exchange } from './exchange.js'
 import type { TraceSink } from './trace-sink.js'
 
@@ -10,14 +11,17 @@ export class Calls {
   readonly #metrics: Metrics
   readonly #sink: TraceSink | null
   readonly #log: Logger | null
+  /** The access log (TRACEGATE_ACCESS_LOG): its logger when on, null when off. */
+  readonly #access: Logger | null
   #closing = false
   #inflight = 0
   #drained: (() => void) | null = null
 
-  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null) {
+  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, accessLog = false) {
     this.#metrics = metrics
     this.#sink = sink
     this.#log = log
+    this.#access = accessLog ? log : null
   }
 
   get inflight (): number { return this.#inflight }
@@ -36,6 +40,7 @@ export class Calls {
       if (x.errorCode === 'internal_error') this.#log.error(fields, 'request failed')
       else this.#log.warn(fields, 'request failed')
     }
+    if (this.#access !== null) this.#access.info(accessFields(x), 'call')
     // Refused before authentication: counted, not traced (no account to trace it under).
     if (x.accountId === null) {
       this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')

@@ -4,34 +4,14 @@
 import type { Test } from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
-import type { Logger } from '../../src/log.js'
 import type { MockProvider } from '../../src/mock-provider/index.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { testConfig } from '../helpers/server.js'
+import { capturingLogger, type Logs } from '../helpers/logs.js'
 import { type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { sleep, until, withTimeout } from '../helpers/wait.js'
-
-export interface Logs {
-  readonly log: Logger
-  readonly lines: Array<Record<string, unknown>>
-  /** Lines whose msg is `msg`. */
-  find (msg: string): Array<Record<string, unknown>>
-}
-
-export function capturingLogger (level = 'info'): Logs {
-  const lines: Array<Record<string, unknown>> = []
-  const sink = new Writable({
-    write (chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>)
-      cb()
-    },
-  })
-  return { log: pino({ level }, sink), lines, find: (msg) => lines.filter((l) => l.msg === msg) }
-}
 
 export interface Running {
   readonly tg: Tracegate

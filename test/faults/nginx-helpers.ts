@@ -161,12 +161,13 @@ export async function spawnTracegate (t: Tap, env: Record<string, string>): Prom
   })
   let stdout = ''
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s })
+  child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s })
+  // serve tells where it listens on stderr (stdout is the JSON log).
   const started = new Promise<ChildTracegate>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s
-      const proxy = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stdout)?.[1]
-      const dashboard = /dashboard on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stdout)?.[1]
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s
+      const proxy = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
+      const dashboard = /dashboard on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
       if (proxy !== undefined && dashboard !== undefined) resolve({ proxyPort: Number(proxy), dashboardPort: Number(dashboard) })
     })
     void exit.then(() => { reject(new Error(`serve exited before it was listening\nstdout:\n${stdout}\nstderr:\n${stderr}`)) })

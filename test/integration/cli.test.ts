@@ -116,8 +116,9 @@ class Serve {
   constructor (sc: Scenario, args: string[]) {
     this.child = spawn(process.execPath, cliArgs(...args), { env: cliEnv(sc.dir), stdio: ['ignore', 'pipe', 'pipe'] })
     sc.children.add(this.child)
-    this.child.stdout!.setEncoding('utf8').on('data', (s: string) => { this.stdout += s; this.#wake() })
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => { this.stderr += s })
+    this.child.stdout!.setEncoding('utf8').on('data', (s: string) => { this.stdout += s })
+    // What serve says to a person (listening on, the first-start block) is on stderr; stdout is the JSON log.
+    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => { this.stderr += s; this.#wake() })
     this.exit = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
         this.exited = true
@@ -132,7 +133,7 @@ class Serve {
     for (const check of this.#waiters) check()
   }
 
-  /** Resolves with the first match of `pattern` in stdout; rejects if the process exits or time runs out. */
+  /** Resolves with the first match of `pattern` in stderr; rejects if the process exits or time runs out. */
   waitFor (pattern: RegExp, ms = START_TIMEOUT_MS): Promise<RegExpExecArray> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -141,7 +142,7 @@ class Serve {
       }, ms)
       const done = (): void => { clearTimeout(timer); this.#waiters.delete(check) }
       const check = (): boolean => {
-        const m = pattern.exec(this.stdout)
+        const m = pattern.exec(this.stderr)
         if (m !== null) { done(); resolve(m); return true }
         if (this.exited) {
           done()
@@ -333,7 +334,7 @@ t.test('against a running server', async (t) => {
     firstKey = key[1] ?? ''
     t.match(firstAccount, UUID, 'account: <uuid>')
     t.match(firstKey, KEY, 'proxy key: tgk_...')
-    t.equal(started.serve.stdout.match(/First start/g)?.length, 1, 'one First start block')
+    t.equal(started.serve.stderr.match(/First start/g)?.length, 1, 'one First start block')
     const endpoint = JSON.parse(readFileSync(join(sc.dir, 'admin.json'), 'utf8')) as { pid: number }
     t.equal(endpoint.pid, started.serve.child.pid, 'admin.json names the server process')
 
@@ -410,8 +411,8 @@ t.test('against a running server', async (t) => {
     const started = await startServe(sc)
     runs.push(started.serve)
     port = started.port
-    t.notMatch(started.serve.stdout, /First start/, 'no second First start block')
-    t.notMatch(started.serve.stdout, /proxy key:/, 'no proxy key printed')
+    t.notMatch(started.serve.stderr, /First start/, 'no second First start block')
+    t.notMatch(started.serve.stderr, /proxy key:/, 'no proxy key printed')
 
     const ok = await chat(port, kept.key)
     t.equal(ok.status, 200, `the CLI key still works (${ok.body.toString('utf8')})`)
@@ -464,16 +465,16 @@ t.test('against a running server', async (t) => {
     t.equal(runs.length, 2, 'two server runs')
     const first = runs[0]
     if (first === undefined || firstKey === '') throw new Error('no first run')
-    const block = /^First start:.*\n(?: {2}.*\n)+/m.exec(first.stdout)
+    const block = /^First start:.*\n(?: {2}.*\n)+/m.exec(first.stderr)
     t.ok(block !== null && block[0].includes(firstKey), 'the first-start key is in the First start block')
     const outside = [
-      block === null ? first.stdout : first.stdout.replace(block[0], ''),
-      ...runs.map((r) => r.stderr),
-      ...runs.slice(1).map((r) => r.stdout),
+      block === null ? first.stderr : first.stderr.replace(block[0], ''),
+      ...runs.map((r) => r.stdout),
+      ...runs.slice(1).map((r) => r.stderr),
     ].join('\n')
     t.same(outside.match(ANY_KEY) ?? [], [], 'no tracegate key anywhere else')
     for (const k of [firstKey, ...cliKeys]) t.notOk(outside.includes(k), 'a known key is not printed')
-    for (const k of cliKeys) t.notOk(first.stdout.includes(k), 'a CLI key is not in the first run either')
+    for (const k of cliKeys) t.notOk(first.stderr.includes(k), 'a CLI key is not in the first run either')
     const everything = runs.map((r) => r.stdout + '\n' + r.stderr).join('\n')
     t.notOk(everything.includes(PROVIDER_KEY), `the provider key ${PROVIDER_KEY} never appears`)
   })

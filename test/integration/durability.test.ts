@@ -15,7 +15,8 @@ import { closedPort, tempDir, testConfig } from '../helpers/server.js'
 import { type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { sleep, withTimeout } from '../helpers/wait.js'
-import { capturingLogger, stats as flushed, statsUntil as faultStatsUntil, type Logs } from '../faults/fault-helpers.js'
+import { stats as flushed, statsUntil as faultStatsUntil } from '../faults/fault-helpers.js'
+import { capturingLogger, type Logs } from '../helpers/logs.js'
 
 const N = 40
 const CONCURRENCY = 8

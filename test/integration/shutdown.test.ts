@@ -65,12 +65,13 @@ t.test('SIGTERM under load: rows equal the 200 responses the clients received', 
   })
   let stdout = ''
   let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s })
+  child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s })
+  // serve tells where it listens, and the first-start key, on stderr (stdout is the JSON log).
   const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s
-      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stdout)?.[1]
-      const key = /^ {2}proxy key: +(\S+)$/m.exec(stdout)?.[1]
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s
+      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
+      const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
       if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
     })
     void exit.then(() => { reject(new Error(`serve exited before it was listening\nstdout:\n${stdout}\nstderr:\n${stderr}`)) })
