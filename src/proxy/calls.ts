@@ -3,6 +3,7 @@
 // never wait on the server object that owns them.
 import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
+import type { CallTracer } from '../otel/types.js'
 import type { Exchange } from './exchange.js'
 import type { TraceSink } from './trace-sink.js'
 
@@ -10,11 +11,13 @@ export class Calls {
   readonly #metrics: Metrics
   readonly #sink: TraceSink | null
   readonly #log: Logger | null
+  readonly #otel: CallTracer | null
   #closing = false
   #inflight = 0
   #drained: (() => void) | null = null
 
-  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null) {
+  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, otel: CallTracer | null = null) {
+    this.#otel = otel
     this.#metrics = metrics
     this.#sink = sink
     this.#log = log
@@ -43,6 +46,8 @@ export class Calls {
       this.#metrics.finished(x)
       this.#sink?.push(x)
     }
+    // Every call gets its span, a refused one too (after the trace: the span reads the same capture).
+    this.#otel?.end(x)
     if (this.#inflight === 0 && this.#drained !== null) this.#drained()
   }
 
