@@ -46,9 +46,9 @@ export class Calls {
       this.#metrics.finished(x)
       this.#sink?.push(x)
     }
-    // Every call gets its span, a refused one too (after the trace: the span reads the same capture).
-    this.#otel?.end(x)
     if (this.#inflight === 0 && this.#drained !== null) this.#drained()
+    // Every call gets its span, a refused one too; last, so nothing above waits on it.
+    this.#otel?.end(x)
   }
 
   /** New calls get 503 from now on; resolves when none is in flight, or after `graceMs`. */
