@@ -3,6 +3,7 @@
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { DIALECTS, PROVIDERS, type ProviderName } from './providers/index.js'
+import { otelSettings, type OtelSettings } from './otel/settings.js'
 
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
@@ -38,6 +39,8 @@ export interface Config {
    * PROXY protocol header. Off, the client address is always the socket's.
    */
   readonly trustProxy: boolean
+  /** Span export over OTLP/HTTP (the standard OTEL_* variables); null when not configured. */
+  readonly otel: OtelSettings | null
   readonly dataDir: string
   readonly maxBodyBytes: number
   readonly providers: Readonly<Record<ProviderName, ProviderConfig>>
@@ -243,5 +246,6 @@ export function loadConfig (env: Env = process.env): Config {
       accountLabels: bool(env, 'TRACEGATE_METRICS_ACCOUNT_LABELS', false),
     }),
     clickhouse,
+    otel: otelSettings(env),
   })
 }

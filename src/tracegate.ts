@@ -23,6 +23,7 @@ import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
 import { recordPasswordReset } from './dashboard/session.js'
+import { loadTracer, type CallTracer } from './otel/types.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -74,12 +75,13 @@ export class Tracegate {
   readonly #metricsSocket: unknown
   readonly #log: Logger | null
   readonly #calls: Calls
+  readonly #otel: CallTracer | null
   #closed: Promise<void> | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; otel: CallTracer | null
   }, listen: { socket: unknown; port: number }, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
@@ -91,6 +93,7 @@ export class Tracegate {
     this.#sink = parts.sink
     this.#detection = parts.detection
     this.#calls = parts.calls
+    this.#otel = parts.otel
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -128,6 +131,7 @@ export class Tracegate {
     })
     let mock: MockProvider | null = null
     let detection: DetectionPool | null = null
+    let otel: CallTracer | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -152,8 +156,11 @@ export class Tracegate {
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
         : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
-      const calls = new Calls(metrics, sink, log, config.accessLog)
-      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
+      // OpenTelemetry is imported only here, only when an OTLP endpoint is configured.
+      otel = config.otel === null ? null : await loadTracer(config.otel)
+      const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog, otel })
+      const tracer = otel
+      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, spanDrops: () => tracer?.drops ?? null })
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
@@ -173,6 +180,7 @@ export class Tracegate {
         isClosing: calls.isClosing,
         onStart: calls.started,
         onFinish: calls.finished,
+        otel,
         ready: () => readiness(store, pool),
         pricing,
       })
@@ -192,13 +200,14 @@ export class Tracegate {
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port, metricsBound)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls, otel }, bound, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
       await detection?.close()
+      await otel?.close()
       await store.close()
       await mock?.close()
       throw err
@@ -218,6 +227,7 @@ export class Tracegate {
       await this.#detection?.close().catch(() => {})
       // Every finished exchange reaches the store worker before it flushes and closes.
       this.#sink?.flush()
+      await this.#otel?.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

@@ -3,6 +3,7 @@
 // never wait on the server object that owns them.
 import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
+import type { CallTracer } from '../otel/types.js'
 import { accessFields } from './access-log.js'
 import type { Exchange } from './exchange.js'
 import type { TraceSink } from './trace-sink.js'
@@ -13,15 +14,18 @@ export class Calls {
   readonly #log: Logger | null
   /** The access log (TRACEGATE_ACCESS_LOG): its logger when on, null when off. */
   readonly #access: Logger | null
+  /** The span exporter when OpenTelemetry is configured, else null. */
+  readonly #otel: CallTracer | null
   #closing = false
   #inflight = 0
   #drained: (() => void) | null = null
 
-  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, accessLog = false) {
+  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, options: { accessLog?: boolean, otel?: CallTracer | null } = {}) {
+    this.#otel = options.otel ?? null
+    this.#access = options.accessLog === true ? log : null
     this.#metrics = metrics
     this.#sink = sink
     this.#log = log
-    this.#access = accessLog ? log : null
   }
 
   get inflight (): number { return this.#inflight }
@@ -49,6 +53,8 @@ export class Calls {
       this.#sink?.push(x)
     }
     if (this.#inflight === 0 && this.#drained !== null) this.#drained()
+    // Every call gets its span, a refused one too; last, so nothing above waits on it.
+    this.#otel?.end(x)
   }
 
   /** New calls get 503 from now on; resolves when none is in flight, or after `graceMs`. */
