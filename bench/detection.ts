@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { DetectionPool } from '../src/detection/pool.js'
 import { detectBody } from '../workers/detect.js'
-import { processCpuUs, providerBody, proxyBody, skipped as skip, startMock, startTracegate, type TracegateProc } from './processes.js'
+import { alternate, processCpuUs, providerBody, proxyBody, skipped as skip, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
 
 const n = Number(process.env.BENCH_DETECT_N ?? 20_000)
 const duration = Number(process.env.BENCH_DURATION ?? 5)
@@ -72,7 +72,7 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'detection', ...obj }) + '\n')
 }
 
-interface Run { rps: number; errors: number; cpuUsPerRequest: number }
+type Run = PairedRun
 
 /** One autocannon run; `distinct` puts a new number in front of the user message of every request. */
 async function load (tg: TracegateProc, distinct: boolean, seconds: number): Promise<Run> {
@@ -102,31 +102,14 @@ async function proxyCase (): Promise<void> {
     for (const distinct of [false, true]) {
       await load(off, distinct, 3)
       await load(on, distinct, 3)
-      // Alternate, so drift in the machine's speed falls on both sides alike.
-      const offRuns: Run[] = []
-      const onRuns: Run[] = []
-      for (let i = 0; i < proxyRuns; i++) {
-        offRuns.push(await load(off, distinct, proxyDuration))
-        onRuns.push(await load(on, distinct, proxyDuration))
-      }
-      const mean = (runs: Run[], f: (r: Run) => number): number => runs.reduce((s, r) => s + f(r), 0) / runs.length
-      const rpsOff = mean(offRuns, (r) => r.rps)
-      const rpsOn = mean(onRuns, (r) => r.rps)
+      const { summary } = await alternate(proxyRuns, () => load(off, distinct, proxyDuration), () => load(on, distinct, proxyDuration))
       line({
         case: 'proxy_detection',
         body: distinct ? 'new user message every request' : 'same body every request',
         connections: concurrency,
         duration_s: proxyDuration,
         threads,
-        rps_off: Math.round(rpsOff),
-        rps_on: Math.round(rpsOn),
-        ratio: Math.round((rpsOn / rpsOff) * 1000) / 1000,
-        ratio_runs: onRuns.map((r, i) => Math.round((r.rps / offRuns[i]!.rps) * 1000) / 1000),
-        // tracegate's own CPU per request (all its threads, from /proc): what detection adds, read
-        // without the noise of the load generator and the mock sharing the cores.
-        cpu_us_per_request_off: Math.round(mean(offRuns, (r) => r.cpuUsPerRequest)),
-        cpu_us_per_request_on: Math.round(mean(onRuns, (r) => r.cpuUsPerRequest)),
-        errors: offRuns.concat(onRuns).reduce((s, r) => s + r.errors, 0),
+        ...summary,
         target_ratio: 0.7,
       })
     }

@@ -164,6 +164,8 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
       detection: '',
       issues: '',
       labels: null,
+      span: null,
+      stored: true,
     }, request, request.length, [response], response.length, [], 0)
   }
 }

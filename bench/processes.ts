@@ -193,3 +193,37 @@ export function processCpuUs (pid: number): number {
 export function mainThreadCpuUs (pid: number): number {
   return statCpuUs(`/proc/${pid}/task/${pid}/stat`)
 }
+
+/** One load run of an on/off comparison: throughput, failures, and the server's own CPU per request. */
+export interface PairedRun { readonly rps: number; readonly errors: number; readonly cpuUsPerRequest: number }
+
+/**
+ * `runs` pairs of runs, off then on, alternating so drift in the machine's speed falls on both alike; and
+ * the fields every on/off benchmark prints (means, the ratio overall and per pair, CPU per request).
+ */
+export async function alternate<R extends PairedRun> (runs: number, off: () => Promise<R>, on: () => Promise<R>): Promise<{ offRuns: R[]; onRuns: R[]; summary: Record<string, number | number[]> }> {
+  const offRuns: R[] = []
+  const onRuns: R[] = []
+  for (let i = 0; i < runs; i++) {
+    offRuns.push(await off())
+    onRuns.push(await on())
+  }
+  const mean = (rs: R[], f: (r: R) => number): number => rs.reduce((s, r) => s + f(r), 0) / rs.length
+  const rpsOff = mean(offRuns, (r) => r.rps)
+  const rpsOn = mean(onRuns, (r) => r.rps)
+  return {
+    offRuns,
+    onRuns,
+    summary: {
+      rps_off: Math.round(rpsOff),
+      rps_on: Math.round(rpsOn),
+      ratio: Math.round((rpsOn / rpsOff) * 1000) / 1000,
+      ratio_runs: onRuns.map((r, i) => Math.round((r.rps / offRuns[i]!.rps) * 1000) / 1000),
+      // The server's own CPU per request (all its threads, from /proc), read without the noise of the
+      // load generator and the mock sharing the cores.
+      cpu_us_per_request_off: Math.round(mean(offRuns, (r) => r.cpuUsPerRequest)),
+      cpu_us_per_request_on: Math.round(mean(onRuns, (r) => r.cpuUsPerRequest)),
+      errors: offRuns.concat(onRuns).reduce((s, r) => s + r.errors, 0),
+    },
+  }
+}

@@ -9,7 +9,6 @@ import type { Pricing } from './pricing/index.js'
 import type { ProviderName } from './providers/index.js'
 import type { Exchange } from './proxy/exchange.js'
 import type { TraceStats } from './store/trace-types.js'
-import type { SpanDrops } from './otel/types.js'
 import { INSERT_BUCKETS, OTHER_MODEL } from './store/trace-types.js'
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metrics-series.js'
 
@@ -34,8 +33,6 @@ export interface LateSources {
   /** undici's Agent#stats: per origin, connections open and requests running and waiting. */
   readonly upstream: () => Record<string, { connected: number | boolean; running: number; pending: number }>
   readonly inflight: () => number
-  /** Spans lost by the OTLP export; null while it is off. */
-  readonly spanDrops?: () => Readonly<SpanDrops> | null
 }
 
 /** The series one finished call adds to. */
@@ -119,6 +116,19 @@ export class Metrics {
         if (s === null) return
         this.reset()
         for (const event of ['written', 'spooled', 'replayed', 'dropped'] as const) this.inc({ event }, s[event])
+      },
+    })
+    new Counter({
+      name: 'tracegate_otel_spans_dropped_total',
+      help: 'Call spans not exported over OTLP: the export queue was full, or the receiver refused or did not answer.',
+      labelNames: ['reason'],
+      registers,
+      async collect () {
+        const d = (await stats())?.spanDrops ?? null
+        if (d === null) return
+        this.reset()
+        this.inc({ reason: 'queue_full' }, d.queue_full)
+        this.inc({ reason: 'export_failed' }, d.export_failed)
       },
     })
     counterOf(registers, 'tracegate_trace_spool_refused_total', 'Trace batches the spool refused (full or unwritable).', stats, (s) => s.spoolRefused)
@@ -210,19 +220,6 @@ export class Metrics {
       help: 'Proxied calls started and not finished.',
       registers,
       collect () { this.set(late()?.inflight() ?? 0) },
-    })
-    new Counter({
-      name: 'tracegate_otel_spans_dropped_total',
-      help: 'Call spans not exported over OTLP: the export queue was full, or the receiver refused or did not answer.',
-      labelNames: ['reason'],
-      registers,
-      collect () {
-        const d = late()?.spanDrops?.() ?? null
-        if (d === null) return
-        this.reset()
-        this.inc({ reason: 'queue_full' }, d.queue_full)
-        this.inc({ reason: 'export_failed' }, d.export_failed)
-      },
     })
   }
 

@@ -23,7 +23,6 @@ import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
 import { recordPasswordReset } from './dashboard/session.js'
-import { loadTracer, type CallTracer } from './otel/types.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -75,13 +74,12 @@ export class Tracegate {
   readonly #metricsSocket: unknown
   readonly #log: Logger | null
   readonly #calls: Calls
-  readonly #otel: CallTracer | null
   #closed: Promise<void> | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; otel: CallTracer | null
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls
   }, listen: { socket: unknown; port: number }, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
@@ -93,7 +91,6 @@ export class Tracegate {
     this.#sink = parts.sink
     this.#detection = parts.detection
     this.#calls = parts.calls
-    this.#otel = parts.otel
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -125,13 +122,13 @@ export class Tracegate {
       dataDir: baseConfig.dataDir,
       clickhouse: baseConfig.clickhouse,
       traces: baseConfig.traces,
+      otel: baseConfig.otel,
       pricingFile: baseConfig.pricingFile,
       testSeams: options.testSeams === true,
       warn: (msg, fields) => { log?.warn(fields, msg) },
     })
     let mock: MockProvider | null = null
     let detection: DetectionPool | null = null
-    let otel: CallTracer | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -152,15 +149,13 @@ export class Tracegate {
       const upstream = createUpstreamAgent(config)
       const adminServer = new AdminServer(admin)
       const endpoint = await adminServer.start(config.dataDir)
-      const sink = config.traces.enabled
-        ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes)
+      // With traces off the sink still carries spans when they are exported (the store worker builds them).
+      const sink = config.traces.enabled || config.otel !== null
+        ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes, config.traces.enabled)
         : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
-      // OpenTelemetry is imported only here, only when an OTLP endpoint is configured.
-      otel = config.otel === null ? null : await loadTracer(config.otel)
-      const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog, otel })
-      const tracer = otel
-      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, spanDrops: () => tracer?.drops ?? null })
+      const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
+      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
@@ -175,12 +170,12 @@ export class Tracegate {
         config,
         keys,
         upstream,
-        captureLimit: sink === null ? null : config.traces.maxBodyBytes,
+        captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
         detection,
         isClosing: calls.isClosing,
         onStart: calls.started,
         onFinish: calls.finished,
-        otel,
+        spans: config.otel !== null,
         ready: () => readiness(store, pool),
         pricing,
       })
@@ -200,14 +195,13 @@ export class Tracegate {
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls, otel }, bound, endpoint.port, metricsBound)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
       await detection?.close()
-      await otel?.close()
       await store.close()
       await mock?.close()
       throw err
@@ -227,7 +221,6 @@ export class Tracegate {
       await this.#detection?.close().catch(() => {})
       // Every finished exchange reaches the store worker before it flushes and closes.
       this.#sink?.flush()
-      await this.#otel?.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

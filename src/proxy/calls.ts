@@ -3,7 +3,6 @@
 // never wait on the server object that owns them.
 import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
-import type { CallTracer } from '../otel/types.js'
 import { accessFields } from './access-log.js'
 import type { Exchange } from './exchange.js'
 import type { TraceSink } from './trace-sink.js'
@@ -14,14 +13,11 @@ export class Calls {
   readonly #log: Logger | null
   /** The access log (TRACEGATE_ACCESS_LOG): its logger when on, null when off. */
   readonly #access: Logger | null
-  /** The span exporter when OpenTelemetry is configured, else null. */
-  readonly #otel: CallTracer | null
   #closing = false
   #inflight = 0
   #drained: (() => void) | null = null
 
-  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, options: { accessLog?: boolean, otel?: CallTracer | null } = {}) {
-    this.#otel = options.otel ?? null
+  constructor (metrics: Metrics, sink: TraceSink | null, log: Logger | null, options: { accessLog?: boolean } = {}) {
     this.#access = options.accessLog === true ? log : null
     this.#metrics = metrics
     this.#sink = sink
@@ -45,16 +41,12 @@ export class Calls {
       else this.#log.warn(fields, 'request failed')
     }
     if (this.#access !== null) this.#access.info(accessFields(x), 'call')
-    // Refused before authentication: counted, not traced (no account to trace it under).
-    if (x.accountId === null) {
-      this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
-    } else {
-      this.#metrics.finished(x)
-      this.#sink?.push(x)
-    }
+    // Refused before authentication: counted, not traced (no account to trace it under); its span, when
+    // spans are exported, still goes through the sink (every call gets one).
+    if (x.accountId === null) this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
+    else this.#metrics.finished(x)
+    this.#sink?.push(x)
     if (this.#inflight === 0 && this.#drained !== null) this.#drained()
-    // Every call gets its span, a refused one too; last, so nothing above waits on it.
-    this.#otel?.end(x)
   }
 
   /** New calls get 503 from now on; resolves when none is in flight, or after `graceMs`. */

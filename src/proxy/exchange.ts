@@ -1,5 +1,6 @@
 // One proxied call: the client's response, what the checks learnt, the upstream controller and the
 // timings. Every field is set in the constructor so all exchanges share one shape.
+import type { SpanRef } from '../otel/propagation.js'
 import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import { TracegateError } from '../errors.js'
@@ -59,6 +60,8 @@ export class Exchange {
   firstWriteAt = 0
   endedAt = 0
   controller: Dispatcher.DispatchController | null = null
+  /** The call's span when OpenTelemetry export is on (otel/propagation.ts), else null. */
+  span: SpanRef | null = null
   readonly #onFinish: FinishListener
 
   constructor (res: HttpResponse, dialect: Dialect, endpoint: string, shape: ErrorShape, requestId: string, onFinish: FinishListener) {

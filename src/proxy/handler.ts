@@ -15,7 +15,7 @@ import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
-import type { CallTracer } from '../otel/types.js'
+import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
 import { cutMembers, isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
@@ -32,8 +32,8 @@ export interface ProxyDeps {
   readonly detection: DetectionPool | null
   /** Bytes of a response the trace keeps; null: tracing is off and nothing is captured. */
   readonly captureLimit: number | null
-  /** One span per call over OTLP; null (or absent) when no endpoint is configured. */
-  readonly otel?: CallTracer | null
+  /** True when spans are exported over OTLP: each call gets a span id and passes a traceparent on. */
+  readonly spans?: boolean
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
 }
@@ -172,7 +172,7 @@ class ProxyRoute {
     const x = new Exchange(res, dialect, head.endpoint, this.#native ? nativeShape(dialect) : TRACEGATE_SHAPE, newRequestId(), this.#deps.onFinish)
     this.#deps.onStart()
     // The client's trace context, read only when spans are exported (the provider then gets ours).
-    this.#deps.otel?.begin(x, req.getHeader('traceparent'), req.getHeader('tracestate'))
+    if (this.#deps.spans === true) x.span = startSpan(req.getHeader('traceparent'), req.getHeader('tracestate'))
     res.onAborted(() => { x.clientAborted() })
     if (this.#deps.isClosing()) {
       x.fail(new TracegateError('service_unavailable'))
@@ -287,7 +287,7 @@ class ProxyRoute {
     }
     for (const name in dialect.defaultHeaders) headers[name] ??= dialect.defaultHeaders[name]!
     Object.assign(headers, dialect.authHeaders(providerKey))
-    this.#deps.otel?.inject(x, headers)
+    if (x.span !== null) injectSpan(x.span, headers)
     return headers
   }
 

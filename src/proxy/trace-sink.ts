@@ -21,13 +21,13 @@ function detectionJson (x: Exchange): string {
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
 
-function traceMeta (x: Exchange): TraceMeta {
+function traceMeta (x: Exchange, stored: boolean): TraceMeta {
   const latency = x.endedAt - x.startedAt
   const providerMs = x.upstreamStartAt === 0 ? null : x.endedAt - x.upstreamStartAt
   return {
     traceId: x.requestId,
-    accountId: x.accountId!,
-    keyId: x.keyId!,
+    accountId: x.accountId ?? '',
+    keyId: x.keyId ?? '',
     time: x.startedWall,
     provider: x.dialect.name,
     model: x.model ?? '',
@@ -48,6 +48,8 @@ function traceMeta (x: Exchange): TraceMeta {
     detection: detectionJson(x),
     issues: x.verdict === null || x.verdict.issues.length === 0 ? '' : JSON.stringify(x.verdict.issues),
     labels: x.labels,
+    span: x.span === null || !x.span.sampled ? null : x.span,
+    stored,
   }
 }
 
@@ -56,20 +58,33 @@ const NONE: readonly Buffer[] = []
 export class TraceSink {
   readonly #post: TracePoster
   readonly #requestLimit: number
+  /** False when traces are off: the sink then only carries spans (OpenTelemetry export on). */
+  readonly #rows: boolean
   #batch = new TraceBatchWriter()
   #timer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.flush() }
 
-  constructor (post: TracePoster, requestLimit: number) {
+  constructor (post: TracePoster, requestLimit: number, rows = true) {
     this.#post = post
     this.#requestLimit = requestLimit
+    this.#rows = rows
   }
 
+  /**
+   * A finished exchange: its trace row when it has an account and traces are on, else only its span
+   * (when one is exported); nothing when it has neither.
+   */
   push (x: Exchange): void {
-    const req = x.forwarded
-    const c = x.capture
-    this.#batch.add(traceMeta(x), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
-      c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
+    const stored = this.#rows && x.accountId !== null
+    if (!stored) {
+      if (x.span === null || !x.span.sampled) return
+      this.#batch.add(traceMeta(x, false), null, 0, NONE, 0, NONE, 0)
+    } else {
+      const req = x.forwarded
+      const c = x.capture
+      this.#batch.add(traceMeta(x, true), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
+        c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
+    }
     if (this.#batch.count >= MAX_HANDOFF_TRACES || this.#batch.bytes >= MAX_HANDOFF_BYTES) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
   }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import type { OtelSettings } from '../otel/settings.js'
 import { isErrorCode, TracegateError } from '../errors.js'
 import { moduleFile, repoFile } from '../paths.js'
 import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
@@ -13,6 +14,8 @@ export interface StoreOptions {
   readonly dataDir: string
   readonly clickhouse: ClickHouseServerConfig | null
   readonly traces: TraceConfig
+  /** Spans over OTLP, exported by the store worker; absent or null: none. */
+  readonly otel?: OtelSettings | null
   readonly pricingFile: string | null
   readonly testSeams?: boolean
   readonly migrationsDir?: string
@@ -63,6 +66,7 @@ export class StoreClient {
       clickhouse: options.clickhouse,
       migrationsDir: options.migrationsDir ?? MIGRATIONS_DIR,
       traces: options.traces,
+      otel: options.otel ?? null,
       pricingFile: options.pricingFile,
       testSeams: options.testSeams === true,
     }

@@ -1,5 +1,6 @@
 // Messages between the front thread and the store worker. Both sides import these with `import type`.
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import type { OtelSettings } from '../otel/settings.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './worker/trace-queries.js'
@@ -18,6 +19,8 @@ export interface StoreWorkerData {
   readonly clickhouse: ClickHouseServerConfig | null
   readonly migrationsDir: string
   readonly traces: TraceConfig
+  /** Span export over OTLP (store/worker/spans.ts), or null when no endpoint is configured. */
+  readonly otel: OtelSettings | null
   readonly pricingFile: string | null
   /** Enables the test-only operations (connection switch, raw queries). Never set by the CLI. */
   readonly testSeams: boolean

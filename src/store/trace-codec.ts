@@ -3,7 +3,7 @@
 // copied and a handful of writes. The record layout lives only here: `TraceBatchWriter.add` writes it
 // and `decodeTraces` reads it.
 import type { ProviderName } from '../providers/index.js'
-import type { CallLabels, RawTrace } from './trace-types.js'
+import type { CallLabels, RawTrace, TraceSpan } from './trace-types.js'
 
 /** What a batch message carries: the buffer, the bytes used in it, and the record count. */
 export interface EncodedTraces {
@@ -27,6 +27,10 @@ const CONFIDENTIAL = 2
  * a u32 entry count and each key and value. Without it, labels cost nothing beyond this bit.
  */
 const LABELLED = 4
+/** The record ends its strings with the span's ids and tracestate (four strings). */
+const SPAN = 8
+/** The record only carries a span: no trace row is built from it (trace-types.ts `stored`). */
+const SPAN_ONLY = 16
 
 export class TraceBatchWriter {
   #buf: Buffer
@@ -99,7 +103,9 @@ export class TraceBatchWriter {
     this.#f64(meta.providerMs)
     this.#f64(meta.overheadMs)
     const labels = meta.labels
-    this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0)
+    const span = meta.span
+    this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0) |
+      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY)
     this.#room(4)
     this.#pos = this.#buf.writeInt32LE(markCount, this.#pos)
     if (marks !== null) {
@@ -118,6 +124,12 @@ export class TraceBatchWriter {
     this.#str(meta.detection)
     this.#str(meta.issues)
     if (labels !== null) this.#labels(labels)
+    if (span !== null) {
+      this.#str(span.traceId)
+      this.#str(span.spanId)
+      this.#str(span.parentSpanId)
+      this.#str(span.tracestate)
+    }
     this.#room(requestLength + headLength + tailLength)
     if (request !== null && requestLength > 0) {
       this.#buf.set(request.length === requestLength ? request : request.subarray(0, requestLength), this.#pos)
@@ -201,6 +213,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     const detection = str()
     const issues = str()
     const callLabels = (flags & LABELLED) !== 0 ? labels() : null
+    const span: TraceSpan | null = (flags & SPAN) !== 0 ? { traceId: str(), spanId: str(), parentSpanId: str(), tracestate: str() } : null
     const size = requestLength + headLength + tailLength
     const bytes = new Uint8Array(batch.buffer, pos, size)
     pos += size
@@ -210,6 +223,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
       confidential: (flags & CONFIDENTIAL) !== 0,
       status, outcome, errorCode, errorCause, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
       latencyMs, ttfbMs, providerMs, overheadMs, detection, issues, labels: callLabels,
+      span, stored: (flags & SPAN_ONLY) === 0,
     })
   }
   return out

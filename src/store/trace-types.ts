@@ -53,6 +53,19 @@ export interface RawTrace {
   readonly issues: string
   /** The caller's labels; null when it sent none. */
   readonly labels: CallLabels | null
+  /** The call's span when OpenTelemetry export is on and the span is sampled, else null (store/worker/spans.ts). */
+  readonly span: TraceSpan | null
+  /** False for a record that only carries a span: a call refused before its key was known, or traces off. */
+  readonly stored: boolean
+}
+
+/** A call's span ids as the front thread made them (otel/propagation.ts). */
+export interface TraceSpan {
+  readonly traceId: string
+  readonly spanId: string
+  /** '' for a root span. */
+  readonly parentSpanId: string
+  readonly tracestate: string
 }
 
 export interface TraceStats {
@@ -79,6 +92,14 @@ export interface TraceStats {
   usage: UsageTotal[]
   /** How long trace inserts took (ClickHouse inserts and spool replays, failed ones too). */
   inserts: InsertLatency
+  /** Spans not exported over OTLP, by reason; absent or null when span export is off. */
+  spanDrops?: SpanDrops | null
+}
+
+/** Spans lost: the export queue was full, or the receiver refused or did not answer their batch. */
+export interface SpanDrops {
+  queue_full: number
+  export_failed: number
 }
 
 /** The model label of every model outside the price table (in /metrics), so label values stay bounded. */

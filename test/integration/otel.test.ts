@@ -19,13 +19,19 @@ const loadedBefore = [...new Set(otelModules())]
 
 interface Export { readonly headers: IncomingMessage['headers']; readonly raw: string; readonly body: any }
 const exports: Export[] = []
+/** What reached /proto: protobuf bodies, read as bytes. */
+const protoExports: Array<{ headers: IncomingMessage['headers']; body: Buffer }> = []
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = []
   req.on('data', (c: Buffer) => chunks.push(c))
   req.on('end', () => {
-    const raw = Buffer.concat(chunks).toString('utf8')
-    if (req.method === 'POST' && req.url === '/v1/traces') exports.push({ headers: req.headers, raw, body: JSON.parse(raw) })
-    res.writeHead(req.url === '/v1/traces' ? 200 : 404, { 'content-type': 'application/json' }).end('{}')
+    const bytes = Buffer.concat(chunks)
+    if (req.method === 'POST' && req.url === '/v1/traces') {
+      const raw = bytes.toString('utf8')
+      exports.push({ headers: req.headers, raw, body: JSON.parse(raw) })
+    }
+    if (req.method === 'POST' && req.url === '/proto') protoExports.push({ headers: req.headers, body: bytes })
+    res.writeHead(req.url === '/v1/traces' || req.url === '/proto' ? 200 : 404, { 'content-type': 'application/json' }).end('{}')
   })
 })
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
@@ -37,6 +43,8 @@ const s = await startServer(t, {
   OTEL_EXPORTER_OTLP_HEADERS: 'x-otlp-token=otlp%20secret',
   OTEL_SERVICE_NAME: 'tracegate-under-test',
   OTEL_BSP_SCHEDULE_DELAY: '20',
+  // JSON, so the spans can be read here; the default protobuf is checked on its own below.
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
 })
 
 interface Attr { key: string; value: Record<string, unknown> }
@@ -164,6 +172,42 @@ t.test('a confidential call and a refused key each get their span', async (t) =>
   t.match((await spanOf(requestId(bad))).attrs, { 'tracegate.outcome': 'rejected', 'http.response.status_code': 401 })
 })
 
+t.test('an unsampled caller: no span exported, the provider still gets the trace with a new span id', async (t) => {
+  const before = spans().length
+  const r = await send(s.url + ROUTES.alpha, {
+    body: JSON.stringify(bodyFor('alpha', { api_key: s.key, alpha_api_key: 'sk-unsampled' }, PROMPT)),
+    headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-00` },
+  })
+  t.equal(r.status, 200)
+  const upstream = s.mock.requests.filter((q) => q.headers.authorization === 'Bearer sk-unsampled')
+  t.equal(upstream.length, 1)
+  const tp = String(upstream[0]!.headers.traceparent)
+  t.match(tp, new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-00$`), 'same trace, not sampled')
+  t.not(tp.split('-')[2], PARENT_ID, 'a span id of its own')
+  // A sampled call made after it is exported: by then the unsampled one would have been too.
+  const after = await send(s.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: s.key }, PROMPT)) })
+  await spanOf(requestId(after))
+  t.equal(spans().length, before + 1, 'only the sampled call has a span')
+  t.equal(spans().filter((x) => x.attrs['tracegate.request_id'] === r.headers['x-request-id']).length, 0)
+})
+
+t.test('a traceparent that is not valid W3C starts a new trace and is not passed on', async (t) => {
+  for (const [i, bad] of [`ff-${TRACE_ID}-${PARENT_ID}-01`, `00-${'0'.repeat(32)}-${PARENT_ID}-01`, `00-${TRACE_ID}-${'0'.repeat(16)}-01`,
+    `00-${TRACE_ID.toUpperCase()}-${PARENT_ID}-01`, `00-${TRACE_ID}-${PARENT_ID}-01-extra`, 'garbage'].entries()) {
+    const r = await send(s.url + ROUTES.alpha, {
+      body: JSON.stringify(bodyFor('alpha', { api_key: s.key, alpha_api_key: `sk-badtp-${i}` }, PROMPT)),
+      headers: { traceparent: bad, tracestate: 'vendor=abc' },
+    })
+    t.equal(r.status, 200, bad)
+    const { span } = await spanOf(requestId(r))
+    t.notOk(span.parentSpanId, `${bad}: a root span`)
+    t.not(span.traceId, TRACE_ID, `${bad}: a trace of its own`)
+    const q = s.mock.requests.filter((x) => x.headers.authorization === `Bearer sk-badtp-${i}`)
+    t.equal(q[0]!.headers.traceparent, `00-${span.traceId}-${span.spanId}-01`)
+    t.notOk(q[0]!.headers.tracestate, `${bad}: the tracestate of a trace not continued is dropped`)
+  }
+})
+
 t.test('one span per call, and no key, prompt or answer in any exported byte', async (t) => {
   const all = spans()
   for (const id of requestIds) t.equal(all.filter((x) => x.attrs['tracegate.request_id'] === id).length, 1, id)
@@ -180,10 +224,72 @@ t.test('the metrics count dropped spans (none here)', async (t) => {
   const text = await s.tg.metrics.render()
   t.match(text, /tracegate_otel_spans_dropped_total\{reason="queue_full"\} 0/)
   t.match(text, /tracegate_otel_spans_dropped_total\{reason="export_failed"\} 0/)
+  t.same((await s.tg.store.call('flushTraces'))?.spanDrops, { queue_full: 0, export_failed: 0 }, 'the store worker exports the spans')
 })
 
-t.test('unconfigured, the OpenTelemetry SDK is never loaded', async (t) => {
-  t.same(loadedBefore.filter((m) => m !== 'api'), [], 'before a tracegate with an endpoint started: the API at most')
-  const now = new Set(otelModules())
-  t.ok(now.has('sdk-trace-base') && now.has('exporter-trace-otlp-http'), 'the check sees them once loaded')
+t.test('with traces off, calls still get their spans (without token counts: no answer is read)', async (t) => {
+  // Embedded ClickHouse holds one data directory per process: the servers below run one at a time.
+  await s.tg.close()
+  const off = await startServer(t, { TRACEGATE_TRACES: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, { testSeams: true })
+  const r = await send(off.url + ROUTES.alpha, {
+    body: JSON.stringify(bodyFor('alpha', { api_key: off.key }, PROMPT)),
+    headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
+  })
+  t.equal(r.status, 200)
+  const { span, attrs } = await spanOf(String(r.headers['x-request-id']))
+  t.equal(span.traceId, TRACE_ID)
+  t.match(attrs, { 'gen_ai.request.model': 'gpt-4o-mini', 'tracegate.outcome': 'ok' })
+  t.notOk('gen_ai.usage.input_tokens' in attrs)
+  const rows = await off.tg.store.call('testQuery', { query: 'SELECT count() AS n FROM traces' })
+  t.same(rows, [{ n: '0' }], 'no trace row was written')
+})
+
+t.test('opted in, spans carry the conversation as the conventions shape it; a confidential call\'s never', async (t) => {
+  const c = await startServer(t, { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' })
+  for (const [provider, stream] of [['alpha', false], ['alpha', true], ['beta', false], ['beta', true], ['gamma', false]] as const) {
+    const r = await send(c.url + ROUTES[provider], { body: JSON.stringify(bodyFor(provider, { api_key: c.key, stream }, PROMPT)) })
+    t.equal(r.status, 200, provider)
+    const { attrs } = await spanOf(String(r.headers['x-request-id']))
+    const input = JSON.parse(String(attrs['gen_ai.input.messages']))
+    t.same(input.at(-1), { role: 'user', parts: [{ type: 'text', content: PROMPT }] }, `${provider}${stream ? ' stream' : ''}: the user's message`)
+    const output = JSON.parse(String(attrs['gen_ai.output.messages']))
+    const answerText = output[0]?.parts?.[0]?.content
+    t.equal(output[0]?.role, 'assistant')
+    t.ok(typeof answerText === 'string' && answerText.length > 0, `${provider}${stream ? ' stream' : ''}: the answer's text`)
+    // The answer's text fields the client got (a stream's in pieces) are the span's text, in order.
+    const pieces = [...r.body.toString().matchAll(/"(?:content|text)":"([^"]+)"/g)].map((m) => m[1]!)
+    t.equal(answerText, pieces.join(''), `${provider}${stream ? ' stream' : ''}: the text the client got`)
+  }
+  const secret = await send(c.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: c.key }, PROMPT)), headers: { 'x-tracegate-confidential': 'true' } })
+  const { attrs } = await spanOf(String(secret.headers['x-request-id']))
+  t.notOk('gen_ai.input.messages' in attrs || 'gen_ai.output.messages' in attrs, 'nothing of a confidential call')
+  t.equal(attrs['tracegate.confidential'], true)
+})
+
+t.test('by default spans go as protobuf: the span\'s ids as bytes and its attributes as UTF-8 strings', async (t) => {
+  const proto = await startServer(t, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/proto`, OTEL_BSP_SCHEDULE_DELAY: '20' })
+  const r = await send(proto.url + ROUTES.alpha, {
+    body: JSON.stringify(bodyFor('alpha', { api_key: proto.key, alpha_api_key: 'sk-proto' }, PROMPT)),
+    headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
+  })
+  t.equal(r.status, 200)
+  const id = String(r.headers['x-request-id'])
+  const got = await until(() => protoExports.find((e) => e.body.includes(Buffer.from(id))), { ms: 10_000, what: 'a protobuf export' })
+  t.equal(got.headers['content-type'], 'application/x-protobuf')
+  t.ok(got.body.includes(Buffer.from(TRACE_ID, 'hex')), 'the client\'s trace id, 16 bytes')
+  const ownSpan = String(proto.mock.requests.at(-1)!.headers.traceparent).split('-')[2]!
+  t.ok(got.body.includes(Buffer.from(ownSpan, 'hex')), 'the span id the provider was given')
+  for (const s of ['gen_ai.request.model', 'gpt-4o-mini', 'gen_ai.usage.input_tokens', 'chat gpt-4o-mini']) t.ok(got.body.includes(Buffer.from(s)), s)
+  for (const secret of [proto.key, 'sk-proto', 'purple-otter']) t.notOk(got.body.includes(Buffer.from(secret)), `no ${secret.slice(0, 8)}…`)
+})
+
+t.test('the front thread never loads the OpenTelemetry SDK; unconfigured, no span is exported', async (t) => {
+  t.ok(loadedBefore.includes('api'), 'the check sees a loaded OpenTelemetry package (prom-client loads the API)')
+  t.same([...new Set(otelModules())].filter((m) => m !== 'api'), [], 'the SDK and exporter load in the store worker only')
+  const plain = await startServer(t)
+  const r = await send(plain.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: plain.key }, PROMPT)), headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` } })
+  t.equal(r.status, 200)
+  t.notOk(plain.mock.requests.at(-1)!.headers.traceparent, 'no traceparent is sent upstream when export is off')
+  const stats = await plain.tg.store.call('flushTraces')
+  t.equal(stats?.spanDrops ?? null, null, 'the store worker has no span export')
 })

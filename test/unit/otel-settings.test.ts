@@ -24,12 +24,30 @@ t.test('endpoints, headers, service name, queue', async (t) => {
   t.same(s?.headers, { 'api-key': 'a b', 'x-one': '2' })
 })
 
+t.test('message content: off unless opted in', async (t) => {
+  const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+  t.equal(otelSettings(base)?.captureContent, false)
+  t.equal(otelSettings({ ...base, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'false' })?.captureContent, false)
+  t.equal(otelSettings({ ...base, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'TRUE' })?.captureContent, true)
+})
+
+t.test('protocol: protobuf by default (as the standard says), JSON on request, the per-signal variable first', async (t) => {
+  const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }
+  t.equal(otelSettings(base)?.protocol, 'http/protobuf')
+  t.equal(otelSettings({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })?.protocol, 'http/json')
+  t.equal(otelSettings({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })?.protocol, 'http/protobuf')
+  t.equal(otelSettings({ ...base, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' })?.protocol, 'http/json')
+})
+
 t.test('a bad value names its variable', async (t) => {
   for (const [env, variable] of [
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'c:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_BSP_MAX_QUEUE_SIZE: '0' }, 'OTEL_BSP_MAX_QUEUE_SIZE'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'yes' }, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'json' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'],
   ] as const) {
     let thrown: unknown = null
     try { otelSettings(env) } catch (err) { thrown = err }

@@ -13,7 +13,9 @@ import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData,
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
-import type { TraceRow } from '../trace-types.js'
+import type { TraceRow, TraceStats } from '../trace-types.js'
+import { decodeTraces } from '../trace-codec.js'
+import type { SpanExport } from './spans.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
 import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
@@ -27,6 +29,11 @@ const port = parentPort!
 let holder: ClientHolder | null = null
 let accounts: AccountStore | null = null
 let traces: TraceWriter | null = null
+/** Span export over OTLP, loaded only when an endpoint is configured (spans.ts). */
+let spans: SpanExport | null = null
+const spansLoaded: Promise<void> = data.otel === null
+  ? Promise.resolve()
+  : import('./spans.js').then((m) => { spans = new m.SpanExport(data.otel!) })
 let ready: Promise<void> | null = null
 let writes: Promise<unknown> = Promise.resolve()
 
@@ -67,9 +74,11 @@ function open (): Promise<void> {
     setInterval(lowerStoreThreads, 2_000).unref()
     holder = { client }
     accounts = new AccountStore(holder)
+    await spansLoaded
     if (data.traces.enabled) {
       const spool = new Spool(join(data.dataDir, 'spool'), data.traces.spoolMaxBytes)
-      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, written, warn)
+      const built = spans === null ? null : spans.add.bind(spans)
+      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, written, warn, built)
     }
   })()
   return ready
@@ -107,8 +116,8 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'keysLastUsed': return keysLastUsed(ch, (args as { accountId: string }).accountId)
     case 'flushTraces':
       await traces?.flush()
-      return traces?.stats ?? null
-    case 'traceStats': return traces?.stats ?? null
+      return statsWithSpans()
+    case 'traceStats': return statsWithSpans()
     case 'getTrace': {
       const a = args as { accountId: string; traceId: string }
       const rs = await ch.query({
@@ -142,6 +151,25 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
   }
 }
 
+/** The trace pipeline's numbers with the spans dropped; with traces off, zeros beside the spans' numbers. */
+function statsWithSpans (): TraceStats | null {
+  const drops = spans === null ? null : { ...spans.drops }
+  if (traces !== null) return { ...traces.stats, spanDrops: drops }
+  if (drops === null) return null
+  return {
+    written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
+    clickhouseUp: true, insertError: null, spoolError: null, usage: [], inserts: { counts: [], sum: 0, count: 0 },
+    spanDrops: drops,
+  }
+}
+
+/** Traces off: the front thread sends span-only records, exported once the exporter has loaded. */
+function spansOnly (batch: TraceMessage['traces']): void {
+  spansLoaded.then(() => {
+    for (const raw of decodeTraces(batch)) spans?.add(raw, null)
+  }, (err: unknown) => { warn('spans dropped: the OpenTelemetry exporter did not load', { dropped: batch.count, err: String(err) }) })
+}
+
 function reply (msg: StoreResponse): void {
   port.postMessage(msg)
 }
@@ -152,6 +180,8 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
       await writes.catch(() => {})
       if (ready !== null) await ready.catch(() => {})
       await traces?.close().catch((err: unknown) => { warn('flushing traces at close failed', { err: String(err) }) })
+      await spansLoaded.catch(() => {})
+      await spans?.close()
       if (holder !== null) await holder.client.close().catch(() => {})
       port.postMessage('closed')
       port.close()
@@ -164,6 +194,7 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
   }
   if ('traces' in msg) {
     if (traces !== null) traces.add(msg.traces)
+    else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
       open().then(() => traces?.add(msg.traces), (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })

@@ -37,6 +37,8 @@ export interface ClientHolder {
 }
 
 export type StoredListener = (rows: readonly TraceSummary[]) => void
+/** Each record of a batch once its row is built (null: a span-only record, or a row that failed to build). */
+export type BuiltListener = (raw: RawTrace, row: TraceSummary | null) => void
 export type Warn = (msg: string, fields: Record<string, unknown>) => void
 
 /**
@@ -127,6 +129,7 @@ export class TraceWriter {
   readonly #pricing: Pricing
   readonly #opts: TraceWriterOptions
   readonly #onWritten: StoredListener
+  readonly #onBuilt: BuiltListener | null
   readonly #warn: Warn
   /** Rows waiting for an insert, oldest first, and how many. */
   #queue: EncodedRows[] = []
@@ -140,7 +143,8 @@ export class TraceWriter {
   /** Rows dropped since the current loss episode began (one log line at its start, one at its end). */
   #episodeDropped = 0
 
-  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: StoredListener, warn: Warn) {
+  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: StoredListener, warn: Warn, onBuilt: BuiltListener | null = null) {
+    this.#onBuilt = onBuilt
     this.#ch = ch
     this.#spool = spool
     this.#pricing = pricing
@@ -173,17 +177,23 @@ export class TraceWriter {
     const ends: number[] = []
     const summaries: TraceSummary[] = []
     for (const raw of raws) {
+      if (!raw.stored) {
+        this.#onBuilt?.(raw, null)
+        continue
+      }
+      let row: TraceSummary | null = null
       try {
         const record = buildRecord(raw, this.#pricing)
         encodeRecord(w, record)
         ends.push(w.size)
         summaries.push(record.summary)
-        const u = record.summary
-        this.#metrics.row(raw.provider, raw.model, u.input_tokens, u.output_tokens, u.cost_usd)
+        row = record.summary
+        this.#metrics.row(raw.provider, raw.model, row.input_tokens, row.output_tokens, row.cost_usd)
       } catch (err) {
         w.rewind(ends.length === 0 ? 0 : ends[ends.length - 1]!)
         this.#drop(1, `trace row ${raw.traceId} could not be built: ${(err as Error).message}`)
       }
+      this.#onBuilt?.(raw, row)
     }
     if (ends.length > 0) this.#push(new EncodedRows(w.view(), ends, summaries))
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
