@@ -13,21 +13,22 @@ type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, budget_day_usd, budget_month_usd, allowed_models'
 const KEY_COLUMNS = `id, account_id, name, prefix, scope, created_at, expires_at, revoked_at, ${LIMIT_COLUMNS}, max_body_bytes`
 const ACCOUNT_COLUMNS = `id, name, plan, server_side_keys, created_at, ${LIMIT_COLUMNS}`
+const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
 
-/** The limit columns as JSONEachRow gives them: UInt64 values come as strings. */
+/** The limit columns as stored (UInt64 values come as JSON numbers: connect.ts turns quoting off). */
 interface LimitColumns {
-  limit_rpm: number | string | null
-  limit_tpm: number | string | null
+  limit_rpm: number | null
+  limit_tpm: number | null
   budget_day_usd: number | null
   budget_month_usd: number | null
   allowed_models: string[]
-  max_body_bytes?: number | string | null
+  max_body_bytes?: number | null
 }
 
 type RawKey = Omit<KeyRow, 'limits'> & LimitColumns
 type RawAccount = Omit<AccountRow, 'limits' | 'server_side_keys'> & { server_side_keys: boolean | number } & LimitColumns
 
-const num = (v: number | string | null | undefined): number | null => v === null || v === undefined ? null : Number(v)
+const num = (v: number | null | undefined): number | null => v === undefined ? null : v
 
 /** NULL and [] are no limit, so rows from before migration 006 read as unlimited. */
 function limitsOf (r: LimitColumns): Limits {
@@ -63,7 +64,6 @@ function accountRow (r: RawAccount): AccountRow {
   const limits = { ...limitsOf(r), maxBodyBytes: null }
   return { id: r.id, name: r.name, plan: r.plan, server_side_keys: Boolean(r.server_side_keys), created_at: r.created_at, limits: Object.freeze(limits) }
 }
-const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
 
 export class AccountStore {
   readonly #holder: ClientHolder

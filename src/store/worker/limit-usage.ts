@@ -31,7 +31,7 @@ export async function limitUsage (ch: ClickHouseClient, now: number): Promise<Li
     query_params: params,
     format: 'JSONEachRow',
   })
-  const rows = await rs.json<{ account_id: string; key_id: string; minute_requests: string; minute_tokens: string; day_usd: number; month_usd: number }>()
+  const rows = await rs.json<{ account_id: string; key_id: string; minute_requests: number; minute_tokens: number; day_usd: number; month_usd: number }>()
   return rows.map((r) => ({
     accountId: r.account_id,
     keyId: r.key_id,
