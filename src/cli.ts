@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { TracegateError } from './errors.js'
 import { readFileSync } from 'node:fs'
 import { runAdmin } from './admin/remote.js'
+import type { Limits } from './limits/types.js'
 import { repoFile } from './paths.js'
 import { createLogger } from './log.js'
 import { startMockProvider } from './mock-provider/index.js'
@@ -15,13 +16,19 @@ const USAGE = `usage: tracegate <command> [options]
   migrate                               apply the ClickHouse migrations
   account create --name N --plan free|pro|enterprise [--server-side-keys]
   user create --account ID --email E    (password on standard input)
-  key create --account ID --scope proxy|read [--name N] [--expires-in 30d]
+  key create --account ID --scope proxy|read [--name N] [--expires-in 30d] [LIMITS] [--max-body-bytes N]
+  key update --id KEY_ID [LIMITS] [--max-body-bytes N]
   key revoke --id KEY_ID
-  key list --account ID                 (with each key's last use)
-  account list
+  key list --account ID                 (with each key's limits and last use)
+  account update --id ID [LIMITS]       (limits on all the account's keys together)
+  account list                          (with each account's limits)
   user reset-password --email E         (new password on standard input; the user's sessions end)
   doctor                                check this install and its settings; exit 1 on a problem
   mock-provider [--port N] [--host H] [--ttft-ms N] [--chunks N] [--gap-ms N]
+
+  LIMITS: [--rpm N] [--tpm N] [--budget-day USD] [--budget-month USD] [--models 'gpt-4o*,claude-3-5-haiku']
+    requests and tokens (input + output) per minute, spend per UTC day and month, allowed models (* is any
+    run of characters); on update, a flag left out keeps its limit and the value none removes it
 
   --json    print one JSON object (admin commands, doctor)
   --version print the version
@@ -101,6 +108,30 @@ async function serve (config: Config, mockProviders: boolean): Promise<void> {
   process.on('unhandledRejection', (err) => { log.error({ err }, 'unhandled rejection') })
 }
 
+/** The limit flags as admin-operation fields (undefined: not given, so not sent). */
+function limitArgs (values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+  return {
+    rpm: values.rpm,
+    tpm: values.tpm,
+    budget_day: values['budget-day'],
+    budget_month: values['budget-month'],
+    models: values.models,
+    max_body_bytes: values['max-body-bytes'],
+  }
+}
+
+/** One line of limits for the text listings. */
+function limitsText (l: Limits): string {
+  const parts: string[] = []
+  if (l.rpm !== null) parts.push(`${l.rpm} rpm`)
+  if (l.tpm !== null) parts.push(`${l.tpm} tpm`)
+  if (l.budgetDayUsd !== null) parts.push(`$${l.budgetDayUsd}/day`)
+  if (l.budgetMonthUsd !== null) parts.push(`$${l.budgetMonthUsd}/month`)
+  if (l.models !== null) parts.push(`models ${l.models.join(',')}`)
+  if (l.maxBodyBytes !== null) parts.push(`body <= ${l.maxBodyBytes} bytes`)
+  return parts.length === 0 ? 'no limits' : `limits: ${parts.join(', ')}`
+}
+
 function print (json: boolean, value: unknown, human: string): void {
   process.stdout.write(json ? JSON.stringify(value) + '\n' : human + '\n')
 }
@@ -120,6 +151,12 @@ async function main (argv: string[]): Promise<void> {
       scope: { type: 'string' },
       'expires-in': { type: 'string' },
       id: { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
+      'budget-day': { type: 'string' },
+      'budget-month': { type: 'string' },
+      models: { type: 'string' },
+      'max-body-bytes': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'ttft-ms': { type: 'string' },
@@ -186,8 +223,18 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'key create': {
-      const k = await runAdmin(config, 'key.create', { account: values.account, scope: values.scope, name: values.name, expiresIn: values['expires-in'] }) as { id: string; key: string; scope: string }
-      print(json, k, `created ${k.scope} key ${k.id}\n${k.key}\n(this is the only time the key is shown)`)
+      const k = await runAdmin(config, 'key.create', { account: values.account, scope: values.scope, name: values.name, expiresIn: values['expires-in'], ...limitArgs(values) }) as { id: string; key: string; scope: string; limits: Limits }
+      print(json, k, `created ${k.scope} key ${k.id} (${limitsText(k.limits)})\n${k.key}\n(this is the only time the key is shown)`)
+      return
+    }
+    case 'key update': {
+      const k = await runAdmin(config, 'key.update', { id: values.id, ...limitArgs(values) }) as { id: string; limits: Limits }
+      print(json, k, `updated key ${k.id}: ${limitsText(k.limits)}`)
+      return
+    }
+    case 'account update': {
+      const a = await runAdmin(config, 'account.update', { id: values.id, ...limitArgs(values) }) as { id: string; limits: Limits }
+      print(json, a, `updated account ${a.id}: ${limitsText(a.limits)}`)
       return
     }
     case 'key revoke': {
@@ -196,14 +243,14 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'key list': {
-      const keys = await runAdmin(config, 'key.list', { account: values.account }) as Array<Record<string, string | null>>
-      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}  ${k.last_used_at === null ? 'never used' : `last used ${k.last_used_at}`}`)
+      const keys = await runAdmin(config, 'key.list', { account: values.account }) as Array<Record<string, string | null> & { limits: Limits }>
+      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}  ${limitsText(k.limits)}  ${k.last_used_at === null ? 'never used' : `last used ${k.last_used_at}`}`)
       print(json, { keys }, lines.length === 0 ? 'no keys' : lines.join('\n'))
       return
     }
     case 'account list': {
-      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string }>
-      const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  created ${a.created_at}`)
+      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string; limits: Limits }>
+      const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  ${limitsText(a.limits)}  created ${a.created_at}`)
       print(json, { accounts }, lines.length === 0 ? 'no accounts' : lines.join('\n'))
       return
     }

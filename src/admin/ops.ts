@@ -7,6 +7,7 @@ import { promisify } from 'node:util'
 import { v7 as uuidv7 } from 'uuid'
 import { generateKey, hashKey, keyPrefix, parseDuration } from '../auth/keys.js'
 import { TracegateError } from '../errors.js'
+import { applyPatch, NO_LIMITS, parseLimitsPatch, type LimitsPatch } from '../limits/types.js'
 import type { StoreClient } from '../store/client.js'
 import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope, type StoreStatus } from '../store/protocol.js'
 
@@ -58,6 +59,27 @@ function emailArg (value: unknown): string {
   return email
 }
 
+/** The limit fields of createKey, updateKey and updateAccount (CLI flags, admin-socket JSON): numbers or
+ * numeric strings; 'none' (or null, '') removes a limit; models as a list or a comma-separated string. */
+export type LimitFields = {
+  rpm?: unknown
+  tpm?: unknown
+  budget_day?: unknown
+  budget_month?: unknown
+  models?: unknown
+  /** Keys only. */
+  max_body_bytes?: unknown
+}
+
+/** An update must change something: a patch without a field is a missing argument, not a no-op. */
+function changes (patch: LimitsPatch, forAccount: boolean): LimitsPatch {
+  if (Object.values(patch).every((v) => v === undefined)) {
+    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ' or --models' : ', --models or --max-body-bytes'}`
+    throw new TracegateError('missing_argument', { message: `give at least one of ${flags}` })
+  }
+  return patch
+}
+
 export interface ListedKey extends KeyRow {
   /** The last minute the key was used in (from the usage rollup), or null. */
   readonly last_used_at: string | null
@@ -78,12 +100,22 @@ export class AdminOps {
   readonly #store: StoreClient
   readonly #onRevoke: (hash: string) => void
   readonly #onPasswordReset: (userId: string) => void
+  readonly #invalidateAccount: (accountId: string) => void
 
-  /** `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). */
-  constructor (store: StoreClient, onRevoke: (hash: string) => void = () => {}, onPasswordReset: (userId: string) => void = () => {}) {
+  /**
+   * `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). `invalidateAccount` is told the
+   * account whose key or account limits changed, so the key cache drops its keys (KeyCache.invalidateAccount).
+   */
+  constructor (
+    store: StoreClient,
+    onRevoke: (hash: string) => void = () => {},
+    onPasswordReset: (userId: string) => void = () => {},
+    invalidateAccount: (accountId: string) => void = () => {},
+  ) {
     this.#store = store
     this.#onRevoke = onRevoke
     this.#onPasswordReset = onPasswordReset
+    this.#invalidateAccount = invalidateAccount
   }
 
   async migrate (): Promise<string[]> {
@@ -105,7 +137,7 @@ export class AdminOps {
     return this.#store.call('createUser', { id: uuidv7(), accountId, email, passwordHash: await hashPassword(password), role })
   }
 
-  async createKey (args: { account?: unknown; scope?: unknown; name?: unknown; expiresIn?: unknown }): Promise<CreatedKey> {
+  async createKey (args: { account?: unknown; scope?: unknown; name?: unknown; expiresIn?: unknown } & LimitFields): Promise<CreatedKey> {
     const accountId = uuid(args.account, 'account')
     const scope = need(args.scope, 'scope')
     if (!SCOPES.includes(scope as Scope)) throw new TracegateError('invalid_argument', { message: `--scope must be one of ${SCOPES.join(', ')}` })
@@ -115,12 +147,31 @@ export class AdminOps {
       if (ms === null) throw new TracegateError('invalid_argument', { message: '--expires-in must look like 30d, 12h, 45m or 90s' })
       expiresAt = Date.now() + ms
     }
+    const limits = applyPatch(NO_LIMITS, parseLimitsPatch(args, { forAccount: false, code: 'invalid_argument' }))
     const name = typeof args.name === 'string' && args.name.trim() !== '' ? args.name.trim() : `${scope} key`
     const key = generateKey()
     const row = await this.#store.call('createKey', {
-      id: uuidv7(), accountId, hash: hashKey(key), prefix: keyPrefix(key), name, scope: scope as Scope, expiresAt,
+      id: uuidv7(), accountId, hash: hashKey(key), prefix: keyPrefix(key), name, scope: scope as Scope, expiresAt, limits,
     })
     return { ...row, key }
+  }
+
+  /** Changes a key's limits (an absent field stays, 'none' removes); the proxy sees them at its next call. */
+  async updateKey (args: { id?: unknown } & LimitFields): Promise<KeyRow> {
+    const id = uuid(args.id, 'id')
+    const patch = changes(parseLimitsPatch(args, { forAccount: false, code: 'invalid_argument' }), false)
+    const row = await this.#store.call('updateKeyLimits', { id, patch })
+    this.#invalidateAccount(row.account_id)
+    return row
+  }
+
+  /** Changes an account's limits, which bind all its keys together; max_body_bytes is refused here. */
+  async updateAccount (args: { id?: unknown } & LimitFields): Promise<AccountRow> {
+    const id = uuid(args.id, 'id')
+    const patch = changes(parseLimitsPatch(args, { forAccount: true, code: 'invalid_argument' }), true)
+    const row = await this.#store.call('updateAccountLimits', { id, patch })
+    this.#invalidateAccount(row.id)
+    return row
   }
 
   async revokeKey (args: { id?: unknown }): Promise<KeyRow> {

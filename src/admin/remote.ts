@@ -9,7 +9,7 @@ import { StoreClient } from '../store/client.js'
 import { AdminOps, type AdminStatus } from './ops.js'
 import { recordPasswordReset } from '../dashboard/session.js'
 
-export type Op = 'migrate' | 'account.create' | 'user.create' | 'key.create' | 'key.revoke' | 'key.list' | 'account.list' | 'user.reset-password' | 'status'
+export type Op = 'migrate' | 'account.create' | 'account.update' | 'user.create' | 'key.create' | 'key.revoke' | 'key.update' | 'key.list' | 'account.list' | 'user.reset-password' | 'status'
 
 function readEndpoint (dataDir: string): AdminEndpoint | null {
   try {
@@ -56,6 +56,8 @@ async function direct (config: Config, op: Op, args: Record<string, unknown>): P
       case 'user.create': return await ops.createUser(args)
       case 'key.create': return await ops.createKey(args)
       case 'key.revoke': return await ops.revokeKey(args)
+      case 'key.update': return await ops.updateKey(args)
+      case 'account.update': return await ops.updateAccount(args)
       case 'key.list': return await ops.listKeys(args)
       case 'account.list': return await ops.listAccounts()
       case 'user.reset-password': return await ops.resetPassword(args)

@@ -1,6 +1,7 @@
 // The key decision, in one place for every port: format, hash, cache (the store on a miss), revoked,
 // expired, scope. The proxy and the read API ask it; each turns a refusal into its own 401.
 import { TracegateError } from '../errors.js'
+import type { Limits } from '../limits/types.js'
 import type { Plan, Scope } from '../store/protocol.js'
 import type { KeyCache } from './cache.js'
 import { hashKey, KEY_PATTERN } from './keys.js'
@@ -14,6 +15,9 @@ export interface KeyInfo {
   readonly revoked: boolean
   readonly plan: Plan
   readonly serverSideKeys: boolean
+  /** The key's own limits, and its account's; a call must pass both. */
+  readonly limits: Limits
+  readonly accountLimits: Limits
 }
 
 /** A key's verdict: the caller, or the 401 that says what is wrong with the key. */

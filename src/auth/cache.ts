@@ -1,6 +1,7 @@
 // Key lookups for the front thread: an LRU of positive and negative answers with a short TTL in front
-// of the store worker. Concurrent misses for the same key share one store call. Revoking a key through
-// this process drops it at once; other processes see it when the TTL runs out.
+// of the store worker. Concurrent misses for the same key share one store call. Revoking a key, or changing
+// a key's or an account's limits, through this process drops it at once; other processes see it when the
+// TTL runs out.
 //
 // A key in use is refreshed ahead of time: once half its TTL has passed, the next request still uses
 // the cached answer but starts a lookup in the background. A busy key therefore never expires into a
@@ -60,5 +61,14 @@ export class KeyCache {
     this.#lru.delete(hash)
     // A lookup already in flight may carry the old state: let it answer its callers but not be cached.
     this.#inflight.delete(hash)
+  }
+
+  /** Drops every cached key of the account (its limits changed). Rare, so a walk over the cache. */
+  invalidateAccount (accountId: string): void {
+    const drop: string[] = []
+    for (const [hash, e] of this.#lru.entries()) if (e !== MISSING && e.accountId === accountId) drop.push(hash)
+    for (const hash of drop) this.#lru.delete(hash)
+    // A lookup in flight names its account only when it answers: none of those answers is cached.
+    this.#inflight.clear()
   }
 }

@@ -8,6 +8,7 @@ import type { UsageReport } from './worker/usage-report.js'
 import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
 import type { TraceRow, UsageMeasures } from './trace-types.js'
 import type { KeyInfo } from '../auth/authenticate.js'
+import type { Limits, LimitsPatch } from '../limits/types.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -32,6 +33,8 @@ export interface AccountRow {
   readonly plan: Plan
   readonly server_side_keys: boolean
   readonly created_at: string
+  /** Limits on all the account's keys together (maxBodyBytes is always null here). */
+  readonly limits: Limits
 }
 
 export interface KeyRow {
@@ -43,6 +46,20 @@ export interface KeyRow {
   readonly created_at: string
   readonly expires_at: string | null
   readonly revoked_at: string | null
+  readonly limits: Limits
+}
+
+/** A key's use already stored in the current windows (limits/limiter.ts seeds itself from these at start). */
+export interface LimitUsageRow {
+  readonly accountId: string
+  readonly keyId: string
+  /** Calls traced in the minute containing `now`. */
+  readonly minuteRequests: number
+  /** Input + output tokens of that minute. */
+  readonly minuteTokens: number
+  /** Cost in USD in the UTC day, and the UTC month, containing `now`. */
+  readonly dayUsd: number
+  readonly monthUsd: number
 }
 
 export interface UserRow {
@@ -61,7 +78,13 @@ export interface StoreOps {
   createAccount (args: { id: string; name: string; plan: Plan; serverSideKeys: boolean }): AccountRow
   getAccount (args: { id: string }): AccountRow | null
   createUser (args: { id: string; accountId: string; email: string; passwordHash: string; role: string }): { id: string; email: string }
-  createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null }): KeyRow
+  createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null; limits?: Limits }): KeyRow
+  /** A new version of the key's row with the patch applied; 'key_not_found' when there is no such key. */
+  updateKeyLimits (args: { id: string; patch: LimitsPatch }): KeyRow
+  /** The same for an account ('unknown_account'); a patch with maxBodyBytes is refused. */
+  updateAccountLimits (args: { id: string; patch: LimitsPatch }): AccountRow
+  /** Per key used this month: its use in the minute, UTC day and UTC month containing `now` (epoch ms). */
+  limitUsage (args: { now: number }): LimitUsageRow[]
   revokeKey (args: { id: string }): { key: KeyRow; hash: string } | null
   listKeys (args: { accountId: string }): KeyRow[]
   /** Sign-in: the user with that (lower-case) email, with the password hash. */

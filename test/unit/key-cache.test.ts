@@ -3,9 +3,10 @@
 import t from 'tap'
 import { KeyCache } from '../../src/auth/cache.js'
 import type { KeyInfo } from '../../src/auth/authenticate.js'
+import { NO_LIMITS } from '../../src/limits/types.js'
 import { sleep } from '../helpers/wait.js'
 
-const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false }
+const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false, limits: NO_LIMITS, accountLimits: NO_LIMITS }
 
 function counting (answer: () => KeyInfo | null): { lookups: string[]; lookup (hash: string): Promise<KeyInfo | null> } {
   const lookups: string[] = []
@@ -64,4 +65,33 @@ t.test('a TTL of 0 disables the cache', async (t) => {
   const cache = new KeyCache(store.lookup, { ttlMs: 0, max: 100 })
   await cache.fetch('h')
   t.equal(cache.peek('h'), undefined)
+})
+
+t.test('invalidateAccount drops every key of that account, and nothing else', async (t) => {
+  const infos: Record<string, KeyInfo | null> = {
+    a1: { ...INFO, keyId: 'a1', accountId: 'a' },
+    a2: { ...INFO, keyId: 'a2', accountId: 'a' },
+    b1: { ...INFO, keyId: 'b1', accountId: 'b' },
+    gone: null,
+  }
+  const lookups: string[] = []
+  let release: () => void = () => {}
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  const cache = new KeyCache(async (hash) => {
+    lookups.push(hash)
+    if (hash === 'a3') await gate
+    return hash === 'a3' ? { ...INFO, keyId: 'a3', accountId: 'a' } : infos[hash] ?? null
+  }, { ttlMs: 10_000, max: 100 })
+  for (const hash of Object.keys(infos)) await cache.fetch(hash)
+  const pending = cache.fetch('a3')
+
+  cache.invalidateAccount('a')
+  t.equal(cache.peek('a1'), undefined, "the account's keys are dropped")
+  t.equal(cache.peek('a2'), undefined)
+  t.equal(cache.peek('b1')?.keyId, 'b1', "another account's key stays")
+  t.equal(cache.peek('gone'), null, 'a cached unknown key stays unknown')
+  release()
+  t.equal((await pending)?.keyId, 'a3', 'a lookup in flight still answers its callers')
+  t.equal(cache.peek('a3'), undefined, 'but its answer, possibly older than the change, is not cached')
+  t.same(lookups, ['a1', 'a2', 'b1', 'gone', 'a3'])
 })

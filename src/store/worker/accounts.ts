@@ -3,15 +3,67 @@
 import { TracegateError } from '../../errors.js'
 import { chTime } from './connect.js'
 import type { KeyInfo } from '../../auth/authenticate.js'
+import { applyPatch, NO_LIMITS, type Limits } from '../../limits/types.js'
 import type { AccountRow, KeyRow, StoreOps, UserRow } from '../protocol.js'
 import type { ClientHolder } from './trace-writer.js'
-
 
 type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 
 // UUIDs and DateTime64 values come out of JSONEachRow as strings already.
-const KEY_COLUMNS = 'id, account_id, name, prefix, scope, created_at, expires_at, revoked_at'
+const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, budget_day_usd, budget_month_usd, allowed_models'
+const KEY_COLUMNS = `id, account_id, name, prefix, scope, created_at, expires_at, revoked_at, ${LIMIT_COLUMNS}, max_body_bytes`
+const ACCOUNT_COLUMNS = `id, name, plan, server_side_keys, created_at, ${LIMIT_COLUMNS}`
 const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
+
+/** The limit columns as stored (UInt64 values come as JSON numbers: connect.ts turns quoting off). */
+interface LimitColumns {
+  limit_rpm: number | null
+  limit_tpm: number | null
+  budget_day_usd: number | null
+  budget_month_usd: number | null
+  allowed_models: string[]
+  max_body_bytes?: number | null
+}
+
+type RawKey = Omit<KeyRow, 'limits'> & LimitColumns
+type RawAccount = Omit<AccountRow, 'limits' | 'server_side_keys'> & { server_side_keys: boolean | number } & LimitColumns
+
+const num = (v: number | null | undefined): number | null => v === undefined ? null : v
+
+/** NULL and [] are no limit, so rows from before migration 006 read as unlimited. */
+function limitsOf (r: LimitColumns): Limits {
+  return Object.freeze({
+    rpm: num(r.limit_rpm),
+    tpm: num(r.limit_tpm),
+    budgetDayUsd: num(r.budget_day_usd),
+    budgetMonthUsd: num(r.budget_month_usd),
+    models: r.allowed_models.length === 0 ? null : Object.freeze([...r.allowed_models]),
+    maxBodyBytes: num(r.max_body_bytes),
+  })
+}
+
+function limitColumns (l: Limits): Omit<LimitColumns, 'max_body_bytes'> {
+  return {
+    limit_rpm: l.rpm,
+    limit_tpm: l.tpm,
+    budget_day_usd: l.budgetDayUsd,
+    budget_month_usd: l.budgetMonthUsd,
+    allowed_models: l.models === null ? [] : [...l.models],
+  }
+}
+
+function keyRow (r: RawKey): KeyRow {
+  return {
+    id: r.id, account_id: r.account_id, name: r.name, prefix: r.prefix, scope: r.scope,
+    created_at: r.created_at, expires_at: r.expires_at, revoked_at: r.revoked_at, limits: limitsOf(r),
+  }
+}
+
+function accountRow (r: RawAccount): AccountRow {
+  // An account has no body size of its own.
+  const limits = { ...limitsOf(r), maxBodyBytes: null }
+  return { id: r.id, name: r.name, plan: r.plan, server_side_keys: Boolean(r.server_side_keys), created_at: r.created_at, limits: Object.freeze(limits) }
+}
 
 export class AccountStore {
   readonly #holder: ClientHolder
@@ -33,9 +85,9 @@ export class AccountStore {
   async lookupKey ({ hash }: Args<'lookupKey'>): Promise<KeyInfo | null> {
     const rows = await this.#rows<{
       id: string; account_id: string; scope: string; expires_ms: string | null; revoked: number
-    }>(`SELECT id, account_id, scope,
+    } & LimitColumns>(`SELECT id, account_id, scope,
           if(isNull(expires_at), NULL, toString(toUnixTimestamp64Milli(expires_at))) AS expires_ms,
-          NOT isNull(revoked_at) AS revoked
+          NOT isNull(revoked_at) AS revoked, ${LIMIT_COLUMNS}, max_body_bytes
         FROM api_keys FINAL WHERE key_hash = {hash:FixedString(64)} LIMIT 1`, { hash })
     const k = rows[0]
     if (k === undefined) return null
@@ -49,6 +101,8 @@ export class AccountStore {
       revoked: Boolean(k.revoked),
       plan: account.plan,
       serverSideKeys: account.server_side_keys,
+      limits: limitsOf(k),
+      accountLimits: account.limits,
     }
   }
 
@@ -58,10 +112,10 @@ export class AccountStore {
   }
 
   async getAccount ({ id }: Args<'getAccount'>): Promise<AccountRow | null> {
-    const rows = await this.#rows<AccountRow>(`SELECT id, name, plan, server_side_keys, created_at
+    const rows = await this.#rows<RawAccount>(`SELECT ${ACCOUNT_COLUMNS}
         FROM accounts FINAL WHERE id = {id:UUID}`, { id })
     const row = rows[0]
-    return row === undefined ? null : { ...row, server_side_keys: Boolean(row.server_side_keys) }
+    return row === undefined ? null : accountRow(row)
   }
 
   async createAccount ({ id, name, plan, serverSideKeys }: Args<'createAccount'>): Promise<AccountRow> {
@@ -71,7 +125,7 @@ export class AccountStore {
       values: [{ id, name, plan, server_side_keys: serverSideKeys, created_at: now, updated_at: now }],
       format: 'JSONEachRow',
     })
-    return { id, name, plan, server_side_keys: serverSideKeys, created_at: now }
+    return { id, name, plan, server_side_keys: serverSideKeys, created_at: now, limits: NO_LIMITS }
   }
 
   async #requireAccount (id: string): Promise<void> {
@@ -111,6 +165,7 @@ export class AccountStore {
     await this.#requireAccount(args.accountId)
     const now = chTime(Date.now())
     const expires = args.expiresAt === null ? null : chTime(args.expiresAt)
+    const limits = args.limits ?? NO_LIMITS
     await this.#ch.insert({
       table: 'api_keys',
       values: [{
@@ -123,13 +178,15 @@ export class AccountStore {
         created_at: now,
         expires_at: expires,
         revoked_at: null,
+        ...limitColumns(limits),
+        max_body_bytes: limits.maxBodyBytes,
         updated_at: now,
       }],
       format: 'JSONEachRow',
     })
     return {
       id: args.id, account_id: args.accountId, name: args.name, prefix: args.prefix, scope: args.scope,
-      created_at: now, expires_at: expires, revoked_at: null,
+      created_at: now, expires_at: expires, revoked_at: null, limits,
     }
   }
 
@@ -141,26 +198,49 @@ export class AccountStore {
     const now = Date.now()
     // Revoking twice keeps the first revocation time.
     const revokedAt = row.revoked_at ?? chTime(now)
-    // updated_at must grow even when two versions land in the same millisecond.
-    const updatedAt = chTime(Math.max(now, Date.parse(String(row.updated_at).replace(' ', 'T') + 'Z') + 1))
+    const updatedAt = nextUpdatedAt(row.updated_at, now)
     await this.#ch.insert({
       table: 'api_keys',
       values: [{ ...row, revoked_at: revokedAt, updated_at: updatedAt }],
       format: 'JSONEachRow',
     })
-    const [key] = await this.#rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL WHERE id = {id:UUID}`, { id })
-    return { key: key!, hash: String(row.key_hash) }
+    const [key] = await this.#rows<RawKey>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL WHERE id = {id:UUID}`, { id })
+    return { key: keyRow(key!), hash: String(row.key_hash) }
+  }
+
+  /** A new version of the key's row: the other columns as they are, the limits patched. */
+  async updateKeyLimits ({ id, patch }: Args<'updateKeyLimits'>): Promise<KeyRow> {
+    const rows = await this.#rows<RawKey & { updated_at: string }>('SELECT * FROM api_keys FINAL WHERE id = {id:UUID} LIMIT 1', { id })
+    const row = rows[0]
+    if (row === undefined) throw new TracegateError('key_not_found', { message: `no key with id ${id}` })
+    const limits = applyPatch(limitsOf(row), patch)
+    const next = { ...row, ...limitColumns(limits), max_body_bytes: limits.maxBodyBytes, updated_at: nextUpdatedAt(row.updated_at, Date.now()) }
+    await this.#ch.insert({ table: 'api_keys', values: [next], format: 'JSONEachRow' })
+    return keyRow(next)
+  }
+
+  /** The same for an account; an account has no body size, so a patch that sets one is refused. */
+  async updateAccountLimits ({ id, patch }: Args<'updateAccountLimits'>): Promise<AccountRow> {
+    if (patch.maxBodyBytes !== undefined) throw new TracegateError('invalid_argument', { param: 'max_body_bytes', message: 'max_body_bytes is a limit of keys only' })
+    const rows = await this.#rows<RawAccount & { updated_at: string }>('SELECT * FROM accounts FINAL WHERE id = {id:UUID} LIMIT 1', { id })
+    const row = rows[0]
+    if (row === undefined) throw new TracegateError('unknown_account', { message: `no account with id ${id}` })
+    const limits = applyPatch(limitsOf(row), patch)
+    const next = { ...row, ...limitColumns(limits), updated_at: nextUpdatedAt(row.updated_at, Date.now()) }
+    await this.#ch.insert({ table: 'accounts', values: [next], format: 'JSONEachRow' })
+    return accountRow(next)
   }
 
   async listKeys ({ accountId }: Args<'listKeys'>): Promise<KeyRow[]> {
-    return this.#rows<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL
+    const rows = await this.#rows<RawKey>(`SELECT ${KEY_COLUMNS} FROM api_keys FINAL
       WHERE account_id = {accountId:UUID} ORDER BY created_at DESC, id DESC`, { accountId })
+    return rows.map(keyRow)
   }
 
   async listAccounts (): Promise<AccountRow[]> {
-    const rows = await this.#rows<AccountRow>(`SELECT id, name, plan, server_side_keys, created_at
+    const rows = await this.#rows<RawAccount>(`SELECT ${ACCOUNT_COLUMNS}
         FROM accounts FINAL ORDER BY created_at, id`, {})
-    return rows.map((row) => ({ ...row, server_side_keys: Boolean(row.server_side_keys) }))
+    return rows.map(accountRow)
   }
 
   /** A new version of the user's row with the new hash; the caller ends the user's sessions. */

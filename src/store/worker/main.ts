@@ -21,6 +21,7 @@ import { keysLastUsed, listTraces } from './trace-queries.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
+import { limitUsage } from './limit-usage.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -37,7 +38,7 @@ const spansLoaded: Promise<void> = data.otel === null
 let ready: Promise<void> | null = null
 let writes: Promise<unknown> = Promise.resolve()
 
-const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate', 'setPassword'])
+const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate', 'setPassword', 'updateKeyLimits', 'updateAccountLimits'])
 
 function warn (msg: string, fields: Record<string, unknown>): void {
   // The store worker has no logger of its own; warnings go to the main thread's log.
@@ -109,6 +110,9 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'createUser': return store.createUser(args as never)
     case 'createKey': return store.createKey(args as never)
     case 'revokeKey': return store.revokeKey(args as never)
+    case 'updateKeyLimits': return store.updateKeyLimits(args as never)
+    case 'updateAccountLimits': return store.updateAccountLimits(args as never)
+    case 'limitUsage': return limitUsage(ch, (args as { now: number }).now)
     case 'listKeys': return store.listKeys(args as never)
     case 'findUserByEmail': return store.findUserByEmail(args as never)
     case 'getUser': return store.getUser(args as never)
