@@ -152,12 +152,18 @@ export class Limiter {
     }
   }
 
-  /** Current use, for the dashboard's keys page and the CLI: counts in the current windows and when each ends (epoch ms). */
+  /**
+   * Current use, for the dashboard's keys page and the CLI: counts in the current windows and when each ends
+   * (epoch ms). With Redis, a key or account this instance has not used is read from the next sync on (it
+   * joins the sync for a minute): the first answer about it has only this instance's counts.
+   */
   usage (subject: { keyId?: string; accountId?: string }): LimitUsage {
     const now = this.#now()
     if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
     const w = this.#w
-    const s = subject.keyId !== undefined ? this.#keys.get(subject.keyId) : subject.accountId !== undefined ? this.#accounts.get(subject.accountId) : undefined
+    const s = subject.keyId !== undefined
+      ? this.#watch(this.#keys, subject.keyId, 'k:', now)
+      : subject.accountId !== undefined ? this.#watch(this.#accounts, subject.accountId, 'a:', now) : undefined
     const inMinute = s !== undefined && s.minute === w.minuteStart
     const inDay = s !== undefined && s.day === w.dayStart
     const inMonth = s !== undefined && s.month === w.monthStart
@@ -197,6 +203,14 @@ export class Limiter {
     }
     // Windows nest (minute in day in month), so a current minute means the rest is current too.
     if (s.minute !== this.#w.minuteStart) roll(s, this.#w)
+    return s
+  }
+
+  /** The subject, and with Redis kept in the sync for a minute more; without Redis only if it is known. */
+  #watch (map: Map<string, Subject>, id: string, prefix: string, now: number): Subject | undefined {
+    if (this.#sync === null) return map.get(id)
+    const s = this.#subject(map, id, prefix)
+    this.#touch(s, now)
     return s
   }
 
