@@ -106,39 +106,50 @@ export function applyPatch (base: Limits, patch: LimitsPatch): Limits {
 /**
  * Compiled once per list; used on the hot path. `*` matches any run of characters (also none), nothing else
  * is special (no regular expression is built, so `gpt.4` or `a+` are plain text); whole-string and
- * case-sensitive. null = any model.
+ * case-sensitive. null = any model. The last answer is kept: a key's calls mostly name the same model.
  */
 export function modelMatcher (patterns: readonly string[] | null): (model: string) => boolean {
   if (patterns === null) return () => true
   const exact = new Set<string>()
-  const globs: string[][] = []
+  const globs: Glob[] = []
   for (const p of patterns) {
     if (!p.includes('*')) exact.add(p)
     else if (/^\*+$/.test(p)) return () => true
-    else globs.push(p.split('*'))
+    else globs.push(glob(p))
   }
-  if (globs.length === 0) return (model) => exact.has(model)
+  let lastModel: string | null = null
+  let lastAnswer = false
   return (model) => {
-    if (exact.has(model)) return true
-    for (const parts of globs) if (globMatch(parts, model)) return true
-    return false
+    if (model === lastModel) return lastAnswer
+    let answer = exact.has(model)
+    for (let i = 0; !answer && i < globs.length; i++) answer = globMatch(globs[i]!, model)
+    lastModel = model
+    lastAnswer = answer
+    return answer
   }
 }
 
-/**
- * `parts` is a pattern split at its stars (at least two parts). The first must begin the text, the last end it,
- * and the middle ones appear in order between them; taking each middle part at its leftmost place is optimal
- * when `*` is the only wildcard, so this never backtracks.
- */
-function globMatch (parts: readonly string[], text: string): boolean {
-  const first = parts[0]!
-  const last = parts[parts.length - 1]!
-  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false
-  let at = first.length
-  const end = text.length - last.length
-  for (let i = 1; i < parts.length - 1; i++) {
-    const part = parts[i]!
-    if (part === '') continue
+/** A pattern split at its stars: the text must start with `prefix`, end with `suffix`, and hold the middles in order between. */
+interface Glob {
+  readonly prefix: string
+  readonly suffix: string
+  readonly middles: readonly string[]
+  readonly minLength: number
+}
+
+function glob (pattern: string): Glob {
+  const parts = pattern.split('*')
+  const prefix = parts[0]!
+  const suffix = parts[parts.length - 1]!
+  return { prefix, suffix, middles: parts.slice(1, -1).filter((m) => m !== ''), minLength: prefix.length + suffix.length }
+}
+
+/** Taking each middle at its leftmost place is optimal when `*` is the only wildcard, so this never backtracks. */
+function globMatch (g: Glob, text: string): boolean {
+  if (text.length < g.minLength || !text.startsWith(g.prefix) || !text.endsWith(g.suffix)) return false
+  let at = g.prefix.length
+  const end = text.length - g.suffix.length
+  for (const part of g.middles) {
     const found = text.indexOf(part, at)
     if (found === -1 || found + part.length > end) return false
     at = found + part.length

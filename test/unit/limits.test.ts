@@ -91,6 +91,9 @@ t.test('model patterns: exact, *, prefix, suffix, middle; whole-string, case-sen
     [['gpt-4o', 'claude-*'], 'claude-3-haiku', true], [['gpt-4o', 'claude-*'], 'gemini-pro', false],
   ]
   for (const [patterns, model, expected] of cases) t.equal(modelMatcher(patterns)(model), expected, `${JSON.stringify(patterns)} ~ ${model}`)
+  const one = modelMatcher(['gpt-4o*', 'claude-3-haiku'])
+  const asked = ['gpt-4o', 'gpt-4o', 'gpt-4', 'gpt-4', 'claude-3-haiku', 'gpt-4', 'claude-3-haiku', 'claude-3-haik', 'gpt-4o-mini']
+  t.same(asked.map((m) => one(m)), [true, true, false, false, true, false, true, false, true], 'one matcher asked in turn (it keeps its last answer)')
 })
 
 t.test('formatDuration is OpenAI\'s reset format', async (t) => {
