@@ -1,15 +1,20 @@
-// Per-key and per-account limits (issue 14): the values, a change to them, and how loosely typed input
-// (CLI flags, admin-socket JSON, dashboard JSON) becomes a change. Shared by the store, the admin
-// operations and the limiter; the design is /work/notes/limits-contract.md.
+// Per-key and per-account limits (issue 14): the values, how a change is read from loose input (the CLI,
+// the admin socket, the dashboard), and the model allowlist's matcher. Shared by the limiter and the store.
 import { TracegateError } from '../errors.js'
 
 export interface Limits {
-  readonly rpm: number | null            // whole number >= 1, or null = no limit
-  readonly tpm: number | null            // whole number >= 1
-  readonly budgetDayUsd: number | null   // > 0, at most 6 decimals
+  /** Requests per minute: a whole number >= 1, or null = no limit. */
+  readonly rpm: number | null
+  /** Tokens (input + output) per minute: a whole number >= 1. */
+  readonly tpm: number | null
+  /** USD per UTC day: > 0, at most 6 decimals. */
+  readonly budgetDayUsd: number | null
+  /** USD per UTC month. */
   readonly budgetMonthUsd: number | null
-  readonly models: readonly string[] | null  // null = any model; a non-empty list otherwise
-  readonly maxBodyBytes: number | null   // keys only (always null on an account); whole number >= 1
+  /** Allowed models (exact names and `*` patterns): null = any model, otherwise a non-empty list. */
+  readonly models: readonly string[] | null
+  /** Keys only (always null on an account): a whole number of bytes >= 1. */
+  readonly maxBodyBytes: number | null
 }
 
 export const NO_LIMITS: Limits = Object.freeze({
@@ -19,95 +24,173 @@ export const NO_LIMITS: Limits = Object.freeze({
 /** A change: a field absent = unchanged; null = remove that limit. */
 export type LimitsPatch = { -readonly [K in keyof Limits]?: Limits[K] }
 
-type Code = 'invalid_argument' | 'invalid_parameter'
+/** One key's use in the current windows, as stored (for seeding the limiter on start). */
+export interface LimitUsageRow {
+  readonly accountId: string
+  readonly keyId: string
+  readonly minuteRequests: number
+  readonly minuteTokens: number
+  readonly dayUsd: number
+  readonly monthUsd: number
+}
 
-// rpm is stored as UInt32; the other counts as UInt64, read back as JavaScript numbers.
-const COUNTS = [
-  { name: 'rpm', field: 'rpm', max: 4_294_967_295 },
-  { name: 'tpm', field: 'tpm', max: Number.MAX_SAFE_INTEGER },
-  { name: 'max_body_bytes', field: 'maxBodyBytes', max: Number.MAX_SAFE_INTEGER },
-] as const
-const BUDGETS = [
-  { name: 'budget_day', field: 'budgetDayUsd' },
-  { name: 'budget_month', field: 'budgetMonthUsd' },
-] as const
-const MAX_USD = 1e12
+/** rpm is stored as UInt32; the other whole numbers must stay exact in a double. */
+const MAX_RPM = 4_294_967_295
+/** Budgets are counted in micro-dollars in a double, which stays exact far beyond this. */
+const MAX_BUDGET_USD = 1_000_000_000
 const MAX_MODELS = 100
-const MAX_PATTERN = 200
+const MAX_PATTERN_LENGTH = 200
+/** Printable, no whitespace, no comma (a list must survive the CLI's comma-separated form). */
+const PATTERN = /^[^\s,\p{Cc}]+$/u
+const WHOLE = /^\d+$/
+const DECIMAL = /^\d+(?:\.\d{1,6})?$/
 
-function removes (v: unknown): boolean {
-  return v === null || v === '' || (typeof v === 'string' && v.trim().toLowerCase() === 'none')
-}
+type Field = keyof Limits
 
-function refuse (code: Code, param: string, rule: string): never {
-  throw new TracegateError(code, { param, message: `${param} ${rule}` })
-}
+/** Input names for each field: the JSON member first, then the CLI flag's spelling. */
+const NAMES: ReadonlyArray<readonly [Field, readonly string[]]> = [
+  ['rpm', ['rpm']],
+  ['tpm', ['tpm']],
+  ['budgetDayUsd', ['budget_day', 'budget-day']],
+  ['budgetMonthUsd', ['budget_month', 'budget-month']],
+  ['models', ['models']],
+  ['maxBodyBytes', ['max_body_bytes', 'max-body-bytes']],
+]
 
-function count (v: unknown, name: string, max: number, code: Code): number {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN
-  if (!Number.isInteger(n) || n < 1 || n > max) refuse(code, name, `must be a whole number from 1 to ${max}, or none`)
-  return n
-}
-
-function usd (v: unknown, name: string, code: Code): number {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : NaN
-  // At most 6 decimals (a micro-dollar): what the CLI prints back is what was stored.
-  if (!Number.isFinite(n) || n <= 0 || n > MAX_USD || Math.round(n * 1e6) / 1e6 !== n) {
-    refuse(code, name, 'must be an amount in USD above 0 with at most 6 decimals, or none')
-  }
-  return n
-}
-
-function modelList (v: unknown, code: Code): string[] {
-  const items = Array.isArray(v) ? v : typeof v === 'string' ? v.split(',') : null
-  if (items === null || items.some((m) => typeof m !== 'string')) refuse(code, 'models', 'must be a list of model names or patterns')
-  const list = [...new Set((items as string[]).map((m) => m.trim()).filter((m) => m !== ''))]
-  if (list.length === 0) refuse(code, 'models', 'must name at least one model or pattern, or be none')
-  if (list.length > MAX_MODELS) refuse(code, 'models', `may hold at most ${MAX_MODELS} names or patterns`)
-  if (list.some((m) => m.length > MAX_PATTERN || /\s/.test(m))) refuse(code, 'models', `entries are names without spaces, at most ${MAX_PATTERN} characters`)
-  return list
-}
+type Code = 'invalid_argument' | 'invalid_parameter'
 
 /**
  * Reads a patch from loosely typed input (CLI strings, admin-socket JSON, dashboard JSON). Accepts numbers or
  * numeric strings; 'none' / '' / null removes a limit; models as an array or a comma-separated string.
- * Throws TracegateError(code, { param: <field name as given>, message }) naming the field and the rule;
- * `code` is the caller's ('invalid_argument' for the CLI, 'invalid_parameter' for the dashboard).
+ * Members that are not limit fields are ignored (the input also carries the id, the name...).
+ * Throws TracegateError(code, { param: <field name as given>, message }) naming the field and the rule.
  * `forAccount`: maxBodyBytes is refused there.
  */
 export function parseLimitsPatch (input: Record<string, unknown>, opts: { forAccount: boolean; code: Code }): LimitsPatch {
   const patch: LimitsPatch = {}
-  for (const { name, field, max } of COUNTS) {
-    const v = input[name]
-    if (v === undefined) continue
-    if (field === 'maxBodyBytes' && opts.forAccount) refuse(opts.code, name, 'is a limit of keys only, not of an account')
-    patch[field] = removes(v) ? null : count(v, name, max, opts.code)
+  for (const [field, names] of NAMES) {
+    const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
+    if (given.length === 0) continue
+    const name = given[0]!
+    if (given.length > 1) throw refuse(opts.code, name, `${name} is given twice (as ${given.join(' and ')})`)
+    if (field === 'maxBodyBytes' && opts.forAccount) throw refuse(opts.code, name, `${name} is a limit of keys only; an account has none`)
+    const value = input[name]
+    if (value === null || (typeof value === 'string' && (value.trim() === '' || value.trim().toLowerCase() === 'none'))) {
+      patch[field] = null
+      continue
+    }
+    switch (field) {
+      case 'rpm': patch.rpm = whole(value, MAX_RPM, name, opts.code); break
+      case 'tpm': patch.tpm = whole(value, Number.MAX_SAFE_INTEGER, name, opts.code); break
+      case 'maxBodyBytes': patch.maxBodyBytes = whole(value, Number.MAX_SAFE_INTEGER, name, opts.code); break
+      case 'budgetDayUsd': patch.budgetDayUsd = usd(value, name, opts.code); break
+      case 'budgetMonthUsd': patch.budgetMonthUsd = usd(value, name, opts.code); break
+      case 'models': patch.models = models(value, name, opts.code); break
+    }
   }
-  for (const { name, field } of BUDGETS) {
-    const v = input[name]
-    if (v !== undefined) patch[field] = removes(v) ? null : usd(v, name, opts.code)
-  }
-  const models = input.models
-  if (models !== undefined) patch.models = removes(models) ? null : modelList(models, opts.code)
   return patch
 }
 
 export function applyPatch (base: Limits, patch: LimitsPatch): Limits {
-  const next: LimitsPatch = { ...base }
-  for (const [field, value] of Object.entries(patch) as Array<[keyof Limits, unknown]>) {
-    if (value !== undefined) (next as Record<string, unknown>)[field] = value
-  }
-  return Object.freeze(next as Limits)
+  const pick = <K extends Field>(k: K): Limits[K] => (patch[k] === undefined ? base[k] : patch[k]) as Limits[K]
+  return Object.freeze({
+    rpm: pick('rpm'),
+    tpm: pick('tpm'),
+    budgetDayUsd: pick('budgetDayUsd'),
+    budgetMonthUsd: pick('budgetMonthUsd'),
+    models: pick('models'),
+    maxBodyBytes: pick('maxBodyBytes'),
+  })
 }
 
-/** Compiled once per list; used on the hot path. */
+/**
+ * Compiled once per list; used on the hot path. `*` matches any run of characters (also none), nothing else
+ * is special (no regular expression is built, so `gpt.4` or `a+` are plain text); whole-string and
+ * case-sensitive. null = any model. The last answer is kept: a key's calls mostly name the same model.
+ */
 export function modelMatcher (patterns: readonly string[] | null): (model: string) => boolean {
   if (patterns === null) return () => true
-  const exact = new Set(patterns.filter((p) => !p.includes('*')))
-  const globs = patterns.filter((p) => p.includes('*'))
-  if (globs.length === 0) return (model) => exact.has(model)
-  // `*` is any run of characters; everything else is literal; the whole name must match.
-  const source = globs.map((g) => g.split('*').map((part) => part.replace(/[\\^$.|?+()[\]{}]/g, '\\$&')).join('[\\s\\S]*')).join('|')
-  const re = new RegExp(`^(?:${source})$`)
-  return (model) => exact.has(model) || re.test(model)
+  const exact = new Set<string>()
+  const globs: Glob[] = []
+  for (const p of patterns) {
+    if (!p.includes('*')) exact.add(p)
+    else if (/^\*+$/.test(p)) return () => true
+    else globs.push(glob(p))
+  }
+  let lastModel: string | null = null
+  let lastAnswer = false
+  return (model) => {
+    if (model === lastModel) return lastAnswer
+    let answer = exact.has(model)
+    for (let i = 0; !answer && i < globs.length; i++) answer = globMatch(globs[i]!, model)
+    lastModel = model
+    lastAnswer = answer
+    return answer
+  }
+}
+
+/** A pattern split at its stars: the text must start with `prefix`, end with `suffix`, and hold the middles in order between. */
+interface Glob {
+  readonly prefix: string
+  readonly suffix: string
+  readonly middles: readonly string[]
+  readonly minLength: number
+}
+
+function glob (pattern: string): Glob {
+  const parts = pattern.split('*')
+  const prefix = parts[0]!
+  const suffix = parts[parts.length - 1]!
+  return { prefix, suffix, middles: parts.slice(1, -1).filter((m) => m !== ''), minLength: prefix.length + suffix.length }
+}
+
+/** Taking each middle at its leftmost place is optimal when `*` is the only wildcard, so this never backtracks. */
+function globMatch (g: Glob, text: string): boolean {
+  if (text.length < g.minLength || !text.startsWith(g.prefix) || !text.endsWith(g.suffix)) return false
+  let at = g.prefix.length
+  const end = text.length - g.suffix.length
+  for (const part of g.middles) {
+    const found = text.indexOf(part, at)
+    if (found === -1 || found + part.length > end) return false
+    at = found + part.length
+  }
+  return true
+}
+
+function refuse (code: Code, param: string, message: string): TracegateError {
+  return new TracegateError(code, { param, message })
+}
+
+function whole (value: unknown, max: number, name: string, code: Code): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && WHOLE.test(value.trim()) ? Number(value.trim()) : NaN
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw refuse(code, name, `${name} must be a whole number from 1 to ${max}, or none to remove the limit`)
+  }
+  return n
+}
+
+function usd (value: unknown, name: string, code: Code): number {
+  // A number is judged by its shortest decimal spelling, so 0.1 has one decimal and 1e-7 is refused.
+  const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : ''
+  const n = DECIMAL.test(text) ? Number(text) : NaN
+  if (!(n > 0 && n <= MAX_BUDGET_USD)) {
+    throw refuse(code, name, `${name} must be an amount of USD above 0 and at most ${MAX_BUDGET_USD}, with at most 6 decimals, or none to remove the limit`)
+  }
+  return n
+}
+
+function models (value: unknown, name: string, code: Code): readonly string[] | null {
+  const rule = `${name} must be a list of model names or patterns with *, each 1 to ${MAX_PATTERN_LENGTH} characters without spaces or commas, at most ${MAX_MODELS} of them, or none to allow any model`
+  let items: unknown[]
+  if (typeof value === 'string') items = value.split(',').map((s) => s.trim())
+  else if (Array.isArray(value)) items = value.map((v) => (typeof v === 'string' ? v.trim() : v))
+  else throw refuse(code, name, rule)
+  if (items.length === 0) return null
+  const seen = new Set<string>()
+  for (const item of items) {
+    if (typeof item !== 'string' || item.length === 0 || item.length > MAX_PATTERN_LENGTH || !PATTERN.test(item)) throw refuse(code, name, rule)
+    seen.add(item)
+  }
+  if (seen.size > MAX_MODELS) throw refuse(code, name, rule)
+  return Object.freeze([...seen])
 }

@@ -1,0 +1,341 @@
+// The per-key limits (issue 14), judged on the front thread: model allowlist, the key's body size, requests
+// and tokens per minute, spend per UTC day and month, for the key and for its account. Fixed windows aligned
+// to the clock (minute, UTC day, UTC month): one counter per subject and window, exact in one instance and a
+// single INCRBY across instances. admit() is a few Map lookups and compares; it never waits on Redis.
+import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
+import { modelMatcher, type LimitUsageRow, type Limits } from './types.js'
+
+/** Spend is counted in micro-dollars: budgets have at most 6 decimals, so a comparison is exact. */
+const MICRO = 1_000_000
+/** Subjects examined per turn of the event loop when the month's sweep runs. */
+const SWEEP_CHUNK = 10_000
+
+export interface LimitCall {
+  readonly keyId: string
+  readonly accountId: string
+  readonly key: Limits
+  readonly account: Limits
+}
+
+export interface Refusal {
+  readonly code: 'rate_limited' | 'budget_exceeded' | 'model_not_allowed' | 'body_too_large'
+  /** Names the limit ("the key's limit of 60 requests per minute"), never a key. */
+  readonly message: string
+  readonly param: string | null
+  readonly period: 'day' | 'month' | null
+  readonly limitUsd: number | null
+  readonly retryAfterMs: number | null
+  /** The 429 headers ({} for a 403 or a 413). */
+  readonly headers: Readonly<Record<string, string>>
+}
+
+export interface LimitUsage {
+  readonly minuteRequests: number
+  readonly minuteTokens: number
+  readonly dayUsd: number
+  readonly monthUsd: number
+  /** When each window ends: epoch ms. */
+  readonly minuteResetMs: number
+  readonly dayResetMs: number
+  readonly monthResetMs: number
+}
+
+export interface LimiterOptions {
+  readonly now?: () => number
+  /** Counters shared with the other instances (Redis); null or absent: this instance's counts only. */
+  readonly shared?: SharedCounters | null
+  /** How often the shared counters are synced (default 100 ms). */
+  readonly syncMs?: number
+  /** Told once when the shared counters go away, and once when they are back. */
+  readonly warn?: (msg: string, fields: object) => void
+}
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
+const tokens = (s: Subject): number => s.tokBase + s.tokFly + s.tokOwn
+// Spend is compared and shown in whole micro-dollars, so float sums of costs (0.3 + 0.2) cannot miss a budget by an ulp.
+const dayMicro = (s: Subject): number => Math.round(s.dayBase + s.dayFly + s.dayOwn)
+const monthMicro = (s: Subject): number => Math.round(s.monthBase + s.monthFly + s.monthOwn)
+const micro = (usd: number): number => Math.round(usd * MICRO)
+
+export class Limiter {
+  readonly #now: () => number
+  readonly #sync: SharedSync | null
+  readonly #w = new Windows()
+  readonly #keys = new Map<string, Subject>()
+  readonly #accounts = new Map<string, Subject>()
+  readonly #matchers = new WeakMap<readonly string[], (model: string) => boolean>()
+  #closed = false
+  #sweeping: NodeJS.Immediate | null = null
+
+  constructor (opts: LimiterOptions = {}) {
+    this.#now = opts.now ?? Date.now
+    this.#w.refresh(this.#now())
+    const warn = opts.warn ?? ((msg, fields) => { process.emitWarning(`${msg} ${JSON.stringify(fields)}`, 'TracegateLimits') })
+    const shared = opts.shared ?? null
+    this.#sync = shared === null ? null : new SharedSync(shared, { windows: this.#w, now: this.#now, refresh: (now) => { this.#refresh(now) } }, opts.syncMs ?? 100, warn)
+  }
+
+  /** 'local' (no Redis configured), 'shared' (synced), 'fallback' (Redis configured but away, or not yet answered). */
+  get mode (): 'local' | 'shared' | 'fallback' {
+    return this.#sync === null ? 'local' : this.#sync.mode
+  }
+
+  /** Keys and accounts held in memory (for metrics and tests). */
+  get subjectCount (): number {
+    return this.#keys.size + this.#accounts.size
+  }
+
+  /** O(1) (plus the model matcher); counts the request when admitted. null = admitted. */
+  admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null {
+    const key = call.key
+    const account = call.account
+    // No model named (nothing to check it against): the allowlist does not apply.
+    if (model !== null) {
+      if (key.models !== null && !this.#allows(key.models, model)) return modelRefusal('key', model)
+      if (account.models !== null && !this.#allows(account.models, model)) return modelRefusal('account', model)
+    }
+    if (key.maxBodyBytes !== null && bodyBytes > key.maxBodyBytes) {
+      return refusal('body_too_large', `The request body is ${bodyBytes} bytes, over the key's limit of ${key.maxBodyBytes} bytes.`, null, null, null, null, NO_HEADERS)
+    }
+    const now = this.#now()
+    if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
+    const k = this.#subject(this.#keys, call.keyId, 'k:')
+    const a = this.#subject(this.#accounts, call.accountId, 'a:')
+    const refused = this.#check(key, k, account, a, now)
+    if (refused !== null) return refused
+    k.reqOwn++
+    a.reqOwn++
+    this.#touch(k, now)
+    this.#touch(a, now)
+    return null
+  }
+
+  /**
+   * A built trace's tokens and cost, at the call's start time (ms). Cost counts in the day and month that
+   * contain `atMs` while they are current. Tokens count in the current minute: a trace arriving after its
+   * minute has ended still counts against tpm, so long streamed answers cannot slip past it.
+   */
+  record (keyId: string, accountId: string, tokenCount: number, costUsd: number, atMs: number): void {
+    const now = this.#now()
+    if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
+    const toks = tokenCount > 0 && Number.isFinite(tokenCount) ? Math.round(tokenCount) : 0
+    const cost = costUsd > 0 && Number.isFinite(costUsd) ? costUsd * MICRO : 0
+    const dayCost = atMs >= this.#w.dayStart ? cost : 0
+    const monthCost = atMs >= this.#w.monthStart ? cost : 0
+    if (toks === 0 && monthCost === 0) return
+    this.#add(this.#subject(this.#keys, keyId, 'k:'), toks, dayCost, monthCost, now)
+    this.#add(this.#subject(this.#accounts, accountId, 'a:'), toks, dayCost, monthCost, now)
+  }
+
+  /** Restart: the use already stored, for the windows containing now. Call before serving: it replaces the stored part. */
+  seed (rows: readonly LimitUsageRow[]): void {
+    const now = this.#now()
+    this.#refresh(now)
+    const sums = new Map<string, [number, number, number, number]>()
+    for (const row of rows) {
+      const k = this.#subject(this.#keys, row.keyId, 'k:')
+      setBases(k, row.minuteRequests, row.minuteTokens, row.dayUsd, row.monthUsd)
+      this.#touch(k, now)
+      const sum = sums.get(row.accountId) ?? [0, 0, 0, 0]
+      sum[0] += row.minuteRequests
+      sum[1] += row.minuteTokens
+      sum[2] += row.dayUsd
+      sum[3] += row.monthUsd
+      sums.set(row.accountId, sum)
+    }
+    for (const [accountId, [r, t, d, m]] of sums) {
+      const a = this.#subject(this.#accounts, accountId, 'a:')
+      setBases(a, r, t, d, m)
+      this.#touch(a, now)
+    }
+  }
+
+  /**
+   * Current use, for the dashboard's keys page and the CLI: counts in the current windows and when each ends
+   * (epoch ms). With Redis, a key or account this instance has not used is read from the next sync on (it
+   * joins the sync for a minute): the first answer about it has only this instance's counts.
+   */
+  usage (subject: { keyId?: string; accountId?: string }): LimitUsage {
+    const now = this.#now()
+    if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
+    const w = this.#w
+    const s = subject.keyId !== undefined
+      ? this.#watch(this.#keys, subject.keyId, 'k:', now)
+      : subject.accountId !== undefined ? this.#watch(this.#accounts, subject.accountId, 'a:', now) : undefined
+    const inMinute = s !== undefined && s.minute === w.minuteStart
+    const inDay = s !== undefined && s.day === w.dayStart
+    const inMonth = s !== undefined && s.month === w.monthStart
+    return {
+      minuteRequests: inMinute ? requests(s) : 0,
+      minuteTokens: inMinute ? tokens(s) : 0,
+      dayUsd: inDay ? dayMicro(s) / MICRO : 0,
+      monthUsd: inMonth ? monthMicro(s) / MICRO : 0,
+      minuteResetMs: w.minuteEnd,
+      dayResetMs: w.dayEnd,
+      monthResetMs: w.monthEnd,
+    }
+  }
+
+  /** Stops the sweep and the sync; with Redis, sends the last counts first (bounded by its command timeout). */
+  async close (): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    if (this.#sweeping !== null) clearImmediate(this.#sweeping)
+    if (this.#sync !== null) await this.#sync.close()
+  }
+
+  #allows (patterns: readonly string[], model: string): boolean {
+    let match = this.#matchers.get(patterns)
+    if (match === undefined) {
+      match = modelMatcher(patterns)
+      this.#matchers.set(patterns, match)
+    }
+    return match(model)
+  }
+
+  #subject (map: Map<string, Subject>, id: string, prefix: string): Subject {
+    let s = map.get(id)
+    if (s === undefined) {
+      s = new Subject(prefix + id)
+      map.set(id, s)
+    }
+    // Windows nest (minute in day in month), so a current minute means the rest is current too.
+    if (s.minute !== this.#w.minuteStart) roll(s, this.#w)
+    return s
+  }
+
+  /** The subject, and with Redis kept in the sync for a minute more; without Redis only if it is known. */
+  #watch (map: Map<string, Subject>, id: string, prefix: string, now: number): Subject | undefined {
+    if (this.#sync === null) return map.get(id)
+    const s = this.#subject(map, id, prefix)
+    this.#touch(s, now)
+    return s
+  }
+
+  #add (s: Subject, toks: number, dayCost: number, monthCost: number, now: number): void {
+    s.tokOwn += toks
+    s.dayOwn += dayCost
+    s.monthOwn += monthCost
+    this.#touch(s, now)
+  }
+
+  #touch (s: Subject, now: number): void {
+    s.seenAt = now
+    if (!s.listed && this.#sync !== null) this.#sync.list(s)
+  }
+
+  #refresh (now: number): void {
+    if (this.#w.refresh(now)) this.#sweep()
+  }
+
+  /**
+   * Memory stays bounded by the subjects used this month: when a month starts, every subject whose counts all
+   * belong to an earlier month is dropped (losing nothing: each of its windows has ended), a chunk per turn
+   * of the event loop so a million one-off keys never stall a request.
+   */
+  #sweep (): void {
+    if (this.#sweeping !== null || this.#closed) return
+    const maps = [this.#keys, this.#accounts]
+    let m = 0
+    let entries = maps[0]!.entries()
+    const step = (): void => {
+      for (let n = 0; n < SWEEP_CHUNK; n++) {
+        const next = entries.next()
+        if (next.done === true) {
+          if (++m === maps.length) { this.#sweeping = null; return }
+          entries = maps[m]!.entries()
+          continue
+        }
+        const [id, s] = next.value
+        if (s.month < this.#w.monthStart) maps[m]!.delete(id)
+      }
+      this.#sweeping = setImmediate(step).unref()
+    }
+    this.#sweeping = setImmediate(step).unref()
+  }
+
+  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number): Refusal | null {
+    if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
+    if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
+    if (key.tpm !== null && tokens(k) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
+    if (account.tpm !== null && tokens(a) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
+    if (key.budgetDayUsd !== null && dayMicro(k) >= micro(key.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'day', key.budgetDayUsd)
+    if (account.budgetDayUsd !== null && dayMicro(a) >= micro(account.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'day', account.budgetDayUsd)
+    if (key.budgetMonthUsd !== null && monthMicro(k) >= micro(key.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'month', key.budgetMonthUsd)
+    if (account.budgetMonthUsd !== null && monthMicro(a) >= micro(account.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'month', account.budgetMonthUsd)
+    return null
+  }
+
+  #rateLimited (key: Limits, k: Subject, account: Limits, a: Subject, now: number, what: string): Refusal {
+    const wait = this.#w.minuteEnd - now
+    return refusal('rate_limited', `${what} is reached; try again in ${formatDuration(wait)}.`, null, null, null, wait,
+      this.#headers(key, k, account, a, now, wait))
+  }
+
+  #overBudget (key: Limits, k: Subject, account: Limits, a: Subject, now: number, whose: 'key' | 'account', period: 'day' | 'month', usd: number): Refusal {
+    const wait = (period === 'day' ? this.#w.dayEnd : this.#w.monthEnd) - now
+    const resets = period === 'day' ? 'at 00:00 UTC' : 'on the 1st at 00:00 UTC'
+    return refusal('budget_exceeded', `The ${whose}'s budget of ${usd} USD per ${period} is spent; it resets ${resets}, in ${formatDuration(wait)}.`,
+      null, period, usd, wait, this.#headers(key, k, account, a, now, wait))
+  }
+
+  /** The 429 headers: the wait, and for requests and tokens (where limited) the more restrictive of key and account. */
+  #headers (key: Limits, k: Subject, account: Limits, a: Subject, now: number, waitMs: number): Record<string, string> {
+    const h: Record<string, string> = {
+      'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
+      'retry-after-ms': String(waitMs),
+    }
+    const reset = formatDuration(this.#w.minuteEnd - now)
+    const req = tightest(key.rpm, requests(k), account.rpm, requests(a))
+    if (req !== null) {
+      h['x-ratelimit-limit-requests'] = String(req.limit)
+      h['x-ratelimit-remaining-requests'] = String(req.remaining)
+      h['x-ratelimit-reset-requests'] = reset
+    }
+    const tok = tightest(key.tpm, tokens(k), account.tpm, tokens(a))
+    if (tok !== null) {
+      h['x-ratelimit-limit-tokens'] = String(tok.limit)
+      h['x-ratelimit-remaining-tokens'] = String(tok.remaining)
+      h['x-ratelimit-reset-tokens'] = reset
+    }
+    return h
+  }
+}
+
+function setBases (s: Subject, req: number, tok: number, dayUsd: number, monthUsd: number): void {
+  const clean = (n: number): number => (Number.isFinite(n) && n > 0 ? n : 0)
+  s.reqBase = Math.round(clean(req))
+  s.tokBase = Math.round(clean(tok))
+  s.dayBase = clean(dayUsd) * MICRO
+  s.monthBase = clean(monthUsd) * MICRO
+  s.floorGen = 0
+}
+
+function tightest (keyLimit: number | null, keyCount: number, accountLimit: number | null, accountCount: number): { limit: number; remaining: number } | null {
+  const k = keyLimit === null ? null : { limit: keyLimit, remaining: Math.max(0, keyLimit - keyCount) }
+  const a = accountLimit === null ? null : { limit: accountLimit, remaining: Math.max(0, accountLimit - accountCount) }
+  if (k === null || a === null) return k ?? a
+  if (a.remaining !== k.remaining) return a.remaining < k.remaining ? a : k
+  return a.limit < k.limit ? a : k
+}
+
+function modelRefusal (whose: 'key' | 'account', model: string): Refusal {
+  const shown = model.length > 100 ? `${model.slice(0, 100)}…` : model
+  return refusal('model_not_allowed', `The model ${JSON.stringify(shown)} is not among the ${whose}'s allowed models.`, 'model', null, null, null, NO_HEADERS)
+}
+
+function refusal (code: Refusal['code'], message: string, param: string | null, period: 'day' | 'month' | null, limitUsd: number | null, retryAfterMs: number | null, headers: Readonly<Record<string, string>>): Refusal {
+  return { code, message, param, period, limitUsd, retryAfterMs, headers }
+}
+
+/** OpenAI's duration format for x-ratelimit-reset-*: `20ms`, `1s`, `59.5s`, `6m0s`, `1h2m3s`. */
+export function formatDuration (ms: number): string {
+  const whole = Math.max(0, Math.ceil(ms))
+  if (whole < 1000) return `${whole}ms`
+  const h = Math.floor(whole / 3_600_000)
+  const m = Math.floor((whole % 3_600_000) / 60_000)
+  const s = (whole % 60_000) / 1000
+  return `${h > 0 ? `${h}h` : ''}${h > 0 || m > 0 ? `${m}m` : ''}${s}s`
+}

@@ -1,0 +1,137 @@
+// The limiter's shared counters on Redis (TRACEGATE_REDIS_URL): one pipeline per sync, never a wait on the
+// hot path. Commands fail at once when not connected (no offline queue) and after a bounded time when Redis
+// stops answering; the client reconnects in the background. The URL's password never reaches a log or an error.
+import { Redis } from 'ioredis'
+import type { SharedCounters, SyncBatch, SyncResult } from './shared.js'
+
+/** Every key tracegate writes starts with this; the rest is ids and window starts, never a tracegate key. */
+export const KEY_PREFIX = 'tracegate:limits:'
+
+export interface RedisCountersOptions {
+  /** A sync not answered within this is given up (default 500 ms). */
+  readonly commandTimeoutMs?: number
+  /** A connection attempt not settled within this fails (default 1000 ms). */
+  readonly connectTimeoutMs?: number
+  /** Longest pause between reconnection attempts (default 1000 ms). */
+  readonly maxReconnectDelayMs?: number
+}
+
+const NOT_WRITABLE = "Stream isn't writeable"
+
+/** What is wrong with a Redis URL, or null; never repeats the URL (it may carry a password). */
+export function redisUrlProblem (url: string): string | null {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return 'is not a URL (expected redis://[:password@]host:port[/db])'
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return 'must start with redis:// or rediss://'
+  if (parsed.hostname === '') return 'has no host'
+  return null
+}
+
+export class RedisCounters implements SharedCounters {
+  readonly #client: Redis
+  readonly #secrets: string[]
+  #settled = false
+  #generation = 0
+  #lastError: string | null = null
+
+  constructor (url: string, options: RedisCountersOptions = {}) {
+    const problem = redisUrlProblem(url)
+    if (problem !== null) throw new TypeError(`The Redis URL ${problem}`)
+    const parsed = new URL(url)
+    this.#secrets = [url, parsed.password, safeDecode(parsed.password)].filter((s) => s.length > 0)
+    const maxDelay = options.maxReconnectDelayMs ?? 1000
+    this.#client = new Redis(url, {
+      lazyConnect: true,
+      // A command sent while disconnected fails at once instead of waiting for a connection.
+      enableOfflineQueue: false,
+      commandTimeout: options.commandTimeoutMs ?? 500,
+      connectTimeout: options.connectTimeoutMs ?? 1000,
+      // On a lost connection, commands awaiting replies fail now rather than after retries, and are never
+      // re-sent by the client on reconnect: only the limiter knows whether resending would count twice.
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy: (attempt) => Math.min(attempt * 100, maxDelay),
+    })
+    this.#client.on('ready', () => { this.#settled = true; this.#generation++; this.#lastError = null })
+    // The listener also keeps ioredis from printing unhandled errors itself.
+    this.#client.on('error', (e: Error) => { this.#settled = true; this.#lastError = this.#redact(e.message) })
+    this.#client.on('close', () => { this.#settled = true })
+    this.#client.connect().catch(() => { /* reported through the 'error' event and `state` */ })
+  }
+
+  get state (): 'connecting' | 'ready' | 'down' {
+    if (this.#client.status === 'ready') return 'ready'
+    return this.#settled ? 'down' : 'connecting'
+  }
+
+  get generation (): number {
+    return this.#generation
+  }
+
+  get lastError (): string | null {
+    return this.#lastError
+  }
+
+  async sync (batch: SyncBatch): Promise<SyncResult> {
+    if (this.#client.status !== 'ready') return { ok: false, sent: false, reason: this.#lastError ?? 'not connected' }
+    const n = batch.names.length
+    if (n === 0) return { ok: true, totals: [] }
+    const pipeline = this.#client.pipeline()
+    // Per counter: SET NX of its floor, then INCRBY (whose answer is the total) or GET, then the expiry.
+    const totalAt = new Array<number>(n)
+    let command = 0
+    for (let i = 0; i < n; i++) {
+      const key = KEY_PREFIX + batch.names[i]!
+      const add = batch.adds[i]!
+      const floor = batch.floors[i]!
+      if (floor > 0) { pipeline.set(key, floor, 'NX'); command++ }
+      if (add > 0) pipeline.incrby(key, add)
+      else pipeline.get(key)
+      totalAt[i] = command++
+      if (add > 0 || floor > 0) { pipeline.pexpireat(key, batch.expireAtMs[i]!); command++ }
+    }
+    let replies: Array<[Error | null, unknown]> | null
+    try {
+      replies = await pipeline.exec()
+    } catch (e) {
+      return { ok: false, sent: true, reason: this.#redact(e instanceof Error ? e.message : String(e)) }
+    }
+    if (replies === null) return { ok: false, sent: true, reason: 'no answer' }
+    for (const [err] of replies) {
+      if (err !== null) return { ok: false, sent: !err.message.startsWith(NOT_WRITABLE), reason: this.#redact(err.message) }
+    }
+    const totals = new Array<number>(n)
+    for (let i = 0; i < n; i++) {
+      const value = Number(replies[totalAt[i]!]![1] ?? 0)
+      totals[i] = Number.isFinite(value) ? value : 0
+    }
+    return { ok: true, totals }
+  }
+
+  async close (): Promise<void> {
+    if (this.#client.status === 'ready') {
+      // QUIT lets the last sync's replies arrive; bounded by the command timeout.
+      await this.#client.quit().catch(() => { this.#client.disconnect() })
+    } else {
+      this.#client.disconnect()
+    }
+  }
+
+  #redact (text: string): string {
+    let out = text
+    for (const s of this.#secrets) out = out.split(s).join('[redacted]')
+    return out
+  }
+}
+
+function safeDecode (s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}

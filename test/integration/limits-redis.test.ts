@@ -1,0 +1,204 @@
+// Two limiters sharing a real redis-server (Debian's, started here with a password and no persistence): one
+// shared rpm limit held within the documented tolerance, Redis stopped mid-run (both fall back, warn once,
+// keep counting) and started again empty (both recover, the counts made while away arrive once), and the
+// password never in a warning. Missing redis-server is a failure: CI installs it (.ci/run).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
+import { KEY_PREFIX, RedisCounters } from '../../src/limits/redis.js'
+import { NO_LIMITS } from '../../src/limits/types.js'
+import { sleep, until, withTimeout } from '../helpers/wait.js'
+
+const REDIS_SERVER = '/usr/bin/redis-server'
+const PASSWORD = 's3cr@t-pw'
+const SYNC_MS = 20
+/** What the tolerance allows for Redis' round trip and timer slack on a loaded test machine. */
+const ROUND_TRIP_MS = 30
+
+interface Tap {
+  teardown (fn: () => unknown): void
+}
+
+function requireRedis (): void {
+  if (!existsSync(REDIS_SERVER)) throw new Error(`${REDIS_SERVER} is missing: install Debian's redis-server (apt-get install redis-server)`)
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => { resolve() }))
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
+}
+
+interface RedisProcess {
+  stop (): Promise<void>
+}
+
+/** redis-server on `port` (which redis cannot pick itself), ready when it says so; stopped at teardown. */
+async function startRedis (t: Tap, port: number, dir: string): Promise<RedisProcess> {
+  const child: ChildProcess = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--requirepass', PASSWORD, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  const exited = new Promise<void>((resolve) => { child.on('exit', () => { resolve() }) })
+  const ready = new Promise<void>((resolve, reject) => {
+    const read = (s: string): void => {
+      output += s
+      if (output.includes('Ready to accept connections')) resolve()
+    }
+    child.stdout!.setEncoding('utf8').on('data', read)
+    child.stderr!.setEncoding('utf8').on('data', read)
+    child.on('exit', (code) => { reject(new Error(`redis-server exited with ${code}:\n${output}`)) })
+  })
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGTERM')
+    await withTimeout(exited, 5_000, 'redis-server did not stop').catch(() => { child.kill('SIGKILL') })
+  }
+  t.teardown(stop)
+  await withTimeout(ready, 10_000, `redis-server on port ${port}`)
+  return { stop }
+}
+
+/** A clock one second into a minute at the start, so the whole test stays in one minute window. */
+function minuteClock (): () => number {
+  const offset = (Date.now() % 60_000) - 1_000
+  return () => Date.now() - offset
+}
+
+function call (keyId: string, rpm: number | null): LimitCall {
+  return { keyId, accountId: 'acct-redis', key: { ...NO_LIMITS, rpm }, account: NO_LIMITS }
+}
+
+t.test('two limiters share one rpm limit through redis-server, fall back when it stops and recover when it is back', async (t) => {
+  requireRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const port = await freePort()
+  let redis = await startRedis(t, port, dir)
+  const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
+  const now = minuteClock()
+  const warnings: string[] = []
+  const limiter = (name: string): Limiter => {
+    const lim = new Limiter({
+      now,
+      syncMs: SYNC_MS,
+      shared: new RedisCounters(url, { maxReconnectDelayMs: 200 }),
+      warn: (msg, fields) => { warnings.push(`${name} ${msg} ${JSON.stringify(fields)}`) },
+    })
+    t.teardown(() => lim.close())
+    return lim
+  }
+  const a = limiter('a')
+  const b = limiter('b')
+  await until(() => a.mode === 'shared' && b.mode === 'shared', { ms: 5_000, what: 'both limiters synced' })
+  t.same(warnings, [], 'connecting is not an episode to warn about')
+
+  // One shared limit: each instance tries a request every 5 ms until well past it.
+  const limit = 100
+  const shared = call('key-shared', limit)
+  const admitted = { a: 0, b: 0 }
+  let attempts = 0
+  const started = performance.now()
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      attempts++
+      if (a.admit(shared, 'm', 1) === null) admitted.a++
+      if (b.admit(shared, 'm', 1) === null) admitted.b++
+      if (attempts === 300) { clearInterval(timer); resolve() }
+    }, 5)
+  })
+  const seconds = (performance.now() - started) / 1000
+  const rate = attempts / seconds
+  // Documented: at most (instances - 1) x per-instance rate x (2 sync intervals + the round trip) over the limit.
+  const tolerance = Math.ceil(rate * (2 * SYNC_MS + ROUND_TRIP_MS) / 1000)
+  const total = admitted.a + admitted.b
+  t.ok(total >= limit, `the limit is reached (${total} admitted)`)
+  t.ok(total <= limit + tolerance, `${total} admitted: at most ${limit} + ${tolerance} (${Math.round(rate)}/s per instance)`)
+  t.ok(admitted.a > 0 && admitted.b > 0, `both instances admitted some (${admitted.a} + ${admitted.b})`)
+  await until(() => a.usage({ keyId: 'key-shared' }).minuteRequests === total && b.usage({ keyId: 'key-shared' }).minuteRequests === total,
+    { ms: 5_000, what: 'both see the shared total' })
+  t.not(a.admit(shared, 'm', 1), null, 'a refuses now')
+  t.not(b.admit(shared, 'm', 1), null, 'b refuses now')
+
+  // What Redis holds: namespaced, ids only, expiring.
+  const inspect = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+  t.teardown(() => { inspect.disconnect() })
+  await inspect.connect()
+  const keys = await inspect.keys('*')
+  t.ok(keys.length > 0 && keys.every((k) => k.startsWith(KEY_PREFIX)), 'every key is under tracegate:limits:')
+  const requestsKey = keys.find((k) => k.startsWith(`${KEY_PREFIX}k:key-shared:requests:`))
+  t.ok(requestsKey !== undefined)
+  t.equal(Number(await inspect.get(requestsKey!)), total)
+  const ttl = await inspect.pttl(requestsKey!)
+  t.ok(ttl > 60_000 && ttl <= 180_000, `a minute's counter expires a little after its window (${ttl} ms)`)
+  inspect.disconnect()
+
+  // Redis stops: both fall back, warn once each, and go on counting their own requests.
+  const outage = call('key-outage', null)
+  for (let i = 0; i < 7; i++) t.equal(a.admit(outage, 'm', 1), null)
+  await until(() => b.usage({ keyId: 'key-outage' }).minuteRequests === 7, { ms: 5_000, what: "b sees a's 7" })
+  await redis.stop()
+  await until(() => a.mode === 'fallback' && b.mode === 'fallback', { ms: 5_000, what: 'both in fallback' })
+  for (let i = 0; i < 5; i++) t.equal(a.admit(outage, 'm', 1), null)
+  for (let i = 0; i < 2; i++) t.equal(b.admit(outage, 'm', 1), null)
+  t.equal(a.usage({ keyId: 'key-outage' }).minuteRequests, 12, 'a: the last shared total plus its own')
+  t.equal(b.usage({ keyId: 'key-outage' }).minuteRequests, 9)
+  await sleep(10 * SYNC_MS)
+  t.equal(warnings.filter((w) => w.includes('unreachable')).length, 2, 'one warning per instance for the episode')
+  t.ok(warnings.every((w) => w.startsWith('a ') || w.startsWith('b ')))
+
+  // Redis is back, empty (no persistence): both recover, what was known comes back, the counts made while away arrive once.
+  redis = await startRedis(t, port, dir)
+  await until(() => a.mode === 'shared' && b.mode === 'shared', { ms: 10_000, what: 'both shared again' })
+  await until(() => a.usage({ keyId: 'key-outage' }).minuteRequests === 14 && b.usage({ keyId: 'key-outage' }).minuteRequests === 14,
+    { ms: 5_000, what: () => `both see 7 + 5 + 2 (a ${a.usage({ keyId: 'key-outage' }).minuteRequests}, b ${b.usage({ keyId: 'key-outage' }).minuteRequests})` })
+  await until(() => a.usage({ keyId: 'key-shared' }).minuteRequests === total, { ms: 5_000, what: 'the shared limit restored after the restart' })
+  t.not(b.admit(shared, 'm', 1), null, 'the shared limit still holds after Redis restarted empty')
+  await sleep(10 * SYNC_MS)
+  t.equal(a.usage({ keyId: 'key-outage' }).minuteRequests, 14, 'nothing counted twice')
+  t.equal(warnings.filter((w) => w.includes('Redis is back')).length, 2, 'one "back" per instance')
+  t.equal(warnings.length, 4)
+  for (const w of warnings) {
+    t.notOk(w.includes(PASSWORD) || w.includes(encodeURIComponent(PASSWORD)), `no password in: ${w}`)
+  }
+})
+
+t.test('a wrong password: fallback, and neither password in the warning', async (t) => {
+  requireRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const port = await freePort()
+  await startRedis(t, port, dir)
+  const wrong = 'not-the-Password-42'
+  const warnings: string[] = []
+  const lim = new Limiter({
+    syncMs: SYNC_MS,
+    shared: new RedisCounters(`redis://:${wrong}@127.0.0.1:${port}`, { maxReconnectDelayMs: 200 }),
+    warn: (msg, fields) => { warnings.push(`${msg} ${JSON.stringify(fields)}`) },
+  })
+  t.teardown(() => lim.close())
+  await until(() => warnings.length > 0, { ms: 5_000, what: 'the warning' })
+  t.equal(lim.mode, 'fallback')
+  t.equal(lim.admit(call('k', 1), 'm', 1), null, 'requests are judged on own counts')
+  t.not(lim.admit(call('k', 1), 'm', 1), null)
+  await sleep(10 * SYNC_MS)
+  t.equal(warnings.length, 1)
+  t.notOk(warnings[0]!.includes(wrong) || warnings[0]!.includes(PASSWORD), warnings[0]!)
+})
+
+t.test('a Redis URL that is not one is refused without repeating it', async (t) => {
+  t.throws(() => new RedisCounters('http://user:hunter2@example.com'), { message: /redis:\/\// })
+  try {
+    new RedisCounters('redis://:hunter2@[::1')
+    t.fail('accepted')
+  } catch (err) {
+    t.notMatch(String(err), /hunter2/)
+  }
+})
