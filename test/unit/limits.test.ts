@@ -351,7 +351,8 @@ t.test('the sync: deltas sent once, totals read back, fallback and recovery told
   for (let i = 0; i < 3; i++) t.equal(a.admit(c, 'm', 1), null)
   for (let i = 0; i < 2; i++) t.equal(b.admit(c, 'm', 1), null)
   a.record(KEY_ID, ACCOUNT_ID, 40, 0.0000015, T0)
-  await until(() => store.get(requestsName) === 5 && b.usage({ keyId: KEY_ID }).minuteRequests === 5, { ms: 2000, what: 'shared total of 5' })
+  await until(() => store.get(requestsName) === 5 && a.usage({ keyId: KEY_ID }).minuteRequests === 5 && b.usage({ keyId: KEY_ID }).minuteRequests === 5,
+    { ms: 2000, what: 'shared total of 5, read back by both' })
   t.equal(a.usage({ keyId: KEY_ID }).minuteTokens, 40)
   await until(() => b.usage({ keyId: KEY_ID }).minuteTokens === 40, { ms: 2000, what: 'tokens shared' })
   t.equal(store.get(`k:${KEY_ID}:day_microusd:${Date.UTC(2024, 5, 12)}`), 1, 'whole micro-dollars are sent, the fraction is kept')
