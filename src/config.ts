@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { DIALECTS, PROVIDERS, type ProviderName } from './providers/index.js'
 import { otelSettings, type OtelSettings } from './otel/settings.js'
+import { redisUrlProblem } from './limits/redis.js'
 
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
@@ -41,6 +42,8 @@ export interface Config {
   readonly trustProxy: boolean
   /** Span export over OTLP/HTTP (the standard OTEL_* variables); null when not configured. */
   readonly otel: OtelSettings | null
+  /** The per-key limits' counters shared through Redis (TRACEGATE_REDIS_URL), or null: each instance counts alone. */
+  readonly limits: { readonly redisUrl: string | null }
   readonly dataDir: string
   readonly maxBodyBytes: number
   readonly providers: Readonly<Record<ProviderName, ProviderConfig>>
@@ -119,6 +122,15 @@ function oneOf<T extends string> (env: Env, name: string, values: readonly T[], 
   if (raw === undefined || raw === '') return fallback
   if (!(values as readonly string[]).includes(raw.trim())) throw new ConfigError(name, `must be one of ${values.join(', ')}, got ${JSON.stringify(raw)}`)
   return raw.trim() as T
+}
+
+/** TRACEGATE_REDIS_URL, checked here so a bad one stops the start; the message never repeats it (a password). */
+function redisUrl (env: Env): string | null {
+  const raw = env.TRACEGATE_REDIS_URL?.trim() ?? ''
+  if (raw === '') return null
+  const problem = redisUrlProblem(raw)
+  if (problem !== null) throw new ConfigError('TRACEGATE_REDIS_URL', `${problem}.`)
+  return raw
 }
 
 function bool (env: Env, name: string, fallback: boolean): boolean {
@@ -247,5 +259,6 @@ export function loadConfig (env: Env = process.env): Config {
     }),
     clickhouse,
     otel: otelSettings(env),
+    limits: Object.freeze({ redisUrl: redisUrl(env) }),
   })
 }

@@ -33,6 +33,8 @@ export interface LateSources {
   /** undici's Agent#stats: per origin, connections open and requests running and waiting. */
   readonly upstream: () => Record<string, { connected: number | boolean; running: number; pending: number }>
   readonly inflight: () => number
+  /** How the limits count: each instance alone (no Redis), shared through Redis, or alone because Redis is away. */
+  readonly limitsMode?: () => 'local' | 'shared' | 'fallback'
 }
 
 /** The series one finished call adds to. */
@@ -213,6 +215,16 @@ export class Metrics {
         if (l === null) return
         this.reset()
         for (const [origin, s] of Object.entries(l.upstream())) this.set({ origin }, s.pending)
+      },
+    })
+    new Gauge({
+      name: 'tracegate_limits_mode',
+      help: 'How the per-key limits count, 1 for the current mode: local (no Redis configured), shared (through Redis), fallback (Redis configured but away: each instance counts alone).',
+      labelNames: ['mode'],
+      registers,
+      collect () {
+        const mode = late()?.limitsMode?.() ?? 'local'
+        for (const m of ['local', 'shared', 'fallback'] as const) this.set({ mode: m }, m === mode ? 1 : 0)
       },
     })
     new Gauge({

@@ -23,6 +23,8 @@ import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
 import { recordPasswordReset } from './dashboard/session.js'
+import { Limiter } from './limits/limiter.js'
+import { RedisCounters } from './limits/redis.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -34,6 +36,8 @@ export interface ServeOptions {
   readonly testSeams?: boolean
   /** Test seam: another detection worker file (one that crashes or hangs). */
   readonly detectionWorker?: string
+  /** Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. */
+  readonly limitsClock?: () => number
 }
 
 export interface FirstStart {
@@ -74,12 +78,14 @@ export class Tracegate {
   readonly #metricsSocket: unknown
   readonly #log: Logger | null
   readonly #calls: Calls
+  /** The per-key and per-account limits: their counts (`usage`) and how they are shared (`mode`). */
+  readonly limiter: Limiter
   #closed: Promise<void> | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter
   }, listen: { socket: unknown; port: number }, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
@@ -91,6 +97,7 @@ export class Tracegate {
     this.#sink = parts.sink
     this.#detection = parts.detection
     this.#calls = parts.calls
+    this.limiter = parts.limiter
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -129,6 +136,7 @@ export class Tracegate {
     })
     let mock: MockProvider | null = null
     let detection: DetectionPool | null = null
+    let limiter: Limiter | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -143,7 +151,8 @@ export class Tracegate {
       // A password reset ends the user's sessions: through the dashboard once it runs, before that in the
       // file the dashboard reads when it starts.
       let endSessions = (userId: string): void => { recordPasswordReset(config.dataDir, userId) }
-      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash), (userId) => { endSessions(userId) })
+      // A change of limits drops the account's keys from the cache: the next call reads them anew.
+      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash), (userId) => { endSessions(userId) }, (accountId) => keys?.invalidateAccount(accountId))
       keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
       const firstStart = options.bootstrap === false ? null : await bootstrap(store, admin)
       const upstream = createUpstreamAgent(config)
@@ -155,7 +164,17 @@ export class Tracegate {
         : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
       const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
-      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
+      // The limits count from what is already stored (a restart keeps them), then from each built trace.
+      const now = options.limitsClock ?? Date.now
+      limiter = new Limiter({
+        now,
+        shared: config.limits.redisUrl === null ? null : new RedisCounters(config.limits.redisUrl),
+        warn: (msg, fields) => { log?.warn(fields, msg) },
+      })
+      limiter.seed(await store.call('limitUsage', { now: now() }))
+      const limits = limiter
+      store.onUsage((entries) => { for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs) })
+      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
@@ -176,6 +195,7 @@ export class Tracegate {
         onStart: calls.started,
         onFinish: calls.finished,
         spans: config.otel !== null,
+        limiter,
         ready: () => readiness(store, pool),
         pricing,
       })
@@ -186,7 +206,7 @@ export class Tracegate {
         if (config.metrics.port !== null) metricsBound = await listen(createMetricsApp(scrape), config.host, config.metrics.port)
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
-          isClosing: calls.isClosing,
+          isClosing: calls.isClosing, limiter: limits,
         }, config.host, config.dashboardPort)
       } catch (err) {
         uws.us_listen_socket_close(bound.socket as never)
@@ -195,13 +215,14 @@ export class Tracegate {
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls }, bound, endpoint.port, metricsBound)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits }, bound, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: bound.port }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
       await detection?.close()
+      await limiter?.close()
       await store.close()
       await mock?.close()
       throw err
@@ -219,6 +240,7 @@ export class Tracegate {
       if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
       await this.#upstream.destroy().catch(() => {})
       await this.#detection?.close().catch(() => {})
+      await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.
       this.#sink?.flush()
       await this.store.close()

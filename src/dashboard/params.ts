@@ -6,7 +6,7 @@ import type { TraceCursor, TraceFilter } from '../store/worker/trace-queries.js'
 import type { Bucket } from '../store/worker/usage-queries.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
+export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'limited', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
 const CH_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,3})?$/
 
 /** The longest user, session and tag a trace can hold (the proxy refuses longer label headers). */

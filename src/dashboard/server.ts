@@ -1,5 +1,6 @@
 // The dashboard port: the UI's pages and files, its JSON API (session cookie, CSRF), the live WebSocket,
 // and the read API (Bearer read keys). A second uWS app in the same process as the proxy.
+import type { Limiter } from '../limits/limiter.js'
 import type { AdminOps } from '../admin/ops.js'
 import type { KeyCache } from '../auth/cache.js'
 import type { Logger } from '../log.js'
@@ -26,6 +27,8 @@ export interface DashboardDeps {
   readonly trustProxy: boolean
   readonly log: Logger | null
   readonly isClosing: () => boolean
+  /** The limits' current counts, shown beside each key's and the account's limits. */
+  readonly limiter: Limiter
 }
 
 export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/settings/keys', '/settings/account']

@@ -1,18 +1,20 @@
 // One proxied call: the client's response, what the checks learnt, the upstream controller and the
 // timings. Every field is set in the constructor so all exchanges share one shape.
-import type { SpanRef } from '../otel/propagation.js'
 import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
-import { asTracegateError, sendError, type ErrorShape } from '../server/respond.js'
+import type { SpanRef } from '../otel/propagation.js'
+import { asTracegateError, sendError, type ErrorShape, type Headers } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
 import type { Verdict } from '../detection/types.js'
 import type { CallLabels } from '../store/trace-types.js'
 
-export type Outcome = 'ok' | 'blocked' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
+export type Outcome = 'ok' | 'blocked' | 'limited' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
+
+const NO_HEADERS: Headers = []
 
 export type FinishListener = (x: Exchange) => void
 
@@ -107,7 +109,7 @@ export class Exchange {
   }
 
   /** Answers with an error when nothing has been sent yet; the outcome follows from the code. */
-  fail (err: unknown, outcome: Outcome = 'rejected'): void {
+  fail (err: unknown, outcome: Outcome = 'rejected', headers: Headers = NO_HEADERS): void {
     if (this.finished) return
     const e = asTracegateError(err)
     this.errorCode = e.code
@@ -115,7 +117,7 @@ export class Exchange {
     if (!this.aborted) {
       if (this.headersSent) this.res.close()
       else {
-        this.status = sendError(this.res, e, this.requestId, false, [], this.shape)
+        this.status = sendError(this.res, e, this.requestId, false, headers, this.shape)
         this.wrote()
       }
     }

@@ -15,6 +15,7 @@ import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
+import type { Limiter, Refusal } from '../limits/limiter.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
@@ -32,6 +33,8 @@ export interface ProxyDeps {
   readonly detection: DetectionPool | null
   /** Bytes of a response the trace keeps; null: tracing is off and nothing is captured. */
   readonly captureLimit: number | null
+  /** The per-key and per-account limits (src/limits); null or absent: none are enforced. */
+  readonly limiter?: Limiter | null
   /** True when spans are exported over OTLP: each call gets a span id and passes a traceparent on. */
   readonly spans?: boolean
   /** True once shutdown began: new requests get 503. */
@@ -79,6 +82,15 @@ function malformed (x: Exchange): void {
   x.status = sendError(x.res, 'malformed_request', x.requestId, true, [], x.shape)
   x.errorCode = 'malformed_request'
   x.finish('rejected')
+}
+
+/** A call the limits refused: 403 (model), 413 (the key's body limit) or 429 with when to retry. */
+function refuse (x: Exchange, r: Refusal): void {
+  const extra: Record<string, unknown> | undefined = r.period === null ? undefined : { period: r.period, limit_usd: r.limitUsd }
+  const err = new TracegateError(r.code, { message: r.message, param: r.param, ...(extra === undefined ? {} : { extra }) })
+  const headers: Array<[string, string]> = []
+  for (const name in r.headers) headers.push([name, r.headers[name]!])
+  x.fail(err, r.code === 'rate_limited' || r.code === 'budget_exceeded' ? 'limited' : 'rejected', headers)
 }
 
 /** What the checks learnt that the upstream request needs. */
@@ -262,6 +274,15 @@ class ProxyRoute {
       x.model ??= head.path?.model ?? modelOf(raw, got.members, dialect)
       x.fail(err)
       return
+    }
+    // The limits of the key and its account: the last check before detection and the provider (DESIGN §2).
+    const limiter = this.#deps.limiter
+    if (limiter != null) {
+      const refusal = limiter.admit({ keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits }, x.model, raw.length)
+      if (refusal !== null) {
+        refuse(x, refusal)
+        return
+      }
     }
     if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
     if (this.#deps.detection === null || x.confidential) this.#dispatch(x, out)

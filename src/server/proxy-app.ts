@@ -96,7 +96,9 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     }
     void deps.ready().then((not) => {
       if (aborted) return
-      if (not === null) sendJson(res, 200, '{"status":"ready"}', id)
+      // Ready; with Redis configured, whether the limits are shared or each instance's own (fallback).
+      const limits = deps.limiter?.mode ?? 'local'
+      if (not === null) sendJson(res, 200, limits === 'local' ? '{"status":"ready"}' : `{"status":"ready","limits":"${limits}"}`, id)
       else sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
     })
   }))

@@ -8,7 +8,7 @@ import { isErrorCode, TracegateError } from '../errors.js'
 import { moduleFile, repoFile } from '../paths.js'
 import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { LiveBatch } from './trace-types.js'
+import type { LiveBatch, UsageFeedback } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -23,9 +23,10 @@ export interface StoreOptions {
   readonly warn?: (msg: string, fields: Record<string, unknown>) => void
 }
 
-type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] }
+type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[] }
 
 export type LiveListener = (batches: readonly LiveBatch[]) => void
+export type UsageListener = (entries: readonly UsageFeedback[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -56,6 +57,7 @@ export class StoreClient {
   readonly #worker: Worker
   readonly #pending = new Map<number, PendingCall>()
   readonly #written = new Set<LiveListener>()
+  #usage: UsageListener | null = null
   #nextId = 1
   #closed = false
   #exited: Promise<void>
@@ -77,6 +79,10 @@ export class StoreClient {
       if (msg === 'closed') return
       if ('log' in msg) {
         warn(msg.msg, msg.fields)
+        return
+      }
+      if ('usage' in msg) {
+        this.#usage?.(msg.usage)
         return
       }
       if ('written' in msg) {
@@ -114,6 +120,11 @@ export class StoreClient {
    * Calls `fn` with the stored traces of the accounts set by `watch`, once their rows are stored (in
    * ClickHouse, or replayed from the spool); returns the unsubscribe.
    */
+  /** The tokens and cost of each batch of built rows, per key and minute (the limits' use). */
+  onUsage (fn: UsageListener): void {
+    this.#usage = fn
+  }
+
   onWritten (fn: LiveListener): () => void {
     this.#written.add(fn)
     return () => { this.#written.delete(fn) }

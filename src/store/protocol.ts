@@ -8,7 +8,7 @@ import type { UsageReport } from './worker/usage-report.js'
 import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
 import type { TraceRow, UsageMeasures } from './trace-types.js'
 import type { KeyInfo } from '../auth/authenticate.js'
-import type { Limits, LimitsPatch } from '../limits/types.js'
+import type { LimitUsageRow, Limits, LimitsPatch } from '../limits/types.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -49,18 +49,6 @@ export interface KeyRow {
   readonly limits: Limits
 }
 
-/** A key's use already stored in the current windows (limits/limiter.ts seeds itself from these at start). */
-export interface LimitUsageRow {
-  readonly accountId: string
-  readonly keyId: string
-  /** Calls traced in the minute containing `now`. */
-  readonly minuteRequests: number
-  /** Input + output tokens of that minute. */
-  readonly minuteTokens: number
-  /** Cost in USD in the UTC day, and the UTC month, containing `now`. */
-  readonly dayUsd: number
-  readonly monthUsd: number
-}
 
 export interface UserRow {
   readonly id: string

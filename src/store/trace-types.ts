@@ -96,6 +96,16 @@ export interface TraceStats {
   spanDrops?: SpanDrops | null
 }
 
+/** Tokens and cost a key spent, summed per minute, as the store worker reports them for the limits. */
+export interface UsageFeedback {
+  readonly keyId: string
+  readonly accountId: string
+  /** When (epoch ms) the last summed call ended. */
+  atMs: number
+  tokens: number
+  costUsd: number
+}
+
 /** Spans lost: the export queue was full, or the receiver refused or did not answer their batch. */
 export interface SpanDrops {
   queue_full: number

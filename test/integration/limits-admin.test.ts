@@ -234,6 +234,10 @@ t.test('limitUsage: the minute, the UTC day and the UTC month containing now', a
       ids.push(r.traceId)
     }
   }
+  // Refused before the limits count it (the model is not a string): traced, but not one of the minute's requests.
+  const refused = await send(proxyUrl, { body: JSON.stringify(bodyFor('alpha', { api_key: key.key, model: 42 })) })
+  t.equal(refused.status, 422)
+  ids.push(refused.requestId)
   await stored(tg, account.id, ids)
   const now = Date.now()
   const usage = await tg.store.call('limitUsage', { now })
@@ -241,7 +245,8 @@ t.test('limitUsage: the minute, the UTC day and the UTC month containing now', a
   const day = now - now % 86_400_000
   for (const k of [key, other]) {
     const [sums] = await tg.store.call('testQuery', {
-      query: `SELECT countIf(toStartOfMinute(time) = fromUnixTimestamp64Milli({m:Int64}, 'UTC')) AS requests,
+      query: `SELECT countIf(toStartOfMinute(time) = fromUnixTimestamp64Milli({m:Int64}, 'UTC') AND outcome = 'ok') AS requests,
+          countIf(toStartOfMinute(time) = fromUnixTimestamp64Milli({m:Int64}, 'UTC')) AS traced,
           sumIf(input_tokens + output_tokens, toStartOfMinute(time) = fromUnixTimestamp64Milli({m:Int64}, 'UTC')) AS tokens,
           sumIf(ifNull(cost_usd, 0), time >= fromUnixTimestamp64Milli({d:Int64}, 'UTC')) AS day_usd,
           sum(ifNull(cost_usd, 0)) AS month_usd
@@ -250,7 +255,8 @@ t.test('limitUsage: the minute, the UTC day and the UTC month containing now', a
     })
     const row = usage.find((u) => u.keyId === k.id)
     t.equal(row?.accountId, account.id)
-    t.equal(row?.minuteRequests, Number(sums?.requests), `minute requests = the traces' (${String(sums?.requests)})`)
+    t.equal(row?.minuteRequests, Number(sums?.requests), `minute requests = the traces' admitted calls (${String(sums?.requests)})`)
+    t.equal(Number(sums?.traced), k === key ? 5 : 2, 'the refused call is traced')
     t.equal(row?.minuteTokens, Number(sums?.tokens), `minute tokens = the traces' (${String(sums?.tokens)})`)
     t.ok(Number(sums?.month_usd) > 0, 'the mock provider\'s usage has a cost')
     t.ok(Math.abs((row?.dayUsd ?? -1) - Number(sums?.day_usd)) < 1e-9, `day cost = the traces' (${String(sums?.day_usd)})`)
@@ -279,7 +285,8 @@ t.test('limitUsage: the minute, the UTC day and the UTC month containing now', a
     })
   }
   const edge = (await tg.store.call('limitUsage', { now: Date.UTC(2025, 5, 15, 12, 30, 20) })).filter((u) => u.keyId === fake)
-  t.same(edge, [{ accountId: account.id, keyId: fake, minuteRequests: 3, minuteTokens: 100, dayUsd: 0.875, monthUsd: 3.875 }])
+  // Requests come from the minute's traces (this made-up key has none), tokens and cost from the rollup.
+  t.same(edge, [{ accountId: account.id, keyId: fake, minuteRequests: 0, minuteTokens: 100, dayUsd: 0.875, monthUsd: 3.875 }])
 })
 
 // Last: the socket below takes over admin.json from the server's own.

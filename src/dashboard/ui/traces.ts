@@ -18,7 +18,7 @@ const RANGES: ReadonlyArray<readonly [string, string]> = [
 const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
 const PROVIDER_OPTIONS: ReadonlyArray<readonly [string, string]> = [['', 'All providers'], ...PROVIDERS.map((p) => [p, p] as const)]
 const OUTCOMES: ReadonlyArray<readonly [string, string]> = [
-  ['', 'All outcomes'], ['ok', 'ok'], ['blocked', 'blocked'], ['rejected', 'rejected'], ['provider_error', 'provider error'],
+  ['', 'All outcomes'], ['ok', 'ok'], ['blocked', 'blocked'], ['limited', 'limited'], ['rejected', 'rejected'], ['provider_error', 'provider error'],
   ['provider_stream_error', 'provider stream error'], ['client_aborted', 'client aborted'], ['proxy_error', 'proxy error'],
 ]
 

@@ -13,7 +13,8 @@ import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData,
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
-import type { TraceRow, TraceStats } from '../trace-types.js'
+import type { RawTrace, TraceRow, TraceStats } from '../trace-types.js'
+import { UsageCollector } from './usage-feedback.js'
 import { decodeTraces } from '../trace-codec.js'
 import type { SpanExport } from './spans.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
@@ -78,7 +79,10 @@ function open (): Promise<void> {
     await spansLoaded
     if (data.traces.enabled) {
       const spool = new Spool(join(data.dataDir, 'spool'), data.traces.spoolMaxBytes)
-      const built = spans === null ? null : spans.add.bind(spans)
+      const exported = spans
+      const built = exported === null
+        ? usage.add.bind(usage)
+        : (raw: RawTrace, row: TraceSummary | null) => { usage.add(raw, row); exported.add(raw, row) }
       traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, written, warn, built)
     }
   })()
@@ -155,6 +159,14 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
   }
 }
 
+/** Tokens and cost of the rows built, for the front thread's limits. */
+const usage = new UsageCollector()
+
+function reportUsage (): void {
+  const entries = usage.take()
+  if (entries !== null) port.postMessage({ usage: entries })
+}
+
 /** The trace pipeline's numbers with the spans dropped; with traces off, zeros beside the spans' numbers. */
 function statsWithSpans (): TraceStats | null {
   const drops = spans === null ? null : { ...spans.drops }
@@ -197,10 +209,13 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
     return
   }
   if ('traces' in msg) {
-    if (traces !== null) traces.add(msg.traces)
+    if (traces !== null) {
+      traces.add(msg.traces)
+      reportUsage()
+    }
     else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
-      open().then(() => traces?.add(msg.traces), (err: unknown) => {
+      open().then(() => { traces?.add(msg.traces); reportUsage() }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
       })
     }
