@@ -1,7 +1,7 @@
 // Child processes for the benchmarks: the mock provider, tracegate in front of it, and nginx when it is
 // installed. Each is a real process on loopback that the benchmark stops when it ends. Also what the
 // benchmarks share: the chat they send, its request bodies, and BENCH_SKIP.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -82,6 +82,9 @@ export interface TracegateProc {
   readonly url: string
   readonly pid: number
   readonly key: string
+  /** The first-start account, which owns `key`. */
+  readonly accountId: string
+  readonly dataDir: string
   stop (): Promise<void>
 }
 
@@ -99,11 +102,13 @@ export async function startTracegate (mockUrl: string, env: Record<string, strin
     TRACEGATE_BETA_BASE_URL: mockUrl,
     TRACEGATE_GAMMA_BASE_URL: mockUrl,
     ...env,
-  }, [/proxy listening on (http:\/\/\S+)/, /proxy key: (tgk_\S+)/])
+  }, [/proxy listening on (http:\/\/\S+)/, /proxy key: (tgk_\S+)/, /account: +(\S+)/])
   return {
     proc,
     url: matches[0]!,
     key: matches[1]!,
+    accountId: matches[2]!,
+    dataDir,
     pid: proc.child.pid!,
     stop: async () => {
       await proc.stop()
@@ -226,4 +231,10 @@ export async function alternate<R extends PairedRun> (runs: number, off: () => P
       errors: offRuns.concat(onRuns).reduce((s, r) => s + r.errors, 0),
     },
   }
+}
+
+/** Runs a tracegate CLI command against a running server's data directory (through its admin socket); its JSON answer. */
+export function tracegateCli (tg: TracegateProc, args: string[]): unknown {
+  const out = execFileSync(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, TRACEGATE_DATA_DIR: tg.dataDir }, encoding: 'utf8' })
+  return JSON.parse(out)
 }
