@@ -176,7 +176,7 @@ t.test('keys: created once, listed without the value, work on the proxy, revoked
   const list = await c.get('/api/ui/keys')
   t.notOk(list.text.includes(k.key), 'the list never holds a key value')
   const row = list.json.keys.find((x: any) => x.id === k.id)
-  t.same(Object.keys(row).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix', 'scope', 'status'])
+  t.same(Object.keys(row).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'limits', 'name', 'prefix', 'scope', 'status', 'use'])
   t.notOk(list.json.keys.some((x: any) => x.id === b.proxyKeyId), "another account's keys are not listed")
 
   const call = await proxyCall(s, k.key)
