@@ -134,9 +134,11 @@ t.test("another account's key is 404 key_not_found and keeps its limits; so is a
 t.test('changes need the session, its CSRF token and this origin', async (t) => {
   const created = await c.post('/api/ui/keys', { name: 'guarded', scope: 'proxy', rpm: 9 })
   const id = created.json.key.id
+  // Another first character: a base64url token starts with any of 64, so a fixed one would match 1 time in 64.
+  const wrong = (c.csrf!.startsWith('x') ? 'y' : 'x') + c.csrf!.slice(1)
   const refused = [
     await c.post(`/api/ui/keys/${id}/limits`, { rpm: 1 }, { csrf: false }),
-    await c.post(`/api/ui/keys/${id}/limits`, { rpm: 1 }, { csrf: false, headers: { 'x-csrf-token': 'x' + c.csrf!.slice(1) } }),
+    await c.post(`/api/ui/keys/${id}/limits`, { rpm: 1 }, { csrf: false, headers: { 'x-csrf-token': wrong } }),
     await c.post(`/api/ui/keys/${id}/limits`, { rpm: 1 }, { origin: 'http://evil.example' }),
     await c.post(`/api/ui/keys/${id}/limits`, { rpm: 1 }, { headers: { 'sec-fetch-site': 'cross-site' } }),
     await c.post('/api/ui/account/limits', { rpm: 1 }, { csrf: false }),
