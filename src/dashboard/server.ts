@@ -60,7 +60,7 @@ export class DashboardServer {
     const assets = new Assets()
     const live = new LiveFeed(app, deps.store, guards)
     const auth = new AuthRoutes(deps.store, guards, (sid) => { live.dropSession(sid) })
-    const keys = new KeyRoutes(deps.store, deps.admin, guards)
+    const keys = new KeyRoutes(deps.store, deps.admin, guards, deps.limiter)
     const read = new ReadApi(deps.store, deps.keys)
     const base: RouteOptions = {
       isClosing: deps.isClosing,
@@ -77,6 +77,9 @@ export class DashboardServer {
       ['get', '/api/ui/keys', keys.list],
       ['post', '/api/ui/keys', keys.create, { json: true }],
       ['post', '/api/ui/keys/:id/revoke', keys.revoke, { params: 1 }],
+      ['post', '/api/ui/keys/:id/limits', keys.updateLimits, { params: 1, json: true }],
+      ['get', '/api/ui/account/limits', keys.accountLimits],
+      ['post', '/api/ui/account/limits', keys.updateAccountLimits, { json: true }],
       ['get', '/api/v1/traces', read.traces],
       ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
       ['get', '/api/v1/usage', read.usage],

@@ -1,17 +1,20 @@
 // fetch for the dashboard's JSON API: same-origin cookie, the session's CSRF token on every POST, and
-// the server's error body (`{ error: { code, message } }`) turned into an ApiError.
+// the server's error body (`{ error: { code, message, param } }`) turned into an ApiError.
 
 export class ApiError extends Error {
   readonly status: number
   readonly code: string
   readonly retryAfter: number | null
+  /** The request member the error is about (a form shows it beside that field), or null. */
+  readonly param: string | null
 
-  constructor (status: number, code: string, message: string, retryAfter: number | null) {
+  constructor (status: number, code: string, message: string, retryAfter: number | null, param: string | null = null) {
     super(message)
     this.name = 'ApiError'
     this.status = status
     this.code = code
     this.retryAfter = retryAfter
+    this.param = param
   }
 }
 
@@ -51,10 +54,11 @@ async function request<T> (method: 'GET' | 'POST', path: string, body?: unknown)
   let json: unknown = null
   try { json = text === '' ? null : JSON.parse(text) } catch { json = null }
   if (!res.ok) {
-    const err = (json as { error?: { code?: string, message?: string } } | null)?.error
+    const err = (json as { error?: { code?: string, message?: string, param?: unknown } } | null)?.error
     const code = err?.code ?? `http_${res.status}`
     const ra = res.headers.get('retry-after')
-    const e = new ApiError(res.status, code, err?.message ?? (text.slice(0, 200) || res.statusText), ra === null ? null : Number(ra))
+    const param = typeof err?.param === 'string' ? err.param : null
+    const e = new ApiError(res.status, code, err?.message ?? (text.slice(0, 200) || res.statusText), ra === null ? null : Number(ra), param)
     if (res.status === 401 && code === 'unauthenticated' && path !== '/api/ui/session') onUnauthenticated()
     throw e
   }

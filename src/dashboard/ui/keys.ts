@@ -1,7 +1,9 @@
-// Settings → API Keys: create (the value is shown once), list, revoke behind a confirmation dialog.
+// Settings → API Keys: create (the value is shown once) with optional limits, list with each key's limits
+// and their use, edit a key's limits in a dialog, revoke behind a confirmation dialog.
 import { get, post } from './api.js'
 import { h, options, replace } from './dom.js'
 import { day, fullTime, when } from './format.js'
+import { limitInputs, limitLines, limitsDialog } from './limits.js'
 import type { Page } from './main.js'
 import type { ApiKey } from './types.js'
 
@@ -30,14 +32,17 @@ async function copy (text: string, el: HTMLElement): Promise<boolean> {
   }
 }
 
-function keyRow (k: ApiKey, revoke: (k: ApiKey) => void): HTMLTableRowElement {
+function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => void): HTMLTableRowElement {
   const date = (t: string | number | null, none: string, show = day): Node | string =>
     t === null || t === '' ? none : h('span', { title: fullTime(t) }, show(t))
   const actions = h('td', { class: 'actions' })
+  // A key that no longer works has nothing left to limit or revoke.
   if (k.status === 'active') {
+    const e = h('button', { type: 'button', class: 'quiet', 'data-testid': 'edit-limits-open' }, 'Edit limits')
+    e.addEventListener('click', () => edit(k))
     const b = h('button', { type: 'button', class: 'danger quiet', 'data-testid': 'revoke-key' }, 'Revoke')
     b.addEventListener('click', () => revoke(k))
-    actions.appendChild(b)
+    actions.append(e, b)
   }
   return h('tr', { 'data-testid': 'key-row', 'data-key-id': k.id, class: k.status === 'active' ? null : 'inactive' },
     h('td', { 'data-col': 'name' }, k.name),
@@ -46,6 +51,7 @@ function keyRow (k: ApiKey, revoke: (k: ApiKey) => void): HTMLTableRowElement {
     h('td', { 'data-col': 'created' }, date(k.created_at, '—')),
     h('td', { 'data-col': 'expires' }, date(k.expires_at, 'never')),
     h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never', when)),
+    h('td', { 'data-col': 'limits' }, limitLines(k.limits, k.use)),
     h('td', { 'data-col': 'status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
     actions)
 }
@@ -59,12 +65,14 @@ export const keys: Page = (root) => {
   const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'create-key-submit' }, 'Create key')
   const cancel = h('button', { type: 'button', class: 'quiet' }, 'Cancel')
   const formError = h('p', { class: 'error', role: 'alert', hidden: true })
+  const limits = limitInputs('create-key', false, 'Limits (optional: an empty field sets no limit)')
   const form = h('form', { class: 'card create-key', 'data-testid': 'create-key-form', hidden: true },
     h('h2', null, 'Create API Key'),
     h('div', { class: 'form-row' },
       h('label', null, h('span', null, 'Name'), name),
       h('label', null, h('span', null, 'Scope'), scope),
       h('label', null, h('span', null, 'Expires'), expires)),
+    limits.element,
     formError,
     h('div', { class: 'form-actions' }, submit, cancel))
 
@@ -73,9 +81,10 @@ export const keys: Page = (root) => {
   const body = h('tbody')
   const listError = h('p', { class: 'error', hidden: true })
   const table = h('table', { class: 'list', 'data-testid': 'key-list' },
-    h('thead', null, h('tr', null, ...['Name', 'Prefix', 'Scope', 'Created', 'Expires', 'Last used', 'Status', ''].map((x) => h('th', null, x)))),
+    h('thead', null, h('tr', null, ...['Name', 'Prefix', 'Scope', 'Created', 'Expires', 'Last used', 'Limits (use / limit)', 'Status', ''].map((x) => h('th', null, x)))),
     body)
 
+  const editDialog = limitsDialog('edit-key-limits', false)
   const target = h('strong')
   const revokeError = h('p', { class: 'error', role: 'alert', hidden: true })
   const yes = h('button', { type: 'button', class: 'danger', 'data-testid': 'confirm-revoke-yes' }, 'Revoke key')
@@ -90,7 +99,14 @@ export const keys: Page = (root) => {
     h('div', { class: 'page-head' }, h('h1', null, 'API Keys'), create),
     form, created, listError,
     h('section', { class: 'card' }, h('div', { class: 'table-wrap' }, table)),
-    dialog)
+    dialog, editDialog.element)
+
+  const edit = (k: ApiKey): void => {
+    editDialog.open(`Limits of “${k.name}”`, k.limits, k.use, async (values) => {
+      await post<{ key: ApiKey }>(`/api/ui/keys/${encodeURIComponent(k.id)}/limits`, values)
+      load()
+    })
+  }
 
   let pending: ApiKey | null = null
   const revoke = (k: ApiKey): void => {
@@ -105,8 +121,8 @@ export const keys: Page = (root) => {
     get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
       listError.hidden = true
       const frag = document.createDocumentFragment()
-      for (const k of keys) frag.appendChild(keyRow(k, revoke))
-      if (keys.length === 0) frag.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 8, class: 'muted' }, 'No keys yet.')))
+      for (const k of keys) frag.appendChild(keyRow(k, edit, revoke))
+      if (keys.length === 0) frag.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 9, class: 'muted' }, 'No keys yet.')))
       replace(body, frag)
     }).catch((e: unknown) => {
       replace(listError, `Could not load keys: ${message(e)}`)
@@ -118,16 +134,18 @@ export const keys: Page = (root) => {
     form.hidden = false
     created.textContent = ''
     formError.hidden = true
+    limits.clearErrors()
     name.focus()
   })
-  cancel.addEventListener('click', () => { form.hidden = true; form.reset() })
+  cancel.addEventListener('click', () => { form.hidden = true; form.reset(); limits.clearErrors() })
 
   form.addEventListener('submit', (e) => {
     e.preventDefault()
     submit.disabled = true
     formError.hidden = true
+    limits.clearErrors()
     const days = expires.value === 'never' ? null : Number(expires.value)
-    post<{ key: ApiKey & { key: string } }>('/api/ui/keys', { name: name.value.trim(), scope: scope.value, expires_in_days: days })
+    post<{ key: ApiKey & { key: string } }>('/api/ui/keys', { name: name.value.trim(), scope: scope.value, expires_in_days: days, ...limits.filled() })
       .then(({ key }) => {
         form.hidden = true
         form.reset()
@@ -147,6 +165,7 @@ export const keys: Page = (root) => {
         load()
       })
       .catch((err: unknown) => {
+        if (limits.showError(err)) return
         replace(formError, message(err))
         formError.hidden = false
       })
@@ -168,5 +187,8 @@ export const keys: Page = (root) => {
   })
 
   load()
-  return () => { if (dialog.open) dialog.close() }
+  return () => {
+    if (dialog.open) dialog.close()
+    editDialog.close()
+  }
 }

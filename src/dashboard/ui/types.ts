@@ -31,6 +31,29 @@ export type UsageGroup = UsageMeasures & { group: string, name?: string | null }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked'
 
+/** A key's or the account's limits under the members an update takes; null = no limit. */
+export interface Limits {
+  rpm: number | null
+  tpm: number | null
+  budget_day: number | null
+  budget_month: number | null
+  models: string[] | null
+  /** Keys only. */
+  max_body_bytes?: number | null
+}
+
+/** What counts against each limit now: requests and tokens this minute, USD this UTC day and month. */
+export interface LimitUse {
+  rpm: number
+  tpm: number
+  budget_day: number
+  budget_month: number
+  /** When each window ends, epoch ms. */
+  resets_at: { minute: number, day: number, month: number }
+}
+
+export interface AccountLimits { limits: Limits, use: LimitUse, editable: boolean }
+
 export interface ApiKey {
   id: string
   name: string
@@ -40,4 +63,6 @@ export interface ApiKey {
   expires_at: string | number | null
   last_used_at: string | number | null
   status: KeyStatus
+  limits: Limits
+  use: LimitUse
 }
