@@ -4,15 +4,19 @@
 import { performance } from 'node:perf_hooks'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
+import { allowMatcher, blankAllowed } from './allow.js'
 import { extractSegments } from './detector/extract.js'
-import { detectInjection } from './detector/injection.js'
+import { detectInjection, THRESHOLD } from './detector/injection.js'
 import { findPii } from './detector/pii.js'
 import { findSecrets } from './detector/secrets.js'
 
 const NO_CATEGORIES: readonly string[] = Object.freeze([])
 
-/** One forwarded body, as UTF-8 text, judged. */
-export function detectBody (provider: ProviderName, json: string): Verdict {
+/**
+ * One forwarded body, as UTF-8 text, judged. `allow`: the account's allow phrases, blanked in the text
+ * injection scoring reads; PII and secrets are looked for in the text as sent.
+ */
+export function detectBody (provider: ProviderName, json: string, allow: readonly string[] | null = null): Verdict {
   const t0 = performance.now()
   let body: unknown = null
   try {
@@ -21,7 +25,9 @@ export function detectBody (provider: ProviderName, json: string): Verdict {
     // The front thread only forwards valid JSON; an unreadable body has no text to judge.
   }
   const segments = extractSegments(provider, body)
-  const injection = detectInjection(segments)
+  const matcher = allow === null || allow.length === 0 ? null : allowMatcher(allow)
+  const scored = matcher === null ? segments : blankAllowed(segments, matcher)
+  const injection = detectInjection(scored)
   const pii = findPii(segments)
   const secrets = findSecrets(segments)
   const issues = pii.length === 0 && secrets.length === 0 ? injection.issues : [...injection.issues, ...pii, ...secrets]
@@ -31,6 +37,8 @@ export function detectBody (provider: ProviderName, json: string): Verdict {
     categories: injection.categories.length === 0 ? NO_CATEGORIES : injection.categories,
     issues,
     ms: Math.round((performance.now() - t0) * 1000) / 1000,
+    threshold: THRESHOLD,
+    allowApplied: scored !== segments,
   }
 }
 
@@ -57,7 +65,7 @@ export default function detect (task: DetectTask): Verdict[] {
   let start = 0
   for (let k = 0; k < task.ends.length; k++) {
     const end = task.ends[k] as number
-    out[k] = detectBody(task.providers[k] ?? 'alpha', bytes.toString('utf8', start, end))
+    out[k] = detectBody(task.providers[k] ?? 'alpha', bytes.toString('utf8', start, end), task.allow[k] ?? null)
     start = end
   }
   return out

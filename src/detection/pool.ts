@@ -42,6 +42,8 @@ class QueuedCheck {
   constructor (
     readonly provider: ProviderName,
     readonly body: Buffer,
+    /** The account's allow phrases, blanked before injection scoring (null: none). */
+    readonly allow: readonly string[] | null,
     readonly started: number,
     readonly due: number,
     readonly resolve: (outcome: DetectionOutcome) => void,
@@ -139,7 +141,7 @@ export class DetectionPool {
     return queued
   }
 
-  check (provider: ProviderName, body: Buffer): Promise<DetectionOutcome> {
+  check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null): Promise<DetectionOutcome> {
     if (this.#queued() >= this.#maxQueue) {
       this.#onJudged?.(QUEUE_FULL, 0)
       return Promise.resolve(QUEUE_FULL)
@@ -148,7 +150,7 @@ export class DetectionPool {
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
       const now = performance.now()
-      const p = new QueuedCheck(provider, body, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged)
+      const p = new QueuedCheck(provider, body, allow, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged)
       this.#pending.push(p)
       // A small body behind a big one has the earlier deadline.
       if (p.due < this.#pendingDue) { this.#clearPendingTimer(); this.#armPending(p.due) }
@@ -219,6 +221,7 @@ export class DetectionPool {
     const buf = new Uint8Array(bytes)
     const ends: number[] = new Array(items.length)
     const providers: ProviderName[] = new Array(items.length)
+    const allow: Array<readonly string[] | null> = new Array(items.length)
     let at = 0
     let due = Infinity
     let last = 0
@@ -228,13 +231,14 @@ export class DetectionPool {
       at += p.body.length
       ends[k] = at
       providers[k] = p.provider
+      allow[k] = p.allow
       if (p.due < due) due = p.due
       if (p.due > last) last = p.due
     }
     const batch = new WorkerBatch(items, now, (last - now) * HARD_LIMIT_FACTOR)
     this.#arm(batch, due)
     this.#inFlight.add(batch)
-    const task: DetectTask = { providers, ends, body: buf }
+    const task: DetectTask = { providers, ends, body: buf, allow }
     this.#pool.run(task, { transferList: [buf.buffer], signal: batch.controller.signal }).then((verdicts) => {
       // A worker that answers has its code and weights loaded, whether or not warm() succeeded.
       this.#warm = true
@@ -295,7 +299,7 @@ export class DetectionPool {
     const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
     const runs = Array.from({ length: this.#pool.maxThreads }, () => {
       const bytes = new Uint8Array(body)
-      return this.#pool.run({ providers: ['alpha'], ends: [bytes.length], body: bytes }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
+      return this.#pool.run({ providers: ['alpha'], ends: [bytes.length], body: bytes, allow: [null] }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
     })
     await Promise.all(runs)
   }

@@ -46,6 +46,10 @@ export interface Verdict {
   readonly issues: readonly Issue[]
   /** Time spent in the worker. */
   readonly ms: number
+  /** The detector's own threshold, at which `blocked` was decided (an account's policy may use another). */
+  readonly threshold: number
+  /** True when an allow phrase of the account was found and blanked before injection scoring. */
+  readonly allowApplied: boolean
 }
 
 /**
@@ -57,4 +61,9 @@ export interface DetectTask {
   /** End offset of each body in `body`. */
   readonly ends: readonly number[]
   readonly body: Uint8Array
+  /**
+   * Per body, its account's allow phrases (null: none). Bodies of one account share one array, which
+   * the structured clone sends once.
+   */
+  readonly allow: ReadonlyArray<readonly string[] | null>
 }
