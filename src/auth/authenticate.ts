@@ -1,6 +1,7 @@
 // The key decision, in one place for every port: format, hash, cache (the store on a miss), revoked,
 // expired, scope. The proxy and the read API ask it; each turns a refusal into its own 401.
 import { TracegateError } from '../errors.js'
+import type { AccountDetection } from '../detection/policy.js'
 import type { Limits } from '../limits/types.js'
 import type { Plan, Scope } from '../store/protocol.js'
 import type { KeyCache } from './cache.js'
@@ -18,6 +19,8 @@ export interface KeyInfo {
   /** The key's own limits, and its account's; a call must pass both. */
   readonly limits: Limits
   readonly accountLimits: Limits
+  /** The account's detection policy: what a verdict does, its threshold and allow phrases. */
+  readonly detection: AccountDetection
 }
 
 /** A key's verdict: the caller, or the 401 that says what is wrong with the key. */

@@ -9,6 +9,7 @@ import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
 import type { TraceRow, UsageMeasures } from './trace-types.js'
 import type { KeyInfo } from '../auth/authenticate.js'
 import type { LimitUsageRow, Limits, LimitsPatch } from '../limits/types.js'
+import type { AccountDetection, DetectionPatch } from '../detection/policy.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -35,6 +36,8 @@ export interface AccountRow {
   readonly created_at: string
   /** Limits on all the account's keys together (maxBodyBytes is always null here). */
   readonly limits: Limits
+  /** What detection does with the account's calls (block, monitor, off), its threshold and allow phrases. */
+  readonly detection: AccountDetection
 }
 
 export interface KeyRow {
@@ -69,8 +72,11 @@ export interface StoreOps {
   createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null; limits?: Limits }): KeyRow
   /** A new version of the key's row with the patch applied; 'key_not_found' when there is no such key. */
   updateKeyLimits (args: { id: string; patch: LimitsPatch }): KeyRow
-  /** The same for an account ('unknown_account'); a patch with maxBodyBytes is refused. */
-  updateAccountLimits (args: { id: string; patch: LimitsPatch }): AccountRow
+  /**
+   * The same for an account ('unknown_account'); a patch with maxBodyBytes is refused. `detection`, when
+   * given, patches the account's detection policy in the same row version.
+   */
+  updateAccountLimits (args: { id: string; patch: LimitsPatch; detection?: DetectionPatch }): AccountRow
   /** Per key used this month: its use in the minute, UTC day and UTC month containing `now` (epoch ms). */
   limitUsage (args: { now: number }): LimitUsageRow[]
   revokeKey (args: { id: string }): { key: KeyRow; hash: string } | null

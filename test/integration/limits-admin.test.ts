@@ -55,6 +55,9 @@ const before = await (async () => {
     const first = await store.call('migrate')
     copyFileSync(join(MIGRATIONS_DIR, '006_limits.sql'), join(migrations, '007_limits_again.sql'))
     const again = await store.call('migrate')
+    // The reads below are today's code, which reads the columns of the migrations shipped after 006 too.
+    for (const f of shipped.filter((f) => f > '006_limits.sql')) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f))
+    await store.call('migrate')
     return {
       upTo005,
       first,

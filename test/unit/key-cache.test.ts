@@ -4,9 +4,10 @@ import t from 'tap'
 import { KeyCache } from '../../src/auth/cache.js'
 import type { KeyInfo } from '../../src/auth/authenticate.js'
 import { NO_LIMITS } from '../../src/limits/types.js'
+import { DEFAULT_DETECTION } from '../../src/detection/policy.js'
 import { sleep } from '../helpers/wait.js'
 
-const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false, limits: NO_LIMITS, accountLimits: NO_LIMITS }
+const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false, limits: NO_LIMITS, accountLimits: NO_LIMITS, detection: DEFAULT_DETECTION }
 
 function counting (answer: () => KeyInfo | null): { lookups: string[]; lookup (hash: string): Promise<KeyInfo | null> } {
   const lookups: string[] = []

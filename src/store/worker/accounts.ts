@@ -3,6 +3,7 @@
 import { TracegateError } from '../../errors.js'
 import { chTime } from './connect.js'
 import type { KeyInfo } from '../../auth/authenticate.js'
+import { applyDetectionPatch, DEFAULT_DETECTION, DETECTION_POLICIES, type AccountDetection, type DetectionPolicy } from '../../detection/policy.js'
 import { applyPatch, NO_LIMITS, type Limits } from '../../limits/types.js'
 import type { AccountRow, KeyRow, StoreOps, UserRow } from '../protocol.js'
 import type { ClientHolder } from './trace-writer.js'
@@ -12,7 +13,8 @@ type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 // UUIDs and DateTime64 values come out of JSONEachRow as strings already.
 const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, budget_day_usd, budget_month_usd, allowed_models'
 const KEY_COLUMNS = `id, account_id, name, prefix, scope, created_at, expires_at, revoked_at, ${LIMIT_COLUMNS}, max_body_bytes`
-const ACCOUNT_COLUMNS = `id, name, plan, server_side_keys, created_at, ${LIMIT_COLUMNS}`
+const DETECTION_COLUMNS = 'detection_policy, detection_threshold, detection_allow'
+const ACCOUNT_COLUMNS = `id, name, plan, server_side_keys, created_at, ${LIMIT_COLUMNS}, ${DETECTION_COLUMNS}`
 const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
 
 /** The limit columns as stored (UInt64 values come as JSON numbers: connect.ts turns quoting off). */
@@ -25,8 +27,15 @@ interface LimitColumns {
   max_body_bytes?: number | null
 }
 
+/** The detection policy columns of an account (migration 010). */
+interface DetectionColumns {
+  detection_policy: string
+  detection_threshold: number | null
+  detection_allow: string[]
+}
+
 type RawKey = Omit<KeyRow, 'limits'> & LimitColumns
-type RawAccount = Omit<AccountRow, 'limits' | 'server_side_keys'> & { server_side_keys: boolean | number } & LimitColumns
+type RawAccount = Omit<AccountRow, 'limits' | 'server_side_keys' | 'detection'> & { server_side_keys: boolean | number } & LimitColumns & DetectionColumns
 
 const num = (v: number | null | undefined): number | null => v === undefined ? null : v
 
@@ -52,6 +61,16 @@ function limitColumns (l: Limits): Omit<LimitColumns, 'max_body_bytes'> {
   }
 }
 
+/** The column defaults are today's behaviour, so rows from before migration 010 read as DEFAULT_DETECTION. */
+function detectionOf (r: DetectionColumns): AccountDetection {
+  const policy = DETECTION_POLICIES.includes(r.detection_policy as DetectionPolicy) ? r.detection_policy as DetectionPolicy : 'block'
+  return Object.freeze({ policy, threshold: r.detection_threshold, allowPhrases: Object.freeze([...r.detection_allow]) })
+}
+
+function detectionColumns (d: AccountDetection): DetectionColumns {
+  return { detection_policy: d.policy, detection_threshold: d.threshold, detection_allow: [...d.allowPhrases] }
+}
+
 function keyRow (r: RawKey): KeyRow {
   return {
     id: r.id, account_id: r.account_id, name: r.name, prefix: r.prefix, scope: r.scope,
@@ -62,7 +81,10 @@ function keyRow (r: RawKey): KeyRow {
 function accountRow (r: RawAccount): AccountRow {
   // An account has no body size of its own.
   const limits = { ...limitsOf(r), maxBodyBytes: null }
-  return { id: r.id, name: r.name, plan: r.plan, server_side_keys: Boolean(r.server_side_keys), created_at: r.created_at, limits: Object.freeze(limits) }
+  return {
+    id: r.id, name: r.name, plan: r.plan, server_side_keys: Boolean(r.server_side_keys), created_at: r.created_at,
+    limits: Object.freeze(limits), detection: detectionOf(r),
+  }
 }
 
 export class AccountStore {
@@ -103,6 +125,7 @@ export class AccountStore {
       serverSideKeys: account.server_side_keys,
       limits: limitsOf(k),
       accountLimits: account.limits,
+      detection: account.detection,
     }
   }
 
@@ -125,7 +148,7 @@ export class AccountStore {
       values: [{ id, name, plan, server_side_keys: serverSideKeys, created_at: now, updated_at: now }],
       format: 'JSONEachRow',
     })
-    return { id, name, plan, server_side_keys: serverSideKeys, created_at: now, limits: NO_LIMITS }
+    return { id, name, plan, server_side_keys: serverSideKeys, created_at: now, limits: NO_LIMITS, detection: DEFAULT_DETECTION }
   }
 
   async #requireAccount (id: string): Promise<void> {
@@ -219,14 +242,18 @@ export class AccountStore {
     return keyRow(next)
   }
 
-  /** The same for an account; an account has no body size, so a patch that sets one is refused. */
-  async updateAccountLimits ({ id, patch }: Args<'updateAccountLimits'>): Promise<AccountRow> {
+  /**
+   * The same for an account, with its detection policy patched too when `detection` is given (one row
+   * version for both); an account has no body size, so a patch that sets one is refused.
+   */
+  async updateAccountLimits ({ id, patch, detection }: Args<'updateAccountLimits'>): Promise<AccountRow> {
     if (patch.maxBodyBytes !== undefined) throw new TracegateError('invalid_argument', { param: 'max_body_bytes', message: 'max_body_bytes is a limit of keys only' })
     const rows = await this.#rows<RawAccount & { updated_at: string }>('SELECT * FROM accounts FINAL WHERE id = {id:UUID} LIMIT 1', { id })
     const row = rows[0]
     if (row === undefined) throw new TracegateError('unknown_account', { message: `no account with id ${id}` })
     const limits = applyPatch(limitsOf(row), patch)
-    const next = { ...row, ...limitColumns(limits), updated_at: nextUpdatedAt(row.updated_at, Date.now()) }
+    const policy = detection === undefined ? detectionOf(row) : applyDetectionPatch(detectionOf(row), detection)
+    const next = { ...row, ...limitColumns(limits), ...detectionColumns(policy), updated_at: nextUpdatedAt(row.updated_at, Date.now()) }
     await this.#ch.insert({ table: 'accounts', values: [next], format: 'JSONEachRow' })
     return accountRow(next)
   }

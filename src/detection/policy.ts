@@ -1,0 +1,149 @@
+// Per-account detection policy (issue 16): what a verdict does (block, monitor, off), the score at which
+// it blocks, and the phrases that never count as injection for that account. The values, how a change
+// is read from loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
+import { TracegateError } from '../errors.js'
+import type { Verdict } from './types.js'
+
+/**
+ * `block`: an injection is answered 403 and nothing is forwarded. `monitor`: detection runs and its
+ * verdict is recorded, and the call is forwarded anyway. `off`: the account's calls are not judged.
+ */
+export type DetectionPolicy = 'block' | 'monitor' | 'off'
+export const DETECTION_POLICIES: readonly DetectionPolicy[] = ['block', 'monitor', 'off']
+
+export interface AccountDetection {
+  readonly policy: DetectionPolicy
+  /** Injection at or above this score (0 < t <= 1); null = the detector's own threshold. */
+  readonly threshold: number | null
+  /** Matched case-insensitively as whole phrases and blanked before injection scoring; [] = none. */
+  readonly allowPhrases: readonly string[]
+}
+
+/** What an account without a setting has: today's behaviour. Rows from before migration 010 read as this. */
+export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, allowPhrases: Object.freeze([]) })
+
+/** A change: a member absent = unchanged; threshold null = the detector's own; allowPhrases [] = none. */
+export interface DetectionPatch {
+  policy?: DetectionPolicy
+  threshold?: number | null
+  allowPhrases?: readonly string[]
+}
+
+/** Bounded so the worker's per-list expression stays small and a list fits the admin socket's 64 KiB. */
+export const MAX_ALLOW_PHRASES = 50
+export const ALLOW_PHRASE_MIN = 3
+export const ALLOW_PHRASE_MAX = 100
+/** Printable, no comma (a list must survive the CLI's comma-separated form), and a letter or digit. */
+const PHRASE = /^[^,\p{Cc}]+$/u
+const HAS_WORD = /[\p{L}\p{N}]/u
+const THRESHOLD = /^(?:\d+(?:\.\d{1,3})?|\.\d{1,3})$/
+
+type Field = keyof DetectionPatch
+type Code = 'invalid_argument' | 'invalid_parameter'
+
+/** Input names for each member, the JSON spelling first. */
+export type DetectionNames = Readonly<Record<Field, readonly string[]>>
+/** The admin socket's members and the CLI's flags (`tracegate account update`). */
+export const ADMIN_NAMES: DetectionNames = {
+  policy: ['detection_policy', 'detection-policy'],
+  threshold: ['detection_threshold', 'detection-threshold'],
+  allowPhrases: ['detection_allow', 'detection-allow'],
+}
+/** The dashboard API's members (`/api/ui/account/detection`). */
+export const UI_NAMES: DetectionNames = {
+  policy: ['policy'],
+  threshold: ['threshold'],
+  allowPhrases: ['allow_phrases'],
+}
+
+function refuse (code: Code, param: string, message: string): TracegateError {
+  return new TracegateError(code, { param, message })
+}
+
+const isNone = (v: unknown): boolean => v === null || (typeof v === 'string' && (v.trim() === '' || v.trim().toLowerCase() === 'none'))
+
+/**
+ * Reads a patch from loosely typed input; members that are not detection fields are ignored (the input
+ * also carries the id and the limits). Throws TracegateError(code, { param: <the name as given> }).
+ */
+export function parseDetectionPatch (input: Record<string, unknown>, opts: { names: DetectionNames; code: Code }): DetectionPatch {
+  const patch: DetectionPatch = {}
+  for (const field of ['policy', 'threshold', 'allowPhrases'] as const) {
+    const names = opts.names[field]
+    const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
+    if (given.length === 0) continue
+    const name = given[0]!
+    if (given.length > 1) throw refuse(opts.code, name, `${name} is given twice (as ${given.join(' and ')})`)
+    const value = input[name]
+    switch (field) {
+      case 'policy': patch.policy = policy(value, name, opts.code); break
+      case 'threshold': patch.threshold = isNone(value) ? null : threshold(value, name, opts.code); break
+      case 'allowPhrases': patch.allowPhrases = isNone(value) ? Object.freeze([]) : phrases(value, name, opts.code); break
+    }
+  }
+  return patch
+}
+
+export function applyDetectionPatch (base: AccountDetection, patch: DetectionPatch): AccountDetection {
+  return Object.freeze({
+    policy: patch.policy ?? base.policy,
+    threshold: patch.threshold === undefined ? base.threshold : patch.threshold,
+    allowPhrases: patch.allowPhrases ?? base.allowPhrases,
+  })
+}
+
+export const isEmptyPatch = (p: DetectionPatch): boolean => p.policy === undefined && p.threshold === undefined && p.allowPhrases === undefined
+
+function policy (value: unknown, name: string, code: Code): DetectionPolicy {
+  const v = typeof value === 'string' ? value.trim().toLowerCase() : ''
+  if (!DETECTION_POLICIES.includes(v as DetectionPolicy)) throw refuse(code, name, `${name} must be one of ${DETECTION_POLICIES.join(', ')}`)
+  return v as DetectionPolicy
+}
+
+function threshold (value: unknown, name: string, code: Code): number {
+  // A number is judged by its shortest decimal spelling, so 0.1 has one decimal and 1e-7 is refused.
+  const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : ''
+  const n = THRESHOLD.test(text) ? Number(text) : NaN
+  // 0 would block every request, even one without text: the lowest is 0.001.
+  if (!(n > 0 && n <= 1)) throw refuse(code, name, `${name} must be a score above 0 and at most 1 with at most 3 decimals, or none for the detector's own threshold`)
+  return n
+}
+
+/** Trimmed, inner whitespace runs as one space, duplicates (ignoring case) dropped. */
+function phrases (value: unknown, name: string, code: Code): readonly string[] {
+  const rule = `${name} must be a list of phrases, each ${ALLOW_PHRASE_MIN} to ${ALLOW_PHRASE_MAX} characters with a letter or digit and no comma, at most ${MAX_ALLOW_PHRASES} of them, or none`
+  let items: unknown[]
+  if (typeof value === 'string') items = value.split(',')
+  else if (Array.isArray(value)) items = value
+  else throw refuse(code, name, rule)
+  const out: string[] = []
+  const seen = new Set<string>()
+  for (const item of items) {
+    if (typeof item !== 'string') throw refuse(code, name, rule)
+    const p = item.trim().replace(/\s+/g, ' ')
+    if (p.length < ALLOW_PHRASE_MIN || p.length > ALLOW_PHRASE_MAX || !PHRASE.test(p) || !HAS_WORD.test(p)) throw refuse(code, name, rule)
+    const folded = p.toLowerCase()
+    if (seen.has(folded)) continue
+    seen.add(folded)
+    out.push(p)
+  }
+  if (out.length > MAX_ALLOW_PHRASES) throw refuse(code, name, rule)
+  return Object.freeze(out)
+}
+
+const MODEL_ONLY: readonly string[] = Object.freeze(['model'])
+
+/**
+ * The worker's verdict at the account's threshold: `blocked` and `threshold` say what that threshold
+ * decided (the verdict itself when the account keeps the detector's own). Every block is a score at or
+ * above a threshold, rules included: strong rules score their weight (0.8 to 0.99), so an account
+ * threshold above a rule's weight lets that rule's finding through too. The detector reports the model
+ * among the categories only above its own threshold, so a block at a lower one that no rule explains
+ * names `model`, whose score it was.
+ */
+export function atThreshold (d: AccountDetection, v: Verdict): Verdict {
+  if (d.threshold === null || d.threshold === v.threshold) return v
+  const blocked = v.score >= d.threshold
+  const categories = blocked && v.categories.length === 0 ? MODEL_ONLY : v.categories
+  return { ...v, blocked, threshold: d.threshold, categories }
+}
