@@ -10,6 +10,7 @@ import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
 import type { Verdict } from '../detection/types.js'
+import type { AccountDetection } from '../detection/policy.js'
 import type { CallLabels } from '../store/trace-types.js'
 
 export type Outcome = 'ok' | 'blocked' | 'limited' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
@@ -57,6 +58,8 @@ export class Exchange {
   verdict: Verdict | null = null
   /** Why detection could not judge the request (error, deadline, queue_full). */
   detectionFailure: string | null = null
+  /** The account's detection policy, once the call reached the detection step (the trace names it). */
+  detectionPolicy: AccountDetection | null = null
   upstreamStartAt = 0
   /** When the first response byte was handed to the client's socket. */
   firstWriteAt = 0

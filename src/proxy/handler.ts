@@ -15,6 +15,7 @@ import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
+import { atThreshold, type AccountDetection } from '../detection/policy.js'
 import type { Limiter, Refusal } from '../limits/limiter.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
@@ -52,6 +53,7 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
 function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
     score: Math.round(v.score * 1000) / 1000,
+    threshold: v.threshold,
     categories: v.categories,
     findings: v.issues
       .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
@@ -285,8 +287,14 @@ class ProxyRoute {
       }
     }
     if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
-    if (this.#deps.detection === null || x.confidential) this.#dispatch(x, out)
-    else this.#detect(x, this.#deps.detection, out)
+    if (this.#deps.detection === null || x.confidential) {
+      this.#dispatch(x, out)
+      return
+    }
+    // The account's policy decides from here on; the trace records it, `off` included.
+    x.detectionPolicy = verdict.detection
+    if (verdict.detection.policy === 'off') this.#dispatch(x, out)
+    else this.#detect(x, this.#deps.detection, out, verdict.detection)
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
@@ -312,25 +320,29 @@ class ProxyRoute {
     return headers
   }
 
-  /** Step 8: detection on every non-confidential request, before anything is sent. */
-  #detect (x: Exchange, detection: DetectionPool, out: Outbound): void {
-    detection.check(this.#dialect.name, out.body)
-      .then((outcome) => { this.#judged(x, outcome, out) })
+  /** Step 8: detection on every non-confidential request of an account whose policy is not `off`, before anything is sent. */
+  #detect (x: Exchange, detection: DetectionPool, out: Outbound, policy: AccountDetection): void {
+    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases)
+      .then((outcome) => { this.#judged(x, outcome, out, policy) })
       .catch((err: unknown) => { x.fail(err) })
   }
 
-  #judged (x: Exchange, outcome: DetectionOutcome, out: Outbound): void {
+  /**
+   * `block` refuses an injection at the account's threshold; `monitor` records the verdict and forwards,
+   * also when detection could not judge (a verdict that cannot refuse is not worth a refusal).
+   */
+  #judged (x: Exchange, outcome: DetectionOutcome, out: Outbound, policy: AccountDetection): void {
     if (x.finished || x.aborted) return
     if (outcome.ok) {
-      const v = outcome.verdict
+      const v = atThreshold(policy, outcome.verdict)
       x.verdict = v
-      if (v.blocked) {
+      if (v.blocked && policy.policy === 'block') {
         x.fail(new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } }), 'blocked')
         return
       }
     } else {
       x.detectionFailure = outcome.failure
-      if (this.#deps.config.detection.failureMode === 'closed') {
+      if (policy.policy === 'block' && this.#deps.config.detection.failureMode === 'closed') {
         x.fail(new TracegateError('detection_unavailable', { extra: { detection: { failure: outcome.failure } } }))
         return
       }

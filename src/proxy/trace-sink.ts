@@ -12,11 +12,25 @@ const MAX_HANDOFF_TRACES = 512
 const MAX_HANDOFF_BYTES = 8 * 1024 * 1024
 const FLUSH_MS = 20
 
+/**
+ * What detection did for the call, with the account's policy that decided it: `blocked` is whether the
+ * call was refused, `would_block` whether the verdict at `threshold` says injection (under `monitor` the
+ * call went on anyway). '' when the call never reached detection (refused before, confidential,
+ * detection off for the whole server).
+ */
 function detectionJson (x: Exchange): string {
+  const p = x.detectionPolicy
+  if (p === null) return ''
   const v = x.verdict
-  if (v !== null) return JSON.stringify({ ran: true, blocked: v.blocked, score: v.score, categories: v.categories, ms: v.ms })
-  if (x.detectionFailure !== null) return JSON.stringify({ ran: false, failure: x.detectionFailure })
-  return ''
+  if (v !== null) {
+    return JSON.stringify({
+      ran: true, policy: p.policy, blocked: v.blocked && p.policy === 'block', would_block: v.blocked, threshold: v.threshold,
+      allow_applied: v.allowApplied, score: v.score, categories: v.categories, ms: v.ms,
+    })
+  }
+  if (x.detectionFailure !== null) return JSON.stringify({ ran: false, policy: p.policy, failure: x.detectionFailure })
+  // Not judged: the policy is `off`, or the client left before the verdict.
+  return p.policy === 'off' ? JSON.stringify({ ran: false, policy: 'off' }) : ''
 }
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000
