@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { TracegateError } from './errors.js'
 import { readFileSync } from 'node:fs'
 import { runAdmin } from './admin/remote.js'
+import type { AccountDetection } from './detection/policy.js'
 import type { Limits } from './limits/types.js'
 import { repoFile } from './paths.js'
 import { createLogger } from './log.js'
@@ -20,8 +21,9 @@ const USAGE = `usage: tracegate <command> [options]
   key update --id KEY_ID [LIMITS] [--max-body-bytes N]
   key revoke --id KEY_ID
   key list --account ID                 (with each key's limits and last use)
-  account update --id ID [LIMITS]       (limits on all the account's keys together)
-  account list                          (with each account's limits)
+  account update --id ID [LIMITS] [DETECTION]
+                                        (limits on all the account's keys together; detection policy)
+  account list                          (with each account's limits and detection policy)
   user reset-password --email E         (new password on standard input; the user's sessions end)
   doctor                                check this install and its settings; exit 1 on a problem
   mock-provider [--port N] [--host H] [--ttft-ms N] [--chunks N] [--gap-ms N]
@@ -29,6 +31,12 @@ const USAGE = `usage: tracegate <command> [options]
   LIMITS: [--rpm N] [--tpm N] [--budget-day USD] [--budget-month USD] [--models 'gpt-4o*,claude-3-5-haiku']
     requests and tokens (input + output) per minute, spend per UTC day and month, allowed models (* is any
     run of characters); on update, a flag left out keeps its limit and the value none removes it
+
+  DETECTION: [--detection-policy block|monitor|off] [--detection-threshold 0.001-1|none]
+    [--detection-allow 'phrase one,phrase two'|none]
+    block answers an injection with 403; monitor records the verdict and forwards the call; off skips
+    detection. The threshold is the score that blocks (none: the detector's own). Allow phrases never
+    count as injection (case-insensitive, whole phrase); none clears them. A flag left out keeps its value
 
   --json    print one JSON object (admin commands, doctor)
   --version print the version
@@ -120,6 +128,22 @@ function limitArgs (values: Record<string, string | boolean | undefined>): Recor
   }
 }
 
+/** The detection flags as admin-operation fields (undefined: not given, so not sent). */
+function detectionArgs (values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+  return {
+    detection_policy: values['detection-policy'],
+    detection_threshold: values['detection-threshold'],
+    detection_allow: values['detection-allow'],
+  }
+}
+
+/** The detection policy in one piece of the text listings: `detection block (threshold 0.4, 2 allow phrases)`. */
+function detectionText (d: AccountDetection): string {
+  const parts = [`threshold ${d.threshold === null ? 'default' : d.threshold}`]
+  if (d.allowPhrases.length > 0) parts.push(`allow ${d.allowPhrases.map((p) => JSON.stringify(p)).join(', ')}`)
+  return `detection ${d.policy} (${parts.join(', ')})`
+}
+
 /** One line of limits for the text listings. */
 function limitsText (l: Limits): string {
   const parts: string[] = []
@@ -157,6 +181,9 @@ async function main (argv: string[]): Promise<void> {
       'budget-month': { type: 'string' },
       models: { type: 'string' },
       'max-body-bytes': { type: 'string' },
+      'detection-policy': { type: 'string' },
+      'detection-threshold': { type: 'string' },
+      'detection-allow': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'ttft-ms': { type: 'string' },
@@ -233,8 +260,8 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'account update': {
-      const a = await runAdmin(config, 'account.update', { id: values.id, ...limitArgs(values) }) as { id: string; limits: Limits }
-      print(json, a, `updated account ${a.id}: ${limitsText(a.limits)}`)
+      const a = await runAdmin(config, 'account.update', { id: values.id, ...limitArgs(values), ...detectionArgs(values) }) as { id: string; limits: Limits; detection: AccountDetection }
+      print(json, a, `updated account ${a.id}: ${limitsText(a.limits)}; ${detectionText(a.detection)}`)
       return
     }
     case 'key revoke': {
@@ -249,8 +276,8 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'account list': {
-      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string; limits: Limits }>
-      const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  ${limitsText(a.limits)}  created ${a.created_at}`)
+      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string; limits: Limits; detection: AccountDetection }>
+      const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  ${limitsText(a.limits)}  ${detectionText(a.detection)}  created ${a.created_at}`)
       print(json, { accounts }, lines.length === 0 ? 'no accounts' : lines.join('\n'))
       return
     }

@@ -7,6 +7,7 @@ import { promisify } from 'node:util'
 import { v7 as uuidv7 } from 'uuid'
 import { generateKey, hashKey, keyPrefix, parseDuration } from '../auth/keys.js'
 import { TracegateError } from '../errors.js'
+import { ADMIN_NAMES, isEmptyPatch, parseDetectionPatch } from '../detection/policy.js'
 import { applyPatch, NO_LIMITS, parseLimitsPatch, type LimitsPatch } from '../limits/types.js'
 import type { StoreClient } from '../store/client.js'
 import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope, type StoreStatus } from '../store/protocol.js'
@@ -71,10 +72,19 @@ export type LimitFields = {
   max_body_bytes?: unknown
 }
 
+/** The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases (list or comma-separated, or 'none'). */
+export type DetectionFields = {
+  detection_policy?: unknown
+  detection_threshold?: unknown
+  detection_allow?: unknown
+}
+
+const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).every((v) => v === undefined)
+
 /** An update must change something: a patch without a field is a missing argument, not a no-op. */
 function changes (patch: LimitsPatch, forAccount: boolean): LimitsPatch {
-  if (Object.values(patch).every((v) => v === undefined)) {
-    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ' or --models' : ', --models or --max-body-bytes'}`
+  if (isEmptyLimits(patch)) {
+    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold or --detection-allow' : ', --models or --max-body-bytes'}`
     throw new TracegateError('missing_argument', { message: `give at least one of ${flags}` })
   }
   return patch
@@ -104,7 +114,8 @@ export class AdminOps {
 
   /**
    * `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). `invalidateAccount` is told the
-   * account whose key or account limits changed, so the key cache drops its keys (KeyCache.invalidateAccount).
+   * account whose key or account limits or detection policy changed, so the key cache drops its keys
+   * (KeyCache.invalidateAccount) and the proxy's next call reads the change.
    */
   constructor (
     store: StoreClient,
@@ -165,11 +176,16 @@ export class AdminOps {
     return row
   }
 
-  /** Changes an account's limits, which bind all its keys together; max_body_bytes is refused here. */
-  async updateAccount (args: { id?: unknown } & LimitFields): Promise<AccountRow> {
+  /**
+   * Changes an account's limits, which bind all its keys together (max_body_bytes is refused here), and
+   * its detection policy; both are checked before anything is written, and written as one row version.
+   */
+  async updateAccount (args: { id?: unknown } & LimitFields & DetectionFields): Promise<AccountRow> {
     const id = uuid(args.id, 'id')
-    const patch = changes(parseLimitsPatch(args, { forAccount: true, code: 'invalid_argument' }), true)
-    const row = await this.#store.call('updateAccountLimits', { id, patch })
+    const limits = parseLimitsPatch(args, { forAccount: true, code: 'invalid_argument' })
+    const detection = parseDetectionPatch(args, { names: ADMIN_NAMES, code: 'invalid_argument' })
+    const patch = isEmptyPatch(detection) ? changes(limits, true) : limits
+    const row = await this.#store.call('updateAccountLimits', { id, patch, ...(isEmptyPatch(detection) ? {} : { detection }) })
     this.#invalidateAccount(row.id)
     return row
   }
