@@ -11,6 +11,7 @@ import { listen, uws, type HttpRequest, type HttpResponse } from '../server/uws.
 import type { StoreClient } from '../store/client.js'
 import { AuthRoutes } from './auth-routes.js'
 import { getTrace, listTraces, usage } from './data-routes.js'
+import { DetectionRoutes } from './detection-routes.js'
 import { Guards } from './guards.js'
 import { checkHead, errorReply, route, send, type Handler, type RouteOptions } from './http.js'
 import { KeyRoutes } from './key-routes.js'
@@ -61,6 +62,7 @@ export class DashboardServer {
     const live = new LiveFeed(app, deps.store, guards)
     const auth = new AuthRoutes(deps.store, guards, (sid) => { live.dropSession(sid) })
     const keys = new KeyRoutes(deps.store, deps.admin, guards, deps.limiter)
+    const detection = new DetectionRoutes(deps.store, deps.admin, guards)
     const read = new ReadApi(deps.store, deps.keys)
     const base: RouteOptions = {
       isClosing: deps.isClosing,
@@ -80,6 +82,8 @@ export class DashboardServer {
       ['post', '/api/ui/keys/:id/limits', keys.updateLimits, { params: 1, json: true }],
       ['get', '/api/ui/account/limits', keys.accountLimits],
       ['post', '/api/ui/account/limits', keys.updateAccountLimits, { json: true }],
+      ['get', '/api/ui/account/detection', detection.get],
+      ['post', '/api/ui/account/detection', detection.update, { json: true }],
       ['get', '/api/v1/traces', read.traces],
       ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
       ['get', '/api/v1/usage', read.usage],

@@ -1,6 +1,8 @@
 // Settings → Account: the account's id (what the CLI's --account takes), its plan, whether server-side
-// provider keys may be used, and its limits with their use (changed by an admin in the limits dialog).
+// provider keys may be used, its limits with their use (changed by an admin in the limits dialog), and
+// its safety detection policy (detection.ts).
 import { get, post } from './api.js'
+import { detectionCard } from './detection.js'
 import { h, replace } from './dom.js'
 import { limitLines, limitsDialog } from './limits.js'
 import type { Page } from './main.js'
@@ -15,6 +17,7 @@ export const account: Page = (root, ctx) => {
   const note = h('p', { class: 'muted' })
   const limitsError = h('p', { class: 'error', hidden: true })
   const dialog = limitsDialog('edit-account-limits', true)
+  const detection = detectionCard()
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Account')),
     facts,
@@ -22,6 +25,7 @@ export const account: Page = (root, ctx) => {
       h('div', { class: 'card-head' }, h('h2', null, 'Limits (use / limit)'), edit),
       h('p', { class: 'muted' }, 'They bind all the account\'s keys together; each key\'s own limits apply as well.'),
       lines, note, limitsError),
+    detection.element,
     dialog.element)
 
   const draw = (a: Account): void => {
@@ -67,5 +71,6 @@ export const account: Page = (root, ctx) => {
   return () => {
     gone = true
     dialog.close()
+    detection.close()
   }
 }

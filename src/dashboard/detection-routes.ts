@@ -1,0 +1,79 @@
+// Settings → Account, the detection policy: read by any user of the account, changed by its admins only
+// (monitor or off lets injections through to the provider for every key of the account). Changes go
+// through AdminOps, so the dashboard and the CLI refuse the same values, and the key cache drops the
+// account's keys, so the proxy applies the change from its next call.
+import type { AdminOps } from '../admin/ops.js'
+import type { AccountDetection, DetectionPolicy } from '../detection/policy.js'
+import { parseDetectionPatch, UI_NAMES } from '../detection/policy.js'
+import { TracegateError } from '../errors.js'
+import type { StoreClient } from '../store/client.js'
+import type { Guards } from './guards.js'
+import type { Reply, Req } from './http.js'
+
+/** The policy under the JSON members an update takes, so what is read can be sent back. */
+export interface DetectionView {
+  readonly policy: DetectionPolicy
+  /** null: the detector's own threshold. */
+  readonly threshold: number | null
+  readonly allow_phrases: readonly string[]
+}
+
+export function detectionView (d: AccountDetection): DetectionView {
+  return { policy: d.policy, threshold: d.threshold, allow_phrases: d.allowPhrases }
+}
+
+const FIELDS = ['policy', 'threshold', 'allow_phrases'] as const
+
+/**
+ * An update's body: these members only (a misspelt one is refused, not ignored) and at least one;
+ * absent = unchanged, threshold null or '' = the detector's own, allow_phrases [] or '' = none.
+ * Checked with the CLI's rules, answered as 400 invalid_parameter naming the member.
+ */
+function detectionUpdate (body: Record<string, unknown>): Record<string, unknown> {
+  for (const name of Object.keys(body)) {
+    if (!(FIELDS as readonly string[]).includes(name)) {
+      throw new TracegateError('invalid_parameter', { param: name, message: `${name} is not a detection setting; they are ${FIELDS.join(', ')}` })
+    }
+  }
+  const patch = parseDetectionPatch(body, { names: UI_NAMES, code: 'invalid_parameter' })
+  const args: Record<string, unknown> = {}
+  if (patch.policy !== undefined) args.detection_policy = patch.policy
+  if (patch.threshold !== undefined) args.detection_threshold = patch.threshold
+  if (patch.allowPhrases !== undefined) args.detection_allow = patch.allowPhrases
+  if (Object.keys(args).length === 0) throw new TracegateError('invalid_parameter', { message: `give at least one of ${FIELDS.join(', ')}` })
+  return args
+}
+
+export class DetectionRoutes {
+  readonly #store: StoreClient
+  readonly #admin: AdminOps
+  readonly #guards: Guards
+
+  constructor (store: StoreClient, admin: AdminOps, guards: Guards) {
+    this.#store = store
+    this.#admin = admin
+    this.#guards = guards
+  }
+
+  /** The account's policy, and whether this user may change it. */
+  get = async (req: Req): Promise<Reply> => {
+    const s = this.#guards.session(req)
+    const [account, user] = await Promise.all([
+      this.#store.call('getAccount', { id: s.accountId }),
+      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
+    ])
+    if (account === null || user === null || user.disabled) throw new TracegateError('unauthenticated')
+    return { status: 200, body: { detection: detectionView(account.detection), editable: user.role === 'admin' } }
+  }
+
+  /** Admins only: a member must not be able to turn blocking off for every key of the account. */
+  update = async (req: Req): Promise<Reply> => {
+    const s = this.#guards.change(req)
+    const user = await this.#store.call('getUser', { accountId: s.accountId, id: s.userId })
+    if (user === null || user.disabled) throw new TracegateError('unauthenticated')
+    if (user.role !== 'admin') throw new TracegateError('not_allowed', { message: 'Only an admin of the account may change its detection policy.' })
+    const args = detectionUpdate(req.body as Record<string, unknown>)
+    const row = await this.#admin.updateAccount({ id: s.accountId, ...args })
+    return { status: 200, body: { detection: detectionView(row.detection), editable: true } }
+  }
+}
