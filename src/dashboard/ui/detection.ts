@@ -48,8 +48,8 @@ export function detectionCard (): DetectionCard {
       h('div', null, h('dt', null, title), h('dd', null, h('span', { 'data-testid': testid }, value), sub !== undefined ? h('span', { class: 'muted sub' }, sub) : null))
     replace(facts,
       row('Policy', 'detection-policy', label(policy), describe(policy)),
-      row('Blocks at score', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : String(threshold),
-        'From 0 to 1: lower blocks more prompts, higher fewer.'),
+      row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : String(threshold),
+        'A score at or above it counts as injection; from 0 to 1, lower catches more prompts, higher fewer.'),
       row('Allow phrases', 'detection-allow',
         phrases.length === 0
           ? h('span', { class: 'muted' }, '—')
@@ -110,7 +110,7 @@ function detectionDialog (): DetectionDialog {
     h('fieldset', { class: 'limits' }, h('legend', null, 'The proxy applies a change from its next call.'),
       h('div', { class: 'limit-fields' },
         field('Policy', policy, 'policy', policyHint),
-        field('Block at score (0 to 1; empty: the detector\'s own)', threshold, 'threshold'),
+        field('Threshold: the score that counts as injection (0 to 1; empty: the detector\'s own)', threshold, 'threshold'),
         field('Allow phrases, one per line (empty: none)', phrases, 'allow_phrases'))),
     error, h('div', { class: 'form-actions' }, save, cancel))
   const element = h('dialog', { class: 'confirm limits-dialog', 'data-testid': 'edit-detection-dialog' }, form)
