@@ -106,18 +106,18 @@ async function expectUnavailable (tt: Test, s: Server, r: RawResponse, failure: 
   tt.equal(mock.stats.received, receivedBefore, 'the provider received nothing')
   tt.equal(row.status, 503, 'trace status 503')
   tt.equal(row.error_code, 'detection_unavailable', 'trace error code')
-  tt.same(detectionOf(row), { ran: false, failure }, 'trace: detection did not run')
+  tt.same(detectionOf(row), { ran: false, policy: 'block', failure }, 'trace: detection did not run')
   tt.equal(row.issues, '', 'no issues')
 }
 
-/** Forwarded (open mode): 200, the provider got it, and the trace says detection did not run. */
-async function expectForwardedUnjudged (tt: Test, s: Server, r: RawResponse, failure: string, receivedBefore: number): Promise<void> {
+/** Forwarded (open mode, or an account that monitors): 200, the provider got it, and the trace says detection did not run. */
+async function expectForwardedUnjudged (tt: Test, s: Server, r: RawResponse, failure: string, receivedBefore: number, policy = 'block'): Promise<void> {
   tt.equal(r.status, 200, `forwarded (got ${r.status} ${r.status === 200 ? '' : r.body.toString('utf8').slice(0, 200)})`)
   tt.equal(mock.stats.received, receivedBefore + 1, 'the provider received it')
   const row = await traceOf(s, requestId(r))
   tt.equal(row.status, 200)
   tt.equal(row.outcome, 'ok')
-  tt.same(detectionOf(row), { ran: false, failure }, `trace: detection did not run (${failure})`)
+  tt.same(detectionOf(row), { ran: false, policy, failure }, `trace: detection did not run (${failure})`)
   tt.equal(row.issues, '', 'no issues')
 }
 
@@ -175,6 +175,14 @@ t.test('closed: a crashing worker gives 503 and is replaced', async (t) => {
     tt.equal(crashed.status, 503, 'the crashing one: 503')
     tt.equal(ordinary.status, 200, `the ordinary one: 200 (got ${ordinary.status} ${ordinary.body.toString('utf8').slice(0, 200)})`)
     tt.equal(mock.stats.received, before + (ordinary.status === 200 ? 1 : 0), 'only the ordinary one reached the provider')
+  })
+
+  await t.test('an account that monitors is forwarded when detection cannot judge: its verdict could not refuse anyway', async (tt) => {
+    await s.tg.admin.updateAccount({ id: accountId, detection_policy: 'monitor' })
+    const before = mock.stats.received
+    await expectForwardedUnjudged(tt, s, await ask(s, 'Please summarise this. CRASH_NOW'), 'error', before, 'monitor')
+    await s.tg.admin.updateAccount({ id: accountId, detection_policy: 'block' })
+    await expectServed(tt, s, 'What is the capital of France?', 'back to block: judged by a new worker')
   })
   t.equal(process.exitCode ?? 0, 0, 'the process is alive and no exit code was set')
   await stop()
