@@ -14,6 +14,7 @@ import { until } from '../helpers/wait.js'
 import { repoFile } from '../../src/paths.js'
 import { Sessions } from '../../src/dashboard/session.js'
 import { NO_LIMITS } from '../../src/limits/types.js'
+import { DEFAULT_DETECTION } from '../../src/detection/policy.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const VERSION = (JSON.parse(readFileSync(repoFile('package.json'), 'utf8')) as { version: string }).version
@@ -80,7 +81,7 @@ t.test('account list through the running server', async (t) => {
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   t.ok(Array.isArray(accounts), 'prints {accounts: [...]}')
   const byId = new Map((accounts as any[]).map((a) => [a.id, a]))
-  t.same(byId.get(d.accountId), { id: d.accountId, name: 'test', plan: 'pro', server_side_keys: false, created_at: byId.get(d.accountId)?.created_at, limits: NO_LIMITS }, 'the test account')
+  t.same(byId.get(d.accountId), { id: d.accountId, name: 'test', plan: 'pro', server_side_keys: false, created_at: byId.get(d.accountId)?.created_at, limits: NO_LIMITS, detection: DEFAULT_DETECTION }, 'the test account')
   t.match(byId.get(d.accountId)?.created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/, 'with its creation time')
   t.same(byId.get(other.id), { ...other }, 'the new account as account create printed it')
   for (const a of accounts as any[]) t.match(a.id, UUID)
