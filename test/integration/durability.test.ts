@@ -32,7 +32,7 @@ t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const mock = await startMockProvider({ recordLimit: 0 })
 t.teardown(() => mock.close())
 
-const REFUSING = { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default' }
+const REFUSING = { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default', compression: false }
 
 interface Running {
   readonly tg: Tracegate

@@ -21,7 +21,9 @@ t.test('values are read and checked', async (t) => {
   t.equal(c.proxyPort, 0)
   t.equal(c.providers.alpha.baseUrl, 'http://127.0.0.1:9000')
   t.equal(c.providers.beta.apiKey, 'sk-ant-x')
-  t.same(c.clickhouse, { url: 'http://ch:8123', username: 'default', password: '', database: 'tg' })
+  t.same(c.clickhouse, { url: 'http://ch:8123', username: 'default', password: '', database: 'tg', compression: false })
+  t.equal(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_COMPRESSION: 'on' }).clickhouse?.compression, true, 'CLICKHOUSE_COMPRESSION=on')
+  t.equal(configError({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_COMPRESSION: 'gzip' }).variable, 'CLICKHOUSE_COMPRESSION', 'on or off only')
 })
 
 function configError (env: Record<string, string>): ConfigError {
@@ -69,7 +71,7 @@ t.test('a server-side provider key must be able to travel in a header', async (t
 
 t.test('credentials in CLICKHOUSE_URL become the user and password, and leave the URL', async (t) => {
   const c = loadConfig({ CLICKHOUSE_URL: 'https://tg:p%40ss@ch.internal:8443/' })
-  t.same(c.clickhouse, { url: 'https://ch.internal:8443/', username: 'tg', password: 'p@ss', database: 'default' })
+  t.same(c.clickhouse, { url: 'https://ch.internal:8443/', username: 'tg', password: 'p@ss', database: 'default', compression: false })
   const explicit = loadConfig({ CLICKHOUSE_URL: 'http://a:b@ch:8123', CLICKHOUSE_USER: 'u', CLICKHOUSE_PASSWORD: 'p' })
   t.equal(explicit.clickhouse?.username, 'u')
   t.equal(explicit.clickhouse?.password, 'p')
