@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
 import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
-import { FAMILIES, matchRules, type Family, type RuleMatch } from './rules.js'
+import { FAMILIES, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
 
 export interface Model {
   readonly weights: Float32Array
@@ -83,6 +83,8 @@ export interface SegmentAnalysis {
 export interface Prepared {
   readonly norm: Normalized
   readonly text: string
+  /** What the model reads: `text` with mentioned quotations (rules.ts mentions) blanked, same length and positions. */
+  readonly modelText: string
   readonly findings: Finding[]
   /** Bit i set when family FAMILIES[i] fired. */
   readonly mask: number
@@ -98,9 +100,12 @@ export function prepare(original: string): Prepared {
   const norm = normalize(original)
   const findings: Finding[] = []
   let mask = 0
-  for (const m of matchRules(norm.text)) {
+  const quoted = mentions(norm.text)
+  for (const m of matchRules(norm.text, quoted)) {
     findings.push({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) })
-    mask |= familyBit(m.family)
+    // A planted instruction is judged by where it stands (injection.ts), which the model does not know:
+    // from a user, "Note to the assistant: …" is just a way of talking, so it is no model feature.
+    if (m.family !== 'planted_instruction') mask |= familyBit(m.family)
   }
   // A payload someone bothered to encode that decodes to an attack phrase is worse than the phrase.
   const encoded = (rule: string, weight: number, span: readonly [number, number]): void => {
@@ -133,7 +138,20 @@ export function prepare(original: string): Prepared {
       encoded(`${kind}_payload`, best.weight, span)
     }
   }
-  return { norm, text: norm.text, findings, mask, payloads }
+  return { norm, text: norm.text, modelText: quoted.length === 0 ? norm.text : blank(norm.text, quoted), findings, mask, payloads }
+}
+
+/** `text` with each span replaced by as many spaces: positions, and so windows and spans, are unchanged. */
+function blank (text: string, spans: ReadonlyArray<readonly [number, number]>): string {
+  let out = ''
+  let at = 0
+  for (const [s, e] of [...spans].sort((a, b) => a[0] - b[0])) {
+    if (e <= at) continue
+    const from = Math.max(at, s)
+    out += text.slice(at, from) + ' '.repeat(e - from)
+    at = e
+  }
+  return out + text.slice(at)
 }
 
 /** The strongest rule match in decoded text, when it is strong enough (weight >= 0.5) to count. */
@@ -238,7 +256,7 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
   let modelScore = 0
   let modelSpan: readonly [number, number] = [0, original.length]
   if (prep.text.length > 0) {
-    const win = windowLogit(model, prep.text, prep.mask)
+    const win = windowLogit(model, prep.modelText, prep.mask)
     modelScore = sigmoid(win.logit)
     if (prep.text.length > WINDOW) modelSpan = originalSpan(prep.norm, win.start, win.end)
   }
