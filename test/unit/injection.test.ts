@@ -4,7 +4,7 @@ import type { ProviderName } from '../../src/providers/index.js'
 import { extractSegments } from '../../workers/detector/extract.js'
 import { THRESHOLD, detectInjection } from '../../workers/detector/injection.js'
 import { normalize, normalizeSlow, originalSpan } from '../../workers/detector/normalize.js'
-import { OTHER_GATE, RULES, WORD_GATE, matchRules } from '../../workers/detector/rules.js'
+import { OTHER_GATE, RULES, SCAN_SOURCES, WORD_GATE, matchRules } from '../../workers/detector/rules.js'
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
 
@@ -233,6 +233,11 @@ t.test('rules leave everyday uses of their words alone', async (t) => {
     const found = matchRules(normalize(text).text).filter((m) => m.weight >= 0.8)
     t.same(found.map((m) => m.rule), [], JSON.stringify(text.slice(0, 50)))
   }
+})
+
+t.test('each rule scan stays small enough for V8 to optimise it', async (t) => {
+  // Past 20 KiB of source (V8's kRegExpTooLargeToOptimize) the word scan ran about 15 times slower.
+  for (const source of SCAN_SOURCES) t.ok(source.length < 20 * 1024, `${source.length} characters`)
 })
 
 t.test('the rule gates let through every text a rule matches', async (t) => {
