@@ -8,7 +8,8 @@
 import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
-import { STRONG_RULE, WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
 import { OWN_SOURCES, readRows, trainingRows, type Row } from './data.js'
 import { rng } from './rng.js'
@@ -165,12 +166,29 @@ export function calibrate (trained: Model, devRows: readonly Row[]): Model {
   return decodeModel(encodeModel({ ...model, threshold }))
 }
 
+/** A word must occur in this many training rows to be named in an explanation (model.ts explainWindow). */
+export const VOCAB_MIN_ROWS = 5
+
+/**
+ * The words an explanation may name: lower-case letters only, 2 to 24 of them, found in at least
+ * VOCAB_MIN_ROWS training rows. Drawn from the training texts (public data and this project's own), so
+ * no word of a user's prompt can enter it; sorted, one a line.
+ */
+export function vocabulary (rows: readonly Row[]): string {
+  const seenIn = new Map<string, number>()
+  for (const r of rows) {
+    for (const w of new Set(normalize(r.text).text.match(/[a-z]{2,24}/g) ?? [])) seenIn.set(w, (seenIn.get(w) ?? 0) + 1)
+  }
+  return [...seenIn].filter(([w, n]) => n >= VOCAB_MIN_ROWS && /^[a-z]+$/.test(w)).map(([w]) => w).sort().join('\n') + '\n'
+}
+
 function main (): void {
   const t0 = Date.now()
   const trainRows = trainingRows()
   const model = calibrate(train(trainRows), readRows('dev.jsonl'))
   const out = encodeModel(model)
   writeFileSync(WEIGHTS_URL, out)
+  writeFileSync(VOCAB_URL, vocabulary(trainRows))
   const fam = Object.fromEntries(FAMILIES.map((f, i) => [f, Number((model.familyWeights[i] as number).toFixed(3))]))
   console.log(JSON.stringify({ rows: trainRows.length, threshold: Number(model.threshold.toFixed(6)), bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
 }

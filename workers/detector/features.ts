@@ -107,7 +107,8 @@ function fmix(h: number): number {
   return h & MASK
 }
 
-function isWordChar(c: number): boolean {
+/** Letters, digits, the apostrophe and any non-ASCII character make words (the text is normalised). */
+export function isWordChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 39 || c > 127
 }
 

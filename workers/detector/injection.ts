@@ -142,7 +142,7 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
     for (const f of best.values()) {
       const severity: Severity = f.score >= THRESHOLD ? 'high' : segmentBlocked ? 'medium' : 'low'
       categories.add(f.family)
-      issues.push({
+      const issue: Issue = {
         category: f.family === 'model' && hasPersona(best) ? 'jailbreak' : categoryOf(f.family),
         kind: f.family,
         severity,
@@ -150,7 +150,9 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
         segment: i,
         message: seg.message,
         span: f.span,
-      })
+      }
+      // Why: the rule that matched, or the words that drove the model (model.ts explainWindow).
+      issues.push(f.family === 'model' ? (a.features.length > 0 ? { ...issue, features: a.features } : issue) : { ...issue, rule: f.rule })
     }
   }
   if (score === 0 && issues.length === 0) return EMPTY
