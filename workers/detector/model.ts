@@ -221,9 +221,10 @@ let stamp = 0
 
 /** Sum of the weights of the distinct buckets among features [from, to), and how many there were. */
 /**
- * For a text scored as one window (at most WINDOW characters), the sum of the weights of its distinct
- * features by the position each first occurs at, filled in the same pass that scores it: explainWindow
- * reads it instead of passing over every feature again. `creditOf` names the text it belongs to.
+ * For a text scored as one window (at most WINDOW characters) with `credit` (windowLogit), the sum of
+ * the weights of its distinct features by the position each first occurs at, filled in the same pass
+ * that scores it: explainWindow reads it instead of passing over every feature again. `creditOf` names
+ * the text it belongs to.
  */
 let posCredit = new Float64Array(WINDOW)
 let creditOf: string | null = null
@@ -263,7 +264,13 @@ function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, 
   return { sum, count }
 }
 
-export function windowLogit(model: Model, text: string, mask: number): { logit: number, start: number, end: number } {
+/**
+ * The model's logit for the best window of `text`. With `credit`, a text of one window also fills
+ * posCredit for explainWindow in the same pass; without it, explainWindow passes over the features
+ * itself when asked. analyze asks for it when a rule matched, so that benign text, which mostly matches
+ * none and is never explained, does not pay for it.
+ */
+export function windowLogit(model: Model, text: string, mask: number, credit = false): { logit: number, start: number, end: number } {
   extractFeatures(text, feats)
   const base = model.bias + familyTerm(model, mask)
   const n = feats.count
@@ -273,14 +280,15 @@ export function windowLogit(model: Model, text: string, mask: number): { logit: 
   const unit = q !== undefined ? model.scale ?? 1 : 1
   const len = text.length
   const logitOf = (d: { sum: number, count: number }): number => base + (d.count > 0 ? (d.sum * unit) * Math.pow(d.count, -LENGTH_POWER) : 0)
-  if (len <= WINDOW) {
+  creditOf = null
+  if (len <= WINDOW && credit) {
     const d = distinctSumCredited(w, buckets, feats.positions, n, len)
     creditOf = text
     creditCount = d.count
     return { logit: logitOf(d), start: 0, end: len }
   }
-  creditOf = null
   const score = (from: number, to: number): number => logitOf(distinctSum(w, buckets, from, to))
+  if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
   // Features are produced in text order, so each window is a contiguous run of them.
   const positions = feats.positions
   let best = -Infinity, bs = 0, be = 0
@@ -309,7 +317,7 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
   // The explanation is worked out while the features of the text that scored are still in the buffer,
   // and only when the model reaches its threshold, so a text the model passes pays nothing for it.
   if (prep.text.length > 0) {
-    const win = windowLogit(model, prep.modelText, prep.mask)
+    const win = windowLogit(model, prep.modelText, prep.mask, prep.findings.length > 0)
     modelScore = sigmoid(win.logit)
     if (prep.text.length > WINDOW) modelSpan = originalSpan(prep.norm, win.start, win.end)
     if (modelScore >= model.threshold) features = explainWindow(model, prep.modelText, win.start, win.end)
