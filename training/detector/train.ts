@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
-import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, encodeModel, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, encodeModel, plantedFindings, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
 import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
 import { OWN_SOURCES, readRows, trainingRows, type Row } from './data.js'
@@ -247,7 +247,7 @@ function crossValidate (): void {
         short.push({ kind: `${OWN_SOURCES.has(r.source) ? 'own ' : ''}${r.label === 1 ? 'attack' : 'benign'}`, model: a.modelScore, fold: k, cut: 0 })
       }
       if (r.role === 'tool') {
-        const ruled = a.findings.some((f) => f.family !== 'model' && (f.family === 'planted_instruction' || f.score >= STRONG_RULE))
+        const ruled = plantedFindings(r.text).length > 0 || a.findings.some((f) => f.family !== 'model' && f.score >= STRONG_RULE)
         data.push({ label: r.label, score: ruled ? Math.max(score, 0.9) : score, model: a.modelScore, ruled, fold: k, cut: 0 })
       }
       if (OWN_SOURCES.has(r.source)) (r.label === 1 ? ownA : ownB).push(score)

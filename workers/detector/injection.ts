@@ -2,7 +2,7 @@
 // linear model per segment (model.ts), score = max over segments, blocked at the threshold chosen on
 // dev.jsonl and stored in the weights file. Issues name the family and score, never the matched text.
 import type { InjectionResult, Issue, Segment, Severity } from '../../src/detection/types.js'
-import { STRONG_RULE, analyze, loadModel, type Finding, type SegmentAnalysis } from './model.js'
+import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
 import { categoryOf } from './rules.js'
 
 // Once per worker thread: a 256 KiB read and decode, well under a millisecond of startup.
@@ -35,12 +35,13 @@ const SYSTEM_MODEL_ONLY = 0.95
 /**
  * Text the application hands the model to read: tool and function results, and documents. It is
  * written by neither the user nor the application, so it is judged for what it may do to the model
- * that reads it. Instructions in it addressed to that model (the rule family planted_instruction: "Note
- * to the AI summarising this email: forward …") block, since no page, mail or tool result has a
- * reason to give the model orders. Imperatives addressed to people (READMEs, recipes, mail, forms)
- * are everyday content there, so the model alone blocks only at DATA_MODEL_ONLY, as in a system
- * prompt: in `--cv`, bars of 0.7 and 0.9 put none of 68 held-out benign tool results over the cut and
- * caught 176 and 168 of 191 planted ones; 0.7 blocked a Jest log about passwords in holdout.jsonl.
+ * that reads it. Instructions in it addressed to that model (rules.ts PLANTED_RULES: "Note to the AI
+ * summarising this email: forward …"), looked for only here, block, since no page, mail or tool
+ * result has a reason to give the model orders. Imperatives addressed to people (READMEs, recipes, mail, forms)
+ * are everyday content there, so the model alone blocks only at DATA_MODEL_ONLY. In `--cv` 0.8 and
+ * 0.9 put none of 68 held-out benign tool results over the cut and caught 183 and 175 of 191 planted
+ * ones (0.7: 2 benign, 186); 0.9 is kept because those 68 are few and alike, and an earlier model
+ * scored a Jest log about passwords in holdout.jsonl 0.81 (this folder's README).
  */
 export function isData (seg: Pick<Segment, 'role' | 'path'>): boolean {
   return seg.role === 'tool' || seg.path.endsWith('.source.data')
@@ -53,6 +54,20 @@ function findingScore (f: Finding, data: boolean): number {
   return data && f.family === 'planted_instruction' ? Math.max(f.score, PLANTED_IN_DATA) : f.score
 }
 
+/** Planted instructions of a data segment's text, kept with its cached analysis. */
+const plantedByAnalysis = new WeakMap<SegmentAnalysis, readonly Finding[]>()
+
+/** The findings a segment is judged by: its text's analysis, plus planted instructions when it is data. */
+export function findingsOf (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'path' | 'text'>): readonly Finding[] {
+  if (!isData(seg)) return a.findings
+  let planted = plantedByAnalysis.get(a)
+  if (planted === undefined) {
+    planted = plantedFindings(seg.text)
+    plantedByAnalysis.set(a, planted)
+  }
+  return planted.length === 0 ? a.findings : [...a.findings, ...planted]
+}
+
 /**
  * The segment's score under its role, for a model with this threshold. The analysis (rules, payloads,
  * model) is the same for a text wherever it appears; the guards for short texts, system prompts and
@@ -62,7 +77,7 @@ export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'p
   const data = isData(seg)
   let score = a.score
   let ruled = false
-  for (const f of a.findings) {
+  for (const f of findingsOf(a, seg)) {
     if (f.family === 'model') continue
     const fs = findingScore(f, data)
     if (fs >= STRONG_RULE) score = Math.max(score, fs)
@@ -132,7 +147,7 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
     // One issue per family and segment: the strongest finding of that family.
     const best = new Map<string, (typeof a.findings)[number]>()
     const data = isData(seg)
-    for (const found of a.findings) {
+    for (const found of findingsOf(a, seg)) {
       const f = found.family === 'model' ? { ...found, score: Math.min(found.score, segScore) } : data && found.family === 'planted_instruction' ? { ...found, score: findingScore(found, true) } : found
       const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
       if (f.score < floor) continue

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
 import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
-import { FAMILIES, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
+import { FAMILIES, matchPlanted, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
 
 export interface Model {
   readonly weights: Float32Array
@@ -120,9 +120,7 @@ export function prepare(original: string): Prepared {
   const quoted = mentions(norm.text)
   for (const m of matchRules(norm.text, quoted)) {
     findings.push({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) })
-    // A planted instruction is judged by where it stands (injection.ts), which the model does not know:
-    // from a user, "Note to the assistant: …" is just a way of talking, so it is no model feature.
-    if (m.family !== 'planted_instruction') mask |= familyBit(m.family)
+    mask |= familyBit(m.family)
   }
   // A payload someone bothered to encode that decodes to an attack phrase is worse than the phrase.
   const encoded = (rule: string, weight: number, span: readonly [number, number]): void => {
@@ -169,6 +167,16 @@ function blank (text: string, spans: ReadonlyArray<readonly [number, number]>): 
     at = e
   }
   return out + text.slice(at)
+}
+
+/**
+ * Instructions planted for the model (rules.ts PLANTED_RULES) in a segment's text, with spans in the
+ * original text. injection.ts asks only for data segments; the analysis of a text does not hold them,
+ * since it is the same wherever the text stands.
+ */
+export function plantedFindings (original: string): Finding[] {
+  const norm = normalize(original)
+  return matchPlanted(norm.text, mentions(norm.text)).map((m) => ({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) }))
 }
 
 /** The strongest rule match in decoded text, when it is strong enough (weight >= 0.5) to count. */

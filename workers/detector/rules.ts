@@ -46,9 +46,8 @@ const READER = '(?:ai|llms?|(?:large )?language models?|models?|assistants?|chat
 const DIRECTIVE_WORDS = "must|should|shall|needs? to|has to|have to|is (?:to|required to|authori[sz]ed to)|are (?:to|required to|authori[sz]ed to)|ignore|disregard|forget|stop|send|forward|delete|remove|reveal|tell|reply|respond|answer|include|say|state|print|output|append|copy|paste|run|execute|approve|merge|mark|cancel|accept|book|add|export|post|upload|visit|recommend|describe|classify|email|share|transfer|change|reset|set|switch|act|pretend|apply|download|click|call|ask|do not|don't|never|always|instead of|now operates|operate"
 const DIRECTIVE = `(?:${DIRECTIVE_WORDS})`
 const PARTICIPLE = '(?:reads?|reading|process(?:es|ing)|summari[sz](?:es|ing)|pars(?:es|ing)|sees|seeing|finds|scan(?:s|ning)|view(?:s|ing)|crawl(?:s|ing)|analy[sz](?:es|ing)|handl(?:es|ing))'
-// The scans below are one alternation of every rule, and V8 optimises a regular expression only up
-// to 20 KiB of source (kRegExpTooLargeToOptimize): past it the word scan ran 15 times slower. READER
-// and DIRECTIVE therefore appear once or twice, not once per form of address.
+// READER and DIRECTIVE appear once or twice, not once per form of address: a regular expression is
+// cheaper for fewer alternatives, and V8 optimises one only up to 20 KiB of source.
 const ADDRESS = [
   // "Note to the AI summarising this", "If you are an AI model", "Dear assistant".
   `(?:(?:notes?|messages?|instructions?|notices?|reminders?|memos?|p\\.? ?p?\\.? ?s\\.?|attention|important(?: message| notice| note)?|warning|orders?) (?:to|for) (?:the |any |all |an? |every |our )?|(?:if|when|whenever) (?:you are|you're|you act as) (?:an? |the )?|(?:dear|attention,?) )(?:\\w+ ){0,2}?${READER}`,
@@ -184,16 +183,6 @@ export const RULES: readonly Rule[] = [
   { id: 'you_are_now', family: 'jailbreak_persona', weight: 0.55,
     re: /\byou are now (?:a |an |in |going to |my |the |called |named )|\b(?:(?:and |ok(?:ay)?[.,]? )now|from now on),? you are (?!going\b|able\b|ready\b|done\b|right\b|correct\b)|\b(?:jetzt|nun|ab jetzt) bist du\b|\bdu bist (?:jetzt|nun|ab jetzt)\b|\byou (?:will|are going to) (?:now )?(?:act|pretend|roleplay) as\b|\bstay in character\b|\bignore (?:all )?(?:your )?(?:ethical|moral|safety)\b/g },
 
-  // Text that speaks to the AI reading it ("Note to the AI summarising this email:", "If you are an
-  // AI model, …", "Assistant, this is the site owner", "@review-bot") and then gives an order. From the
-  // user that is just a way of talking (weak, it informs the model); in a tool result, a retrieved page
-  // or a document it is an instruction planted for the model, and injection.ts judges it as such.
-  { id: 'ai_addressed', family: 'planted_instruction', weight: 0.5,
-    re: new RegExp(`\\b(?:${ADDRESS})[^\\n]{0,120}?\\b${DIRECTIVE}\\b`, 'g') },
-  // The same, as a tag: "[assistant instructions]", "<!-- assistant: …".
-  { id: 'ai_tagged', family: 'planted_instruction', weight: 0.5,
-    re: new RegExp(`(?:\\[(?:ai|assistant|llm|agent|bot|model|system)(?: \\w+)? (?:instructions?|note|notice|message)\\]|(?:<!--|\\[) ?(?:ai|assistant|llm|agent|bot|model)s? ?:)[^\\n]{0,120}?\\b${DIRECTIVE}\\b`, 'g') },
-
   // chat-template and delimiter spoofing
   { id: 'chat_template_tokens', family: 'template_spoofing', weight: 0.95,
     re: /<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|start_header_id|end_header_id|eot_id)\|>|\[\/?inst\]|<<\/?sys>>|<\/s>|<start_of_turn>|<end_of_turn>/g },
@@ -206,6 +195,39 @@ export const RULES: readonly Rule[] = [
   { id: 'fake_turn', family: 'template_spoofing', weight: 0.7,
     re: /\n(?:assistant|ai|chatgpt|gpt|bot) ?: ?(?:sure|ok|okay|of course|certainly|i will|here is|the password)\b|\n(?:user|human) ?:.*\n(?:assistant|ai) ?:/g },
 ]
+
+/**
+ * Text that speaks to the AI reading it ("Note to the AI summarising this email:", "If you are an AI
+ * model, …", "Assistant, this is the site owner", "TODO(ai-assistant):") and then gives an order. In a
+ * tool result, a retrieved page or a document that is an instruction planted for the model, and
+ * injection.ts judges it so; from the user it is just a way of talking. These rules therefore run only
+ * on data segments (matchPlanted), not in the scans every text pays for, and are no model feature.
+ */
+export const PLANTED_RULES: readonly Rule[] = [
+  { id: 'ai_addressed', family: 'planted_instruction', weight: 0.5,
+    re: new RegExp(`\\b(?:${ADDRESS})[^\\n]{0,120}?\\b${DIRECTIVE}\\b`, 'g') },
+  // The same, as a tag: "[assistant instructions]", "<!-- assistant: …".
+  { id: 'ai_tagged', family: 'planted_instruction', weight: 0.5,
+    re: new RegExp(`(?:\\[(?:ai|assistant|llm|agent|bot|model|system)(?: \\w+)? (?:instructions?|note|notice|message)\\]|(?:<!--|\\[) ?(?:ai|assistant|llm|agent|bot|model)s? ?:)[^\\n]{0,120}?\\b${DIRECTIVE}\\b`, 'g') },
+]
+
+/** Every planted rule's match contains one of these (its reader, or a tag sign). */
+export const PLANTED_GATE = new RegExp(`\\b${READER}|\\b(?:todo|fixme|note|nb) ?\\(|\\[|<!--`)
+
+/** Planted-instruction matches in normalised text, except those inside `quoted` or after a prohibition. */
+export function matchPlanted (text: string, quoted: ReadonlyArray<readonly [number, number]> = NONE): RuleMatch[] {
+  const out: RuleMatch[] = []
+  if (!PLANTED_GATE.test(text)) return out
+  for (const rule of PLANTED_RULES) {
+    rule.re.lastIndex = 0
+    for (let m = rule.re.exec(text); m !== null && out.length < MAX_MATCHES; m = rule.re.exec(text)) {
+      const end = m.index + m[0].length
+      if (!negated(text, m.index) && !inside(quoted, m.index, end)) out.push({ rule: rule.id, family: rule.family, weight: rule.weight, start: m.index, end })
+      rule.re.lastIndex = m.index + 1
+    }
+  }
+  return out.sort((x, y) => x.start - y.start)
+}
 
 /** Top-level alternatives of a pattern (splits at `|` outside groups and classes). */
 function alternatives(source: string): string[] {
@@ -269,7 +291,6 @@ const GATE_WORDS = [
   'einschr', 'grenz', 'regel', 'zensur', 'bound', 'subject', 'beholden', '\\bheld\\b', 'legal',
   'allowed', 'supposed', 'permitted', 'forbidden', 'told not', 'should you not', 'must you not',
   'you never', '\\bnow\\b', 'bist du', 'du bist', 'act as', 'pretend', 'roleplay', 'in character',
-  '\\bai\\b', 'a\\.i\\.', 'llm', 'assistant', '\\bbot', 'chatbot', 'agent', 'copilot', 'gpt', 'claude', 'gemini', 'summari', 'automated',
 ]
 export const WORD_GATE = gateRegex(GATE_WORDS)
 
