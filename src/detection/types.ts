@@ -27,6 +27,20 @@ export interface Issue {
   readonly segment: number
   readonly message: number
   readonly span: readonly [number, number]
+  /** Injection findings of a rule family: the rule that matched, e.g. `override_previous`. */
+  readonly rule?: string
+  /**
+   * The `model` finding: the words that raised its score most (at most 5), each with its share of the
+   * model's logit. Words come only from the model's vocabulary (public training text, letters only),
+   * never a secret or PII value.
+   */
+  readonly features?: readonly FeatureContribution[]
+}
+
+/** A word of the prompt and how much it raised the model's logit (the score is its sigmoid). */
+export interface FeatureContribution {
+  readonly feature: string
+  readonly weight: number
 }
 
 export interface InjectionResult {

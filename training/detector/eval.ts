@@ -1,27 +1,32 @@
-// `npm run eval:detector`: quality on dev.jsonl per source and overall, and the latency of
-// detectInjection per prompt length, timed inside one worker thread. Prints a table, then one JSON line.
+// `npm run eval:detector`: quality on dev.jsonl per source and overall; on the own held-out part (the
+// over-defense prompts' block rate per topic, recall per attack style); on the probes, the holdout and
+// the final check; recall with each attack source left out of training (loso.ts; EVAL_LOSO=0 skips
+// it); and the latency of detectInjection per prompt length, timed inside one worker thread. Prints
+// tables, then one JSON line.
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import type { Segment } from '../../src/detection/types.js'
 import { repoFile } from '../../src/paths.js'
 import { THRESHOLD, detectInjection, setAnalysisCache } from '../../workers/detector/injection.js'
-import { FPR_BUDGET, readRows, type Row } from './train.js'
+import { ownRows, readRows, trainingRows, type Row } from './data.js'
+import { leaveOneSourceOut, type LeftOut } from './loso.js'
+import { FPR_BUDGET } from './train.js'
 
 const BUCKETS = [100, 1000, 4000, 32000] as const
 
-function segmentOf(text: string): Segment[] {
-  return [{ message: 0, role: 'user', path: 'messages[0].content', text }]
+function segmentOf (text: string, role = 'user'): Segment[] {
+  return [{ message: 0, role, path: 'messages[0].content', text }]
 }
 
-function pct(x: number): number {
+function pct (x: number): number {
   return Math.round(x * 10000) / 100
 }
 
 interface Latency { readonly chars: number, readonly runs: number, readonly p50: number, readonly p99: number, readonly max: number }
 
 /** Prompts of exactly `chars` characters, built by concatenating dev texts from rotating offsets. */
-function prompts(texts: readonly string[], chars: number, count: number): string[] {
+function prompts (texts: readonly string[], chars: number, count: number): string[] {
   const out: string[] = []
   let k = 0
   for (let i = 0; i < count; i++) {
@@ -32,7 +37,7 @@ function prompts(texts: readonly string[], chars: number, count: number): string
   return out
 }
 
-function timeBuckets(texts: readonly string[]): Latency[] {
+function timeBuckets (texts: readonly string[]): Latency[] {
   // Every prompt judged from scratch: a repeated text would be answered from the analysis cache.
   setAnalysisCache(false)
   const result: Latency[] = []
@@ -53,7 +58,7 @@ function timeBuckets(texts: readonly string[]): Latency[] {
   return result
 }
 
-function runTimingWorker(texts: readonly string[]): Promise<Latency[]> {
+function runTimingWorker (texts: readonly string[]): Promise<Latency[]> {
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL(import.meta.url), { workerData: { texts } })
     w.once('message', (m: Latency[]) => { resolve(m); void w.terminate() })
@@ -61,76 +66,123 @@ function runTimingWorker(texts: readonly string[]): Promise<Latency[]> {
   })
 }
 
-async function main(): Promise<void> {
+const blocked = (r: Row): boolean => detectInjection(segmentOf(r.text, r.role)).blocked
+
+interface Rate { readonly n: number, readonly blocked: number }
+
+/** Block counts by key, printed as one table: TPR for attack keys, FPR (block rate) for benign ones. */
+function table (title: string, rows: readonly Row[], key: (r: Row) => string): Record<string, Rate> {
+  const by = new Map<string, { label: 0 | 1, n: number, blocked: number }>()
+  for (const r of rows) {
+    const k = key(r)
+    const s = by.get(k) ?? { label: r.label, n: 0, blocked: 0 }
+    s.n++
+    if (blocked(r)) s.blocked++
+    by.set(k, s)
+  }
+  console.log(title)
+  for (const [k, s] of [...by].sort((a, b) => b[1].label - a[1].label || a[0].localeCompare(b[0]))) {
+    console.log(`  ${k.padEnd(40)} ${String(s.n).padStart(5)} ${String(s.blocked).padStart(6)}  ${pct(s.blocked / s.n).toFixed(2)}% ${s.label === 1 ? 'TPR' : 'blocked'}`)
+  }
+  return Object.fromEntries([...by].map(([k, s]) => [k, { n: s.n, blocked: s.blocked }]))
+}
+
+function devQuality (): { tpr: number, fpr: number, f1: number, tprAt1: number, perSource: Record<string, number> } {
   const rows = readRows('dev.jsonl')
   const scores = rows.map((r) => detectInjection(segmentOf(r.text)).score)
-  const bySource = new Map<string, { label: 0 | 1, n: number, blocked: number }>()
   let tp = 0, fp = 0, fn = 0, tn = 0
-  rows.forEach((r: Row, i) => {
-    const blocked = (scores[i] as number) >= THRESHOLD
-    const key = `${r.source}${r.label === 1 ? ' (attack)' : ''}`
-    const s = bySource.get(key) ?? { label: r.label, n: 0, blocked: 0 }
-    s.n++
-    if (blocked) s.blocked++
-    bySource.set(key, s)
-    if (r.label === 1) { if (blocked) tp++; else fn++ } else if (blocked) fp++; else tn++
+  rows.forEach((r, i) => {
+    const b = (scores[i] as number) >= THRESHOLD
+    if (r.label === 1) { if (b) tp++; else fn++ } else if (b) fp++; else tn++
   })
+  const bySource = table(`threshold ${THRESHOLD.toFixed(4)} on dev (${rows.length} rows): source, n, blocked`, rows, (r) => `${r.source}${r.label === 1 ? ' (attack)' : ''}`)
   const precision = tp / Math.max(1, tp + fp)
   const recall = tp / Math.max(1, tp + fn)
   const f1 = (2 * precision * recall) / Math.max(1e-12, precision + recall)
-  // TPR at 1% FPR: the threshold that lets exactly floor(1% of benign) benign prompts through to "blocked".
+  // TPR at 1% FPR: the cut that lets exactly floor(1% of benign) benign prompts through to "blocked".
   const benign = rows.flatMap((r, i) => (r.label === 0 ? [scores[i] as number] : [])).sort((a, b) => b - a)
   const attacks = rows.flatMap((r, i) => (r.label === 1 ? [scores[i] as number] : []))
   const cut = (benign[Math.floor(FPR_BUDGET * benign.length)] ?? 0) + 1e-9
   const tprAt1 = attacks.filter((s) => s >= cut).length / attacks.length
+  console.log(`  overall TPR ${pct(recall)}%  FPR ${pct(fp / Math.max(1, fp + tn))}%  precision ${pct(precision)}%  F1 ${f1.toFixed(4)}  TPR@1%FPR ${pct(tprAt1)}%`)
+  const perSource = Object.fromEntries(Object.entries(bySource).map(([k, s]) => [k, pct(s.blocked / s.n)]))
+  return { tpr: pct(recall), fpr: pct(fp / Math.max(1, fp + tn)), f1: Number(f1.toFixed(4)), tprAt1: pct(tprAt1), perSource }
+}
 
-  console.log(`threshold ${THRESHOLD.toFixed(4)} on dev (${rows.length} rows)`)
-  console.log('source                              n   blocked  rate (TPR for attacks, FPR for benign)')
-  for (const [src, s] of [...bySource].sort((a, b) => b[1].label - a[1].label || a[0].localeCompare(b[0]))) {
-    console.log(`${src.padEnd(34)} ${String(s.n).padStart(4)} ${String(s.blocked).padStart(8)}  ${pct(s.blocked / s.n).toFixed(2)}% ${s.label === 1 ? 'TPR' : 'FPR'}`)
-  }
-  console.log(`overall TPR ${pct(recall)}%  FPR ${pct(fp / Math.max(1, fp + tn))}%  precision ${pct(precision)}%  F1 ${f1.toFixed(4)}  TPR@1%FPR ${pct(tprAt1)}%`)
-
-  // Hand-written sets, never trained on: probes.jsonl (a smoke test of hard benign prompts with trigger
-  // words, system prompts, and attacks phrased unlike the data set) and holdout.jsonl (written later, in
-  // other styles, and never used to choose anything). Too few for a rate.
-  const probes = handSet('probes.jsonl')
-  const holdout = handSet('holdout.jsonl')
-
-  const texts = rows.map((r) => r.text)
-  const latency = await runTimingWorker(texts)
-  console.log('latency on one worker thread (ms per prompt)')
-  for (const l of latency) console.log(`  ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
-
-  const perSource = Object.fromEntries([...bySource].map(([k, s]) => [k, pct(s.blocked / s.n)]))
-  console.log(JSON.stringify({
-    threshold: Number(THRESHOLD.toFixed(6)),
-    tpr: pct(recall),
-    fpr: pct(fp / Math.max(1, fp + tn)),
-    f1: Number(f1.toFixed(4)),
-    tprAt1pctFpr: pct(tprAt1),
-    perSource,
-    probes,
-    holdout,
-    latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
-  }))
+/**
+ * The own held-out part, never trained on: over-defense prompts by topic (hand-written ones as one
+ * topic) and attacks by style. Every blocked benign prompt is listed.
+ */
+function heldOut (): { benignBlocked: number, benign: number, topics: Record<string, Rate>, attacks: Record<string, Rate> } {
+  const rows = ownRows('heldout')
+  const benign = rows.filter((r) => r.label === 0)
+  const topics = table('own held-out part, benign prompts with trigger words: topic, n, blocked', benign, (r) => `${r.topic ?? 'hand-written'} (${r.role ?? 'user'})`)
+  let n = 0
+  for (const r of benign) if (blocked(r)) { n++; console.log(`    blocked: ${JSON.stringify(r.text.slice(0, 100))}`) }
+  console.log(`  over-defense held-out: ${n}/${benign.length} blocked (${pct(n / benign.length)}%)`)
+  const attacks = table('own held-out part, attacks: style, n, blocked', rows.filter((r) => r.label === 1), (r) => `${r.source}${r.template === undefined ? ' hand-written' : ' generated'}`)
+  return { benignBlocked: n, benign: benign.length, topics, attacks }
 }
 
 interface HandSet { readonly benignBlocked: number, readonly benign: number, readonly attacksBlocked: number, readonly attacks: number }
 
 /** Judges a hand-written set, prints its counts and every misjudged prompt. */
-function handSet(file: string): HandSet {
+function handSet (file: string): HandSet {
   const items = readFileSync(repoFile(`training/detector/${file}`), 'utf8').split('\n').filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as { text: string, label: number, role: string })
-  const blocked = items.map((p) => detectInjection([{ message: 0, role: p.role, path: file, text: p.text }]).blocked)
-  const fp = items.filter((p, i) => p.label === 0 && blocked[i] === true)
-  const fn = items.filter((p, i) => p.label === 1 && blocked[i] !== true)
+  const judged = items.map((p) => detectInjection([{ message: 0, role: p.role, path: file, text: p.text }]).blocked)
+  const fp = items.filter((p, i) => p.label === 0 && judged[i] === true)
+  const fn = items.filter((p, i) => p.label === 1 && judged[i] !== true)
   const attacks = items.filter((p) => p.label === 1).length
-  const name = file.replace('.jsonl', '')
-  console.log(`${name}: benign blocked ${fp.length}/${items.length - attacks}, attacks blocked ${attacks - fn.length}/${attacks}`)
+  console.log(`${file.replace('.jsonl', '')}: benign blocked ${fp.length}/${items.length - attacks}, attacks blocked ${attacks - fn.length}/${attacks}`)
   for (const p of fp) console.log(`  blocked benign: ${JSON.stringify(p.text.slice(0, 90))}`)
   for (const p of fn) console.log(`  missed attack:  ${JSON.stringify(p.text.slice(0, 90))}`)
   return { benignBlocked: fp.length, benign: items.length - attacks, attacksBlocked: attacks - fn.length, attacks }
+}
+
+function losoReport (): { dataSetMean: number, ownMean: number, bySource: Record<string, number> } | null {
+  if (process.env.EVAL_LOSO === '0') return null
+  console.log('leave one attack source out (retrained without it, threshold chosen on dev): source, n, caught')
+  const t0 = performance.now()
+  const rows = leaveOneSourceOut(trainingRows(), (r: LeftOut) => {
+    console.log(`  ${`${r.source}${r.own ? ' (own)' : ''}`.padEnd(40)} ${String(r.n).padStart(5)} ${String(r.caught).padStart(6)}  ${pct(r.caught / r.n).toFixed(2)}%  (threshold ${r.threshold.toFixed(3)})`)
+  })
+  const mean = (xs: readonly LeftOut[]): number => pct(xs.reduce((a, r) => a + r.caught / r.n, 0) / Math.max(1, xs.length))
+  const dataSet = rows.filter((r) => !r.own)
+  const own = rows.filter((r) => r.own)
+  console.log(`  mean recall: data-set sources ${mean(dataSet)}% (${dataSet.length}), own sources ${mean(own)}% (${own.length}), all ${mean(rows)}%  [${Math.round((performance.now() - t0) / 1000)} s]`)
+  return { dataSetMean: mean(dataSet), ownMean: mean(own), bySource: Object.fromEntries(rows.map((r) => [r.source, pct(r.caught / r.n)])) }
+}
+
+async function main (): Promise<void> {
+  const dev = devQuality()
+  const held = heldOut()
+  // Hand-written sets never trained on: probes.jsonl (a smoke test) and holdout.jsonl (written before
+  // the November 2026 changes). Too few for a rate.
+  const probes = handSet('probes.jsonl')
+  const holdout = handSet('holdout.jsonl')
+  // final-check.jsonl: benign prompts with trigger words and attacks in the own styles, written after
+  // the held-out part and kept out of every run until the settings were final. Never trained on.
+  const finalCheck = handSet('final-check.jsonl')
+  const loso = losoReport()
+  const latency = await runTimingWorker(readRows('dev.jsonl').map((r) => r.text))
+  console.log('latency on one worker thread (ms per prompt)')
+  for (const l of latency) console.log(`  ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
+  console.log(JSON.stringify({
+    threshold: Number(THRESHOLD.toFixed(6)),
+    tpr: dev.tpr,
+    fpr: dev.fpr,
+    f1: dev.f1,
+    tprAt1pctFpr: dev.tprAt1,
+    perSource: dev.perSource,
+    overdefenseHeldout: { blocked: held.benignBlocked, n: held.benign, pct: pct(held.benignBlocked / held.benign) },
+    heldoutAttacks: held.attacks,
+    probes,
+    holdout,
+    finalCheck,
+    loso,
+    latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
+  }))
 }
 
 if (isMainThread) {

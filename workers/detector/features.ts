@@ -1,6 +1,7 @@
-// Hashed features for the linear model: character 3- to 5-grams and word uni- and bigrams of the
-// normalised text. Each feature is recorded with the position it ends at, so the scorer can sum any
-// window of the text with prefix sums instead of re-extracting (long prompts are scored in windows).
+// Hashed features for the linear model: character 3- to 5-grams, word uni- and bigrams, and concept
+// pairs (below) of the normalised text. Each feature is recorded with the position it ends at, so the
+// scorer can sum any window of the text with prefix sums instead of re-extracting (long prompts are
+// scored in windows).
 
 export const BITS = 18
 export const DIM = 1 << BITS
@@ -23,6 +24,69 @@ const P4 = Math.imul(P3, P1)
 const SEED_WORD = 0x27d4eb2f
 const SEED_BIGRAM = 0x165667b1
 
+const SEED_PAIR = 0xa54ff53a
+
+/**
+ * Words grouped by what they do in an attack: "ignore", "disregard" and "forget" are one concept,
+ * "instructions", "rules" and "guidelines" another. Each pair of concept words within PAIR_SPAN words
+ * of one sentence adds the ordered concept pair as a feature ("IGNORE … INSTRUCTIONS", "REVEAL …
+ * SECRET"). N-grams learn a wording; the pairs let what the model learned from one wording count for
+ * its synonyms, which is what an attack source it never saw needs. In `--cv`, pairs raised the
+ * left-out-source recall and the cross-validated recall without more own benign prompts over the cut;
+ * concepts as single features as well raised both further but put more benign prompts over it
+ * (training/detector/README.md). Lists are of normalised words (lower case, diacritics and leet folded).
+ */
+const CONCEPTS: Readonly<Record<string, readonly string[]>> = {
+  ignore: ['ignore', 'ignoring', 'ignored', 'disregard', 'disregarding', 'forget', 'forgetting', 'skip', 'drop', 'discard', 'abandon', 'overlook', 'bypass', 'override', 'overriding', 'cancel', 'scrap', 'erase', 'neglect', 'omit', 'dismiss', 'void', 'suspend', 'lift', 'vergiss', 'ignoriere', 'ignorieren', 'olvida', 'olvide', 'oublie', 'oubliez', 'ignora', 'dimentica', 'vergeet', 'zignoruj', 'esqueca', 'esquece'],
+  prior: ['previous', 'prior', 'preceding', 'above', 'earlier', 'former', 'initial', 'original', 'before', 'foregoing', 'existing', 'default', 'vorherigen', 'bisherigen', 'obigen', 'anteriores', 'anterieures', 'precedentes', 'precedenti', 'eerdere', 'poprzednie'],
+  instructions: ['instructions', 'instruction', 'rules', 'guidelines', 'guideline', 'directives', 'directive', 'prompt', 'prompts', 'programming', 'policies', 'policy', 'restrictions', 'constraints', 'orders', 'commands', 'guidance', 'configuration', 'setup', 'filters', 'safeguards', 'guardrails', 'anweisungen', 'regeln', 'instrucciones', 'reglas', 'consignes', 'regles', 'istruzioni', 'regole', 'instrucoes', 'regras', 'instructies', 'instrukcje'],
+  reveal: ['reveal', 'print', 'repeat', 'show', 'tell', 'give', 'output', 'display', 'write', 'spell', 'leak', 'share', 'say', 'type', 'disclose', 'recite', 'dump', 'echo', 'return', 'copy', 'paste', 'quote', 'translate', 'summarize', 'summarise', 'list', 'expose', 'provide', 'send', 'forward', 'upload', 'confirm', 'read'],
+  secret: ['password', 'passwords', 'passphrase', 'passcode', 'secret', 'secrets', 'code', 'key', 'pin', 'credentials', 'word', 'phrase', 'hidden', 'confidential', 'magic', 'pw', 'passwort', 'contrasena', 'senha', 'wachtwoord', 'haslo', 'codeword'],
+  system: ['system', 'developer', 'developers', 'admin', 'administrator', 'operator', 'root', 'sudo', 'creator', 'creators', 'owner', 'maker', 'makers', 'openai'],
+  part: ['letter', 'letters', 'character', 'characters', 'half', 'first', 'last', 'syllable', 'syllables', 'vowels', 'part', 'digits', 'position', 'length', 'long'],
+  transform: ['backwards', 'backward', 'reverse', 'reversed', 'split', 'separated', 'spaced', 'encode', 'encoded', 'base64', 'hex', 'binary', 'morse', 'rotie', 'cipher', 'acrostic', 'riddle', 'rhyme', 'poem', 'song', 'story', 'hint', 'anagram', 'vertically', 'dashes', 'commas', 'spaces', 'emoji', 'leetspeak', 'synonym'],
+  persona: ['pretend', 'act', 'acting', 'roleplay', 'role', 'persona', 'simulate', 'imagine', 'become', 'mode', 'dan', 'jailbreak', 'jailbroken', 'character', 'called', 'named'],
+  unbound: ['unrestricted', 'unfiltered', 'uncensored', 'unlimited', 'unbound', 'unchained', 'freed', 'free', 'amoral', 'unethical', 'immoral', 'limitless', 'lawless', 'anything', 'everything', 'whatever'],
+  negation: ['no', 'not', 'never', 'without', 'none', 'nothing', "don't", 'dont', 'cannot', "can't", 'longer', 'anymore'],
+  you: ['you', 'your', 'yourself', "you're", 'youre'],
+  now: ['now', 'henceforth', 'onwards', 'onward', 'instead', 'new'],
+  ai: ['ai', 'assistant', 'model', 'chatbot', 'bot', 'gpt', 'chatgpt', 'llm', 'agent', 'language'],
+  obey: ['must', 'shall', 'obey', 'follow', 'comply', 'required', 'only', 'exactly', 'verbatim'],
+}
+const PAIR_SPAN = 6
+
+function wordHash (w: string): number {
+  let h = SEED_WORD
+  for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619)
+  return h
+}
+
+// Word hash (as extractFeatures computes it) to concept number + 1, in an open-addressing table: one
+// lookup per word of every text, several times cheaper than a Map.
+const CONCEPT_BITS = 10
+const CONCEPT_KEYS = new Int32Array(1 << CONCEPT_BITS)
+const CONCEPT_VALS = new Int8Array(1 << CONCEPT_BITS)
+Object.values(CONCEPTS).forEach((words, k) => {
+  for (const w of words) {
+    const h = wordHash(w)
+    let slot = (Math.imul(h, 0x9e3779b1) >>> (32 - CONCEPT_BITS))
+    while (CONCEPT_VALS[slot] !== 0 && CONCEPT_KEYS[slot] !== h) slot = (slot + 1) & ((1 << CONCEPT_BITS) - 1)
+    CONCEPT_KEYS[slot] = h
+    CONCEPT_VALS[slot] = k + 1
+  }
+})
+
+/** The concept of a word by its hash, or -1. */
+function conceptOf (h: number): number {
+  let slot = (Math.imul(h, 0x9e3779b1) >>> (32 - CONCEPT_BITS))
+  for (;;) {
+    const v = CONCEPT_VALS[slot] as number
+    if (v === 0) return -1
+    if (CONCEPT_KEYS[slot] === h) return v - 1
+    slot = (slot + 1) & ((1 << CONCEPT_BITS) - 1)
+  }
+}
+
 /** Extracted features live in these reused buffers; only the first `count` entries are valid. */
 export interface FeatureBuffers {
   buckets: Int32Array
@@ -43,15 +107,21 @@ function fmix(h: number): number {
   return h & MASK
 }
 
-function isWordChar(c: number): boolean {
+/** Letters, digits, the apostrophe and any non-ASCII character make words (the text is normalised). */
+export function isWordChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 39 || c > 127
 }
+
+const RING = 4
+const RING_C = new Int32Array(RING)
+const RING_W = new Int32Array(RING)
 
 /** Fills `out` with every feature of `text` (already normalised). */
 export function extractFeatures(text: string, out: FeatureBuffers): void {
   const len = text.length
-  // At most 3 char n-grams and 2 word features per character.
-  const need = len * 5 + 8
+  // Per character at most 3 char n-grams and 2 word features; per word of two or more characters
+  // (with its separator) at most RING concept pairs.
+  const need = len * 8 + 8
   if (out.buckets.length < need) {
     let size = out.buckets.length
     while (size < need) size *= 2
@@ -66,6 +136,11 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
   let inWord = false
   let prevWord = 0
   let hasPrev = false
+  // The last RING concept words of the sentence: concept and word number.
+  const ringC = RING_C
+  const ringW = RING_W
+  let ringN = 0
+  let words = 0
   for (let i = 0; i <= len; i++) {
     const c = i < len ? text.charCodeAt(i) : 32
     if (i < len) {
@@ -85,12 +160,23 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
     } else if (inWord) {
       buckets[n] = fmix(word); positions[n++] = i - 1
       if (hasPrev) { buckets[n] = fmix(Math.imul(prevWord ^ SEED_BIGRAM, 0x01000193) ^ word); positions[n++] = i - 1 }
+      const concept = conceptOf(word)
+      if (concept >= 0) {
+        for (let k = 0; k < ringN; k++) {
+          if (words - (ringW[k] as number) > PAIR_SPAN) continue
+          buckets[n] = fmix(Math.imul((((ringC[k] as number) << 8) | concept) + 1, 0x85ebca77) ^ SEED_PAIR); positions[n++] = i - 1
+        }
+        if (ringN === RING) { ringC.copyWithin(0, 1); ringW.copyWithin(0, 1); ringN-- }
+        ringC[ringN] = concept
+        ringW[ringN++] = words
+      }
+      words++
       prevWord = word
       hasPrev = true
       word = SEED_WORD
       inWord = false
-      // A sentence end breaks bigrams so they do not span unrelated clauses.
-      if (c === 46 || c === 10 || c === 33 || c === 63) hasPrev = false
+      // A sentence end breaks bigrams and concept pairs so they do not span unrelated clauses.
+      if (c === 46 || c === 10 || c === 33 || c === 63) { hasPrev = false; ringN = 0 }
     }
     c4 = c3; c3 = c2; c2 = c1; c1 = c
   }

@@ -4,12 +4,17 @@
 // Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
-import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures } from './features.js'
+import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
-import { FAMILIES, matchRules, type Family, type RuleMatch } from './rules.js'
+import { FAMILIES, matchPlanted, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
 
 export interface Model {
   readonly weights: Float32Array
+  /**
+   * Words the explanation may name (vocab.txt, written by train.ts): words of at least two letters
+   * found in at least VOCAB_MIN_ROWS training rows. Absent for models trained in memory.
+   */
+  readonly vocab?: ReadonlySet<string>
   /** The shipped int8 weights (weights = quantized × scale); scoring reads these, 4× less cache. */
   readonly quantized?: Int8Array
   readonly scale?: number
@@ -56,8 +61,12 @@ export function decodeModel(buf: Buffer): Model {
   return { weights, quantized, scale, familyWeights, bias, threshold }
 }
 
-export function loadModel(url: URL = WEIGHTS_URL): Model {
-  return decodeModel(readFileSync(url))
+/** The explanation's vocabulary, next to the weights. */
+export const VOCAB_URL = repoFile('workers/detector/vocab.txt')
+
+export function loadModel(url: URL = WEIGHTS_URL, vocabUrl: URL = VOCAB_URL): Model {
+  const vocab = new Set(readFileSync(vocabUrl, 'utf8').split('\n').filter((w) => w !== ''))
+  return { ...decodeModel(readFileSync(url)), vocab }
 }
 
 export function sigmoid(x: number): number {
@@ -72,17 +81,27 @@ export interface Finding {
   readonly span: readonly [number, number]
 }
 
+/** A word of the text and its share of the model's logit (see explainWindow). */
+export interface Contribution {
+  readonly feature: string
+  readonly weight: number
+}
+
 export interface SegmentAnalysis {
   /** max(model probability, strongest rule weight among rules of weight >= STRONG_RULE). */
   readonly score: number
   readonly modelScore: number
   readonly findings: readonly Finding[]
+  /** The words that raised the model's score most, when it reached the model's threshold (else empty). */
+  readonly features: readonly Contribution[]
 }
 
 /** Normalised text and the rule findings (including encoded payloads) of one segment. */
 export interface Prepared {
   readonly norm: Normalized
   readonly text: string
+  /** What the model reads: `text` with mentioned quotations (rules.ts mentions) blanked, same length and positions. */
+  readonly modelText: string
   readonly findings: Finding[]
   /** Bit i set when family FAMILIES[i] fired. */
   readonly mask: number
@@ -98,7 +117,8 @@ export function prepare(original: string): Prepared {
   const norm = normalize(original)
   const findings: Finding[] = []
   let mask = 0
-  for (const m of matchRules(norm.text)) {
+  const quoted = mentions(norm.text)
+  for (const m of matchRules(norm.text, quoted)) {
     findings.push({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) })
     mask |= familyBit(m.family)
   }
@@ -133,7 +153,30 @@ export function prepare(original: string): Prepared {
       encoded(`${kind}_payload`, best.weight, span)
     }
   }
-  return { norm, text: norm.text, findings, mask, payloads }
+  return { norm, text: norm.text, modelText: quoted.length === 0 ? norm.text : blank(norm.text, quoted), findings, mask, payloads }
+}
+
+/** `text` with each span replaced by as many spaces: positions, and so windows and spans, are unchanged. */
+function blank (text: string, spans: ReadonlyArray<readonly [number, number]>): string {
+  let out = ''
+  let at = 0
+  for (const [s, e] of [...spans].sort((a, b) => a[0] - b[0])) {
+    if (e <= at) continue
+    const from = Math.max(at, s)
+    out += text.slice(at, from) + ' '.repeat(e - from)
+    at = e
+  }
+  return out + text.slice(at)
+}
+
+/**
+ * Instructions planted for the model (rules.ts PLANTED_RULES) in a segment's text, with spans in the
+ * original text. injection.ts asks only for data segments; the analysis of a text does not hold them,
+ * since it is the same wherever the text stands.
+ */
+export function plantedFindings (original: string): Finding[] {
+  const norm = normalize(original)
+  return matchPlanted(norm.text, mentions(norm.text)).map((m) => ({ family: m.family, rule: m.rule, score: m.weight, span: originalSpan(norm, m.start, m.end) }))
 }
 
 /** The strongest rule match in decoded text, when it is strong enough (weight >= 0.5) to count. */
@@ -185,6 +228,16 @@ const seen = new Int32Array(DIM)
 let stamp = 0
 
 /** Sum of the weights of the distinct buckets among features [from, to), and how many there were. */
+/**
+ * For a text scored as one window (at most WINDOW characters) with `credit` (windowLogit), the sum of
+ * the weights of its distinct features by the position each first occurs at, filled in the same pass
+ * that scores it: explainWindow reads it instead of passing over every feature again. `creditOf` names
+ * the text it belongs to.
+ */
+let posCredit = new Float64Array(WINDOW)
+let creditOf: string | null = null
+let creditCount = 0
+
 function distinctSum (w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number): { sum: number; count: number } {
   if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
   let sum = 0
@@ -199,7 +252,33 @@ function distinctSum (w: Int8Array | Float32Array, buckets: Int32Array, from: nu
   return { sum, count }
 }
 
-export function windowLogit(model: Model, text: string, mask: number): { logit: number, start: number, end: number } {
+/** distinctSum of a whole text that also fills posCredit (see above). */
+function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, positions: Int32Array, to: number, len: number): { sum: number; count: number } {
+  if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
+  if (posCredit.length < len) posCredit = new Float64Array(len)
+  posCredit.fill(0, 0, len)
+  let sum = 0
+  let count = 0
+  for (let k = 0; k < to; k++) {
+    const b = buckets[k] as number
+    if (seen[b] === stamp) continue
+    seen[b] = stamp
+    const wb = w[b] as number
+    sum += wb
+    const at = positions[k] as number
+    posCredit[at] = (posCredit[at] as number) + wb
+    count++
+  }
+  return { sum, count }
+}
+
+/**
+ * The model's logit for the best window of `text`. With `credit`, a text of one window also fills
+ * posCredit for explainWindow in the same pass; without it, explainWindow passes over the features
+ * itself when asked. analyze asks for it when a rule matched, so that benign text, which mostly matches
+ * none and is never explained, does not pay for it.
+ */
+export function windowLogit(model: Model, text: string, mask: number, credit = false): { logit: number, start: number, end: number } {
   extractFeatures(text, feats)
   const base = model.bias + familyTerm(model, mask)
   const n = feats.count
@@ -208,10 +287,15 @@ export function windowLogit(model: Model, text: string, mask: number): { logit: 
   const w: Int8Array | Float32Array = q ?? model.weights
   const unit = q !== undefined ? model.scale ?? 1 : 1
   const len = text.length
-  const score = (from: number, to: number): number => {
-    const d = distinctSum(w, buckets, from, to)
-    return base + (d.count > 0 ? (d.sum * unit) * Math.pow(d.count, -LENGTH_POWER) : 0)
+  const logitOf = (d: { sum: number, count: number }): number => base + (d.count > 0 ? (d.sum * unit) * Math.pow(d.count, -LENGTH_POWER) : 0)
+  creditOf = null
+  if (len <= WINDOW && credit) {
+    const d = distinctSumCredited(w, buckets, feats.positions, n, len)
+    creditOf = text
+    creditCount = d.count
+    return { logit: logitOf(d), start: 0, end: len }
   }
+  const score = (from: number, to: number): number => logitOf(distinctSum(w, buckets, from, to))
   if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
   // Features are produced in text order, so each window is a contiguous run of them.
   const positions = feats.positions
@@ -237,15 +321,130 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
   for (const f of prep.findings) if (f.score >= STRONG_RULE) score = Math.max(score, f.score)
   let modelScore = 0
   let modelSpan: readonly [number, number] = [0, original.length]
+  let features: readonly Contribution[] = NO_FEATURES
+  // The explanation is worked out while the features of the text that scored are still in the buffer,
+  // and only when the model reaches its threshold, so a text the model passes pays nothing for it.
   if (prep.text.length > 0) {
-    const win = windowLogit(model, prep.text, prep.mask)
+    const win = windowLogit(model, prep.modelText, prep.mask, prep.findings.length > 0)
     modelScore = sigmoid(win.logit)
     if (prep.text.length > WINDOW) modelSpan = originalSpan(prep.norm, win.start, win.end)
+    if (modelScore >= model.threshold) features = explainWindow(model, prep.modelText, win.start, win.end)
   }
   for (const p of prep.payloads) {
-    const ps = sigmoid(windowLogit(model, p.text, prep.mask).logit)
-    if (ps > modelScore) { modelScore = ps; modelSpan = p.span }
+    const win = windowLogit(model, p.text, prep.mask)
+    const ps = sigmoid(win.logit)
+    if (ps > modelScore) {
+      modelScore = ps
+      modelSpan = p.span
+      features = ps >= model.threshold ? explainWindow(model, p.text, win.start, win.end) : NO_FEATURES
+    }
   }
   prep.findings.push({ family: 'model', rule: 'model', score: modelScore, span: modelSpan })
-  return { score: Math.max(score, modelScore), modelScore, findings: prep.findings }
+  return { score: Math.max(score, modelScore), modelScore, findings: prep.findings, features }
+}
+
+const NO_FEATURES: readonly Contribution[] = Object.freeze([])
+
+// A run of text between spaces that is one plain word with at most punctuation around it. A word in
+// any other run ("jane" in jane.roe@mail.example, "proj" in sk-proj-…, "de" in DE89 3704…) may be part
+// of an address, a key or a number, which findings show masked or not at all, so it is never named.
+// The word itself is a vocabulary word (letters only); what is checked is the rest of its run.
+const OPENERS = new Set([40, 34, 39, 96, 91, 123, 60]) // ( " ' ` [ { <
+const CLOSERS = new Set([41, 34, 39, 96, 93, 125, 62, 46, 44, 59, 58, 33, 63]) // ) " ' ` ] } > . , ; : ! ?
+
+function plainChunk (text: string, from: number, to: number): boolean {
+  for (let i = from - 1; i >= 0; i--) {
+    const c = text.charCodeAt(i)
+    if (isSpace(c)) break
+    if (!OPENERS.has(c)) return false
+  }
+  for (let i = to; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (isSpace(c)) break
+    if (!CLOSERS.has(c)) return false
+  }
+  return true
+}
+
+function isSpace (c: number): boolean {
+  return c === 32 || c === 10 || c === 9 || c === 13
+}
+/** At most this many words explain a score, each raising the logit by at least EXPLAIN_MIN. */
+export const EXPLAIN_TOP = 5
+const EXPLAIN_MIN = 0.05
+
+/**
+ * The words of `text[start, end)` (the window the model scored, its features still in the buffer)
+ * whose features raised the logit most. Each distinct feature is credited to the word it ends in (an
+ * n-gram ending at a space or a sign, to the word before), scaled as the score scales it, and credit is
+ * summed per word. Only words of the model's vocabulary (a word list drawn from the training data,
+ * letters only) that stand as plain words in the text are named, so an explanation never holds a key,
+ * an e-mail address, a number or any part of one. Weights are logit units, rounded to 0.01.
+ */
+function explainWindow (model: Model, text: string, start: number, end: number): readonly Contribution[] {
+  const vocab = model.vocab
+  if (vocab === undefined) return NO_FEATURES
+  const q = model.quantized
+  let count = creditCount
+  if (creditOf !== text) {
+    // A window of a longer text: credit its distinct features now (positions relative to the text).
+    const len = end - start
+    const weights: Int8Array | Float32Array = q ?? model.weights
+    if (posCredit.length < len) posCredit = new Float64Array(len)
+    posCredit.fill(0, 0, len)
+    if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
+    count = 0
+    for (let k = 0; k < feats.count; k++) {
+      const pos = feats.positions[k] as number
+      if (pos < start || pos >= end) continue
+      const b = feats.buckets[k] as number
+      if (seen[b] === stamp) continue
+      seen[b] = stamp
+      count++
+      posCredit[pos - start] = (posCredit[pos - start] as number) + (weights[b] as number)
+    }
+  }
+  const unit = (q !== undefined ? model.scale ?? 1 : 1) * Math.pow(Math.max(1, count), -LENGTH_POWER)
+  // A feature is credited to the word it ends in; one that ends between words, to the word before.
+  // Repeated words add few new features (each distinct feature counts once, at its first occurrence),
+  // so the strongest occurrences are the candidates; a candidate's credit is then summed over all of
+  // its occurrences, and it is named only if every occurrence stands as a plain word.
+  const candidates: Array<{ from: number, to: number, credit: number }> = []
+  const minCredit = EXPLAIN_MIN / unit
+  let from = -1, to = -1, acc = 0
+  let wasWord = start > 0 && isWordChar(text.charCodeAt(start - 1))
+  for (let i = start; i < end; i++) {
+    const word = isWordChar(text.charCodeAt(i))
+    if (word && !wasWord) {
+      if (from >= 0 && acc >= minCredit) candidates.push({ from, to, credit: acc })
+      from = i
+      acc = 0
+    }
+    if (word) to = i + 1
+    wasWord = word
+    acc += posCredit[i - start] as number
+  }
+  if (from >= 0 && acc >= minCredit) candidates.push({ from, to, credit: acc })
+  candidates.sort((x, y) => y.credit - x.credit)
+  const out: Contribution[] = []
+  const tried = new Set<string>()
+  for (const c of candidates) {
+    const word = text.slice(c.from, c.to)
+    if (tried.has(word)) continue
+    tried.add(word)
+    if (!vocab.has(word)) continue
+    let sum = 0
+    let plain = true
+    for (let at = text.indexOf(word, start); at !== -1 && at < end && plain; at = text.indexOf(word, at + 1)) {
+      const stop = at + word.length
+      if ((at > 0 && isWordChar(text.charCodeAt(at - 1))) || (stop < text.length && isWordChar(text.charCodeAt(stop)))) continue
+      let next = stop
+      while (next < end && !isWordChar(text.charCodeAt(next))) next++
+      for (let i = at; i < next; i++) sum += posCredit[i - start] as number
+      plain = plainChunk(text, at, stop)
+    }
+    if (plain && sum * unit >= EXPLAIN_MIN) out.push({ feature: word, weight: Math.round(sum * unit * 100) / 100 })
+    if (out.length === EXPLAIN_TOP) break
+  }
+  return out.sort((x, y) => y.weight - x.weight)
 }

@@ -151,7 +151,38 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
       ids.has(f) ? go : null))
   }
   return h('section', { class: 'card' }, h('h2', null, 'Detection'), h('p', null, summary),
-    findings.length > 0 ? list : d?.ran === true ? h('p', { class: 'muted' }, 'No findings.') : null)
+    findings.length > 0 ? list : d?.ran === true ? h('p', { class: 'muted' }, 'No findings.') : null,
+    whyEl(findings))
+}
+
+/** At most this many words per model finding are shown (the detector stores at most 5). */
+const WHY_WORDS = 5
+
+/**
+ * Why the injection score is what it is: the rule each injection finding matched, and the words that
+ * raised the model's score with their share of its logit. Traces stored before these fields, and
+ * findings without them, show nothing here. All text.
+ */
+function whyEl (findings: readonly Finding[]): HTMLElement | null {
+  const items: HTMLElement[] = []
+  for (const f of findings) {
+    if (f.category !== 'prompt_injection' && f.category !== 'jailbreak') continue
+    const where = f.message === -1 ? 'system prompt' : `message ${f.message}`
+    if (typeof f.rule === 'string' && f.rule !== '') {
+      items.push(h('li', { 'data-testid': 'why-rule' }, `${f.kind}: rule ${f.rule} (${where})`))
+    }
+    const words = Array.isArray(f.features)
+      ? f.features.filter((w) => typeof w?.feature === 'string' && typeof w.weight === 'number').slice(0, WHY_WORDS)
+      : []
+    if (words.length > 0) {
+      items.push(h('li', { 'data-testid': 'why-model' }, `model words (${where}): `,
+        ...words.flatMap((w, k) => [k > 0 ? ', ' : null, h('span', { class: 'mono', 'data-testid': 'why-word' }, `${w.feature} +${w.weight.toFixed(2)}`)])))
+    }
+  }
+  if (items.length === 0) return null
+  return h('div', { class: 'why', 'data-testid': 'detection-why' },
+    h('p', { class: 'muted' }, 'Why: the rules that matched, and the words that raised the model\'s score (logit units).'),
+    h('ul', null, ...items))
 }
 
 function responseEl (t: TraceDetail): HTMLElement {

@@ -1,0 +1,73 @@
+// The rows the detector is trained and measured on: the shared data set (train.jsonl, dev.jsonl) and
+// this project's own rows, hand-written (the .jsonl files here) and generated (generate.ts). Own rows
+// come in a train part and a held-out part; the held-out part is never trained on and never used to
+// choose a setting.
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ROOT, repoFile } from '../../src/paths.js'
+import { generate, type Role } from './generate.js'
+
+export interface Row {
+  readonly text: string
+  readonly label: 0 | 1
+  readonly source: string
+  /** The segment role the text arrives in (user when absent). */
+  readonly role?: Role | 'developer'
+  /** Generated rows name their template; they are weighted per template, not per row (train.ts). */
+  readonly template?: string
+  /** Benign own rows name their topic, for the held-out report. */
+  readonly topic?: string
+}
+
+/** The data set folder: TRACEGATE_DATASET_DIR, else ../shared/datasets/injection next to the repository. */
+export function datasetDir (): string {
+  const root = fileURLToPath(ROOT)
+  return process.env.TRACEGATE_DATASET_DIR ?? resolve(root, '../shared/datasets/injection')
+}
+
+function readJsonl (path: string | URL): Row[] {
+  const rows: Row[] = []
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (line.trim() === '') continue
+    const o = JSON.parse(line) as { text: string, label: number, source: string, role?: Role }
+    rows.push({ text: o.text, label: o.label === 1 ? 1 : 0, source: o.source, ...(o.role !== undefined ? { role: o.role } : {}) })
+  }
+  return rows
+}
+
+export function readRows (file: 'train.jsonl' | 'dev.jsonl'): Row[] {
+  return readJsonl(resolve(datasetDir(), file))
+}
+
+/**
+ * Hand-written benign prompts that use the data set's trigger words in ordinary ways (passwords and
+ * secrets asked about, system prompts, "ignore" and "instructions" in everyday requests, role-play,
+ * questions about jailbreaks). Written for this project, never copied from dev.jsonl.
+ */
+export const HARD_NEGATIVES_URL = repoFile('training/detector/hard-negatives.jsonl')
+/** Hand-written attacks in styles the data set lacks; holdout.jsonl and probes.jsonl hold different prompts. */
+export const HARD_POSITIVES_URL = repoFile('training/detector/hard-positives.jsonl')
+
+/** Sources this project wrote (hand-written or generated); every other source is the data set's. */
+export const OWN_SOURCES: ReadonlySet<string> = new Set(['hard_negatives', 'hard_positives', 'overdefense', 'secret_extraction', 'preamble_hijack', 'indirect', 'persona'])
+/** The attack styles of the over-defense work, one source each (generated and hand-written rows). */
+export const OWN_ATTACK_SOURCES = ['secret_extraction', 'preamble_hijack', 'indirect', 'persona'] as const
+
+/** This project's over-defense and attack rows of one part: the hand-written file and the generated rows. */
+export function ownRows (part: 'train' | 'heldout'): Row[] {
+  const rows = [
+    ...readJsonl(repoFile(`training/detector/overdefense-${part}.jsonl`)),
+    ...readJsonl(repoFile(`training/detector/attacks-${part}.jsonl`)),
+  ]
+  for (const g of generate()) {
+    if (g.split !== part) continue
+    rows.push({ text: g.text, label: g.label, source: g.source, role: g.role, template: g.template, ...(g.label === 0 ? { topic: g.topic } : {}) })
+  }
+  return rows
+}
+
+/** Everything the model is fitted on: train.jsonl, the hard negatives and positives, and the own train part. */
+export function trainingRows (): Row[] {
+  return [...readRows('train.jsonl'), ...readJsonl(HARD_NEGATIVES_URL), ...readJsonl(HARD_POSITIVES_URL), ...ownRows('train')]
+}
