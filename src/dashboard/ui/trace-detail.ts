@@ -126,9 +126,11 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
   let summary: string
   if (t.confidential) summary = 'Not run: confidential requests are not inspected.'
   else if (d === null) summary = 'Detection did not run for this request.'
+  else if (!d.ran && d.policy === 'off') summary = 'Not run: the account\'s detection policy is off.'
   else if (!d.ran) summary = `Detection could not judge this request (${d.failure ?? 'unknown failure'}).`
   else {
-    summary = `Injection score ${(d.score ?? 0).toFixed(3)}${d.blocked === true ? ' — blocked' : ''}` +
+    const monitored = d.blocked !== true && d.would_block === true ? ' — would have been blocked (the account monitors)' : ''
+    summary = `Injection score ${(d.score ?? 0).toFixed(3)}${d.blocked === true ? ' — blocked' : monitored}` +
       `${d.categories !== undefined && d.categories.length > 0 ? ` · ${d.categories.join(', ')}` : ''}` +
       `${d.ms !== undefined ? ` · judged in ${ms(d.ms)}` : ''}`
   }

@@ -22,6 +22,10 @@ export interface Detection {
   categories?: string[]
   ms?: number
   failure?: string
+  /** The account's detection policy that judged the call (block, monitor, off), and what it decided. */
+  policy?: string
+  would_block?: boolean
+  threshold?: number
 }
 
 /** One trace as the API answers it, with its stored detection and findings parsed. */
