@@ -95,7 +95,8 @@ export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise
   const sets = full ? '(), (t), (key_id), (model), (provider)' : '(), (t)'
   const rs = await ch.query({
     // The bucket expression and the grouping sets come from fixed text; every value is a parameter.
-    query: `SELECT ${TRACE_BUCKETS[s.bucket]} AS t, key_id, model, provider, ${TRACE_MEASURES}, ${TTFT},
+    query: `SELECT ${TRACE_BUCKETS[s.bucket]} AS t, ${full ? 'key_id, model, provider' : 'NULL AS key_id, NULL AS model, NULL AS provider'},
+        ${TRACE_MEASURES}, ${TTFT},
         uniqExact(user) AS users
       FROM traces WHERE ${w.sql}
       GROUP BY GROUPING SETS (${sets})`,
