@@ -52,7 +52,8 @@ export interface SessionCalls {
 export const EXCERPT_BYTES = 65_536
 
 // The same outcomes the usage rollup counts as errors (clickhouse/002_traces.sql).
-const SUMMARY = `argMinIf(user, time, user != '') AS user, uniqExactIf(user, user != '') AS users,
+// The first user is aliased apart from the column, which the next aggregate reads.
+const SUMMARY = `argMinIf(user, time, user != '') AS first_user, uniqExactIf(user, user != '') AS users,
   min(time) AS first_time, max(time) AS last_time, count() AS calls,
   countIf(outcome IN ('rejected', 'provider_error', 'provider_stream_error', 'proxy_error')) AS errors,
   countIf(outcome = 'blocked') AS blocked,
@@ -65,7 +66,7 @@ type SummaryRaw = Omit<SessionSummary, 'calls' | 'errors' | 'blocked' | 'input_t
 function summary (r: SummaryRaw): SessionSummary {
   return {
     session: String(r.session),
-    user: String(r.user ?? ''),
+    user: String(r.first_user ?? ''),
     users: Number(r.users ?? 0),
     first_time: String(r.first_time),
     last_time: String(r.last_time),
@@ -126,7 +127,8 @@ const INPUT = `if(confidential, '', multiIf(
 export async function sessionCalls (ch: ClickHouseClient, q: SessionCallsQuery): Promise<SessionCalls> {
   const base = { accountId: q.accountId, session: q.session }
   const totalsQuery = ch.query({
-    query: `SELECT {session:String} AS session, ${SUMMARY} FROM traces
+    // No alias named like a column here: ClickHouse would read the alias in the WHERE clause.
+    query: `SELECT ${SUMMARY} FROM traces
       WHERE account_id = {accountId:UUID} AND session = {session:String}`,
     query_params: base,
     format: 'JSONEachRow',
@@ -157,7 +159,7 @@ export async function sessionCalls (ch: ClickHouseClient, q: SessionCallsQuery):
     callsQuery.then((rs) => rs.json<SessionCall & { input_body?: string }>()),
   ])
   const t = totalsRows[0]
-  const totals = t === undefined || Number(t.calls ?? 0) === 0 ? null : summary(t)
+  const totals = t === undefined || Number(t.calls ?? 0) === 0 ? null : summary({ ...t, session: q.session })
   const more = callRows.length > q.limit
   const page = more ? callRows.slice(0, q.limit) : callRows
   const calls = page.map(({ input_body: _body, ...c }) => ({ ...c, blocked: c.outcome === 'blocked' }))
