@@ -30,6 +30,11 @@ export interface ChartSpec {
   readonly style?: 'bars' | 'levels'
   /** The bucket's length in seconds (each x is a bucket's start). */
   readonly step: number
+  /**
+   * Bars: side by side within the bucket (separate quantities, like input and output tokens). Otherwise
+   * each later series is a narrower bar in front of the first (a part of it, like blocked of requests).
+   */
+  readonly grouped?: boolean
 }
 
 const HEIGHT = 180
@@ -89,10 +94,11 @@ export class Charts {
       fill: style === 'bars' ? barFill(l.color) : l.fill === true ? fillOf(l.color) : undefined,
       spanGaps: false,
       points: { show: false },
-      // Two bar series side by side within the bucket; with more, each one narrower, all centred.
-      paths: style === 'bars'
-        ? uPlot.paths.bars!({ size: [n === 2 ? 0.42 : 0.8 / n, Infinity, 1], align: n === 2 ? (i === 0 ? -1 : 1) : 0 })
-        : undefined,
+      paths: style !== 'bars'
+        ? undefined
+        : spec.grouped === true && n === 2
+          ? uPlot.paths.bars!({ size: [0.4, Infinity, 1], align: i === 0 ? -1 : 1 })
+          : uPlot.paths.bars!({ size: [i === 0 ? 0.8 : 0.45, Infinity, 1] }),
       value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
     }))
     const opts: uPlot.Options = {

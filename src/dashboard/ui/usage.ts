@@ -167,7 +167,7 @@ export const usage: Page = (root, ctx) => {
     charts.draw(rateEl, { ...base, style: 'levels', format: (v) => percent(v), lines: [
       { label: 'Error rate', color: COLORS.amber, values: u.series.map(errorRate), fill: true },
     ] })
-    charts.draw(tokEl, { ...base, style: 'bars', format: count, integer: true, lines: [
+    charts.draw(tokEl, { ...base, style: 'bars', grouped: true, format: count, integer: true, lines: [
       { label: 'Input', color: COLORS.purple, values: col('input_tokens') },
       { label: 'Output', color: COLORS.green, values: col('output_tokens') },
     ] })
