@@ -114,7 +114,7 @@ function outputEl (c: SessionCall): HTMLElement {
   const text = c.confidential
     ? 'Not stored (confidential).'
     : a === null ? (c.blocked ? 'Blocked: nothing was sent to the provider.' : 'No response was stored.') : a.text === '' ? '(empty)' : a.text
-  return h('div', { class: `message role-assistant turn-output${a === null || a.kind !== 'text' ? ' muted' : ''}`, 'data-testid': 'turn-output' },
+  return h('div', { class: `message role-assistant turn-output${a === null || a.kind !== 'text' ? ' muted' : ''}`, 'data-role': 'assistant', 'data-testid': 'turn-output' },
     a?.note != null ? h('p', { class: 'note' }, a.note) : null,
     h('div', { class: 'part' }, text))
 }
