@@ -107,6 +107,29 @@ t.test('the user filter is in the address; an unknown session says so', async (t
   t.match(await text(page.locator('[data-testid=not-found]')), /Session not found/)
 })
 
+t.test('at 390 px the session pages do not scroll sideways', async (t) => {
+  await page.setViewportSize({ width: 390, height: 844 })
+  t.teardown(() => page.setViewportSize({ width: 1280, height: 860 }))
+  // The page's own content (the shell's nav is the phone layout's concern): nothing sticks out past the
+  // viewport except inside a container that scrolls sideways itself (the tables' wrappers).
+  const wide = (): Promise<string[]> => page.evaluate(() => {
+    const width = document.documentElement.clientWidth
+    const scrolls = (el: Element | null): boolean => {
+      for (let e = el; e !== null; e = e.parentElement) if (/(auto|scroll)/.test(getComputedStyle(e).overflowX)) return true
+      return false
+    }
+    return [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 0.5 && !scrolls(el.parentElement))
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${Math.round(el.getBoundingClientRect().right)}px`)
+  })
+  await page.goto('/sessions')
+  await page.locator('tr[data-testid=session-row]').first().waitFor()
+  t.same(await wide(), [], 'the list')
+  await page.goto(`/sessions/${encodeURIComponent(convo)}`)
+  await page.locator('li[data-testid=session-call]').first().waitFor()
+  t.same(await wide(), [], 'a session')
+  await screenshot(page, 'session-390')
+})
+
 t.test('nothing the page must not do', async (t) => {
   checkWatched(t, watched)
 })

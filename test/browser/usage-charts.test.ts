@@ -190,6 +190,29 @@ t.test('users by cost, and the range, are kept in the address', async (t) => {
     rows.map((r) => r.user), 'the most expensive user first, as stored')
 })
 
+t.test('at 390 px the usage page does not scroll sideways, filtered or not', async (t) => {
+  await page.setViewportSize({ width: 390, height: 844 })
+  t.teardown(() => page.setViewportSize({ width: 1280, height: 860 }))
+  // The page's own content (the shell's nav is the phone layout's concern): nothing sticks out past the
+  // viewport except inside a container that scrolls sideways itself (the tables' wrappers).
+  const wide = (): Promise<string[]> => page.evaluate(() => {
+    const width = document.documentElement.clientWidth
+    const scrolls = (el: Element | null): boolean => {
+      for (let e = el; e !== null; e = e.parentElement) if (/(auto|scroll)/.test(getComputedStyle(e).overflowX)) return true
+      return false
+    }
+    return [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 0.5 && !scrolls(el.parentElement))
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${Math.round(el.getBoundingClientRect().right)}px`)
+  })
+  await page.goto('/usage')
+  await loaded(5)
+  t.same(await wide(), [], 'unfiltered')
+  await page.goto(`/usage?user=alice&key=${adminKeyId}`)
+  await loaded(3)
+  t.same(await wide(), [], 'with both filters shown')
+  await screenshot(page, 'usage-390-filtered')
+})
+
 t.test('nothing the page must not do', async (t) => {
   checkWatched(t, watched)
 })

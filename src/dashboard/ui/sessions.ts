@@ -165,7 +165,7 @@ export const sessionDetail: Page = (root, _ctx, [id]) => {
         replace(root, h('div', { class: 'detail', 'data-testid': 'session-detail' },
           h('div', { class: 'page-head' },
             h('a', { class: 'back', href: '/sessions' }, '← Sessions'),
-            h('h1', null, 'Session ', h('code', { 'data-testid': 'session-id' }, s.session))),
+            h('h1', { class: 'session-title' }, 'Session ', h('code', { 'data-testid': 'session-id' }, s.session))),
           h('dl', { class: 'facts' },
             h('div', null, h('dt', null, 'User'), h('dd', { 'data-testid': 'session-user' }, t.user === '' ? '—' : t.user,
               t.users > 1 ? h('span', { class: 'muted' }, ` and ${t.users - 1} more`) : null)),
