@@ -72,17 +72,16 @@ export async function usage (store: StoreClient, accountId: string, q: URLSearch
     filled.push({ t: chSeconds(t), ts: t, ...m, ...f })
   }
   const names = new Map(keys.map((k) => [k.id, k.name]))
-  const { t: _t, ...ttftTotals } = { t: '', ...extras.totals }
   return {
     from: w.from,
     to: w.to,
     bucket: w.bucket,
-    totals: { ...totals, ...ttftTotals },
+    totals: { ...totals, ...extras.totals, users: byUser.users },
     series: filled,
     by_key: byKey.map((r) => ({ ...r, name: names.get(r.group) ?? null })),
     by_model: byModel,
     by_provider: byProvider,
-    by_user: byUser,
+    by_user: byUser.top,
     users_by: scope.usersBy,
     filter: { key: scope.keyId, user: scope.user },
   }

@@ -100,10 +100,10 @@ export interface StoreOps {
   usageBreakdown (args: UsageRange & { by: Breakdown }): Array<UsageMeasures & { group: string }>
   /** Totals, series and breakdowns from one query (one snapshot, so they always agree). */
   usageReport (args: UsageRange & { bucket: Bucket; keyId?: string | null }): UsageReport
-  /** From the traces: TTFT and the user count (and the whole report when a user is named), one query. */
+  /** From the traces: TTFT (and the whole report when a user is named), one query. */
   usageExtras (args: UsageScope): UsageExtras
-  /** From the traces: the busiest users of the scope. */
-  usageByUser (args: UsageScope & { order: UsersOrder }): UsageGroupRow[]
+  /** From the traces: the busiest users of the scope, and how many users it has. */
+  usageByUser (args: UsageScope & { order: UsersOrder }): { users: number; top: UsageGroupRow[] }
   /** Sessions with calls in a window, most recently active first. */
   listSessions (args: SessionListFilter): SessionPage
   /** One session's totals and a page of its calls, oldest first. */

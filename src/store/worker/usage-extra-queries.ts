@@ -73,7 +73,7 @@ function ttft (r: TtftRaw): TtftMeasures {
 }
 
 export interface UsageExtras {
-  readonly totals: TtftMeasures & { users: number }
+  readonly totals: TtftMeasures
   /** Only buckets that have calls; `t` as in UsageReport's series. */
   readonly series: Array<TtftMeasures & { t: string }>
   /**
@@ -83,11 +83,11 @@ export interface UsageExtras {
   readonly report: UsageReport | null
 }
 
-type Row = Raw & TtftRaw & { t: string | null; key_id: string | null; model: string | null; provider: string | null; users?: number | string }
+type Row = Raw & TtftRaw & { t: string | null; key_id: string | null; model: string | null; provider: string | null }
 
 /**
- * TTFT per bucket and in all, the number of users, and (with a user filter) the usage report itself:
- * one query, so everything it answers describes the same rows.
+ * TTFT per bucket and in all, and (with a user filter) the usage report itself: one query, so everything
+ * it answers describes the same rows. Without a user filter only TTFT is computed (the rollup has the rest).
  */
 export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise<UsageExtras> {
   const w = where(s)
@@ -95,9 +95,8 @@ export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise
   const sets = full ? '(), (t), (key_id), (model), (provider)' : '(), (t)'
   const rs = await ch.query({
     // The bucket expression and the grouping sets come from fixed text; every value is a parameter.
-    query: `SELECT ${TRACE_BUCKETS[s.bucket]} AS t, ${full ? 'key_id, model, provider' : 'NULL AS key_id, NULL AS model, NULL AS provider'},
-        ${TRACE_MEASURES}, ${TTFT},
-        uniqExact(user) AS users
+    query: `SELECT ${TRACE_BUCKETS[s.bucket]} AS t,
+        ${full ? `key_id, model, provider, ${TRACE_MEASURES}` : 'NULL AS key_id, NULL AS model, NULL AS provider'}, ${TTFT}
       FROM traces WHERE ${w.sql}
       GROUP BY GROUPING SETS (${sets})`,
     query_params: w.params,
@@ -106,7 +105,7 @@ export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise
     format: 'JSONEachRow',
   })
   const rows = await rs.json<Row>()
-  let totals: UsageExtras['totals'] = { ...ttft({}), users: 0 }
+  let totals: TtftMeasures = ttft({})
   let totalMeasures: UsageMeasures = measures({ q: [] })
   const series: UsageExtras['series'] = []
   const reportSeries: UsageReport['series'] = []
@@ -121,7 +120,7 @@ export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise
     else if (row.model !== null) byModel.push({ group: row.model, ...measures(row) })
     else if (row.provider !== null) byProvider.push({ group: row.provider, ...measures(row) })
     else {
-      totals = { ...ttft(row), users: Number(row.users ?? 0) }
+      totals = ttft(row)
       totalMeasures = measures(row)
     }
   }
@@ -136,16 +135,19 @@ export async function usageExtras (ch: ClickHouseClient, s: UsageScope): Promise
   return { totals, series, report }
 }
 
-/** The busiest users of the scope, by calls or by cost, at most TOP_USERS; '' stands for no user label. */
-export async function usageByUser (ch: ClickHouseClient, s: UsageScope & { order: UsersOrder }): Promise<UsageGroupRow[]> {
+/**
+ * The busiest users of the scope, by calls or by cost, at most TOP_USERS ('' stands for no user label),
+ * and how many users there are in all (counted over the groups before the LIMIT).
+ */
+export async function usageByUser (ch: ClickHouseClient, s: UsageScope & { order: UsersOrder }): Promise<{ users: number; top: UsageGroupRow[] }> {
   const w = where(s)
   const order = s.order === 'cost' ? 'cost_usd DESC, requests DESC' : 'requests DESC, cost_usd DESC'
   const rs = await ch.query({
-    query: `SELECT user AS group_value, ${TRACE_MEASURES} FROM traces WHERE ${w.sql}
+    query: `SELECT user AS group_value, ${TRACE_MEASURES}, count() OVER () AS users FROM traces WHERE ${w.sql}
       GROUP BY group_value ORDER BY ${order}, group_value LIMIT ${TOP_USERS}`,
     query_params: w.params,
     format: 'JSONEachRow',
   })
   const rows = await rs.json<Raw>()
-  return rows.map((x) => ({ group: String(x.group_value), ...measures(x) }))
+  return { users: Number(rows[0]?.users ?? 0), top: rows.map((x) => ({ group: String(x.group_value), ...measures(x) })) }
 }
