@@ -10,7 +10,7 @@ import { MALFORMED } from '../server/head.js'
 import { listen, uws, type HttpRequest, type HttpResponse } from '../server/uws.js'
 import type { StoreClient } from '../store/client.js'
 import { AuthRoutes } from './auth-routes.js'
-import { getTrace, listTraces, usage } from './data-routes.js'
+import { getSession, getTrace, listSessions, listTraces, usage } from './data-routes.js'
 import { DetectionRoutes } from './detection-routes.js'
 import { Guards } from './guards.js'
 import { checkHead, errorReply, route, send, type Handler, type RouteOptions } from './http.js'
@@ -32,7 +32,7 @@ export interface DashboardDeps {
   readonly limiter: Limiter
 }
 
-export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/settings/keys', '/settings/account']
+export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/sessions', '/sessions/:id', '/settings/keys', '/settings/account']
 
 function answer (code: 'not_found' | 'method_not_allowed', allow?: string) {
   return (res: HttpResponse, req: HttpRequest): void => {
@@ -76,6 +76,8 @@ export class DashboardServer {
       ['get', '/api/ui/traces', async (req) => ({ status: 200, body: await listTraces(deps.store, guards.session(req).accountId, req.query) })],
       ['get', '/api/ui/traces/:id', async (req) => ({ status: 200, body: await getTrace(deps.store, guards.session(req).accountId, req.params[0] ?? '') }), { params: 1 }],
       ['get', '/api/ui/usage', async (req) => ({ status: 200, body: await usage(deps.store, guards.session(req).accountId, req.query) })],
+      ['get', '/api/ui/sessions', async (req) => ({ status: 200, body: await listSessions(deps.store, guards.session(req).accountId, req.query) })],
+      ['get', '/api/ui/sessions/:id', async (req) => ({ status: 200, body: await getSession(deps.store, guards.session(req).accountId, req.params[0] ?? '', req.query) }), { params: 1 }],
       ['get', '/api/ui/keys', keys.list],
       ['post', '/api/ui/keys', keys.create, { json: true }],
       ['post', '/api/ui/keys/:id/revoke', keys.revoke, { params: 1 }],
@@ -87,6 +89,8 @@ export class DashboardServer {
       ['get', '/api/v1/traces', read.traces],
       ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
       ['get', '/api/v1/usage', read.usage],
+      ['get', '/api/v1/sessions', read.sessions],
+      ['get', '/api/v1/sessions/:id', read.session, { params: 1 }],
       ...PAGES.map((p): [ 'get', string, Handler ] => ['get', p, () => assets.shell()]),
       ['get', '/assets/*', (req) => assets.asset(req.path)],
     ]

@@ -75,3 +75,11 @@ export function isoTime (t: string | number | null | undefined): string {
   const v = toMs(t)
   return v === null ? '' : new Date(v).toISOString()
 }
+
+/** A share as a percentage: `0%`, `0.42%`, `12.5%`, `100%`. */
+export function percent (n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '—'
+  const p = n * 100
+  if (p === 0 || p >= 100) return `${Math.round(p)}%`
+  return p < 1 ? `${p.toFixed(2)}%` : `${decimal.format(p)}%`
+}

@@ -4,6 +4,7 @@ import { account } from './account.js'
 import { ApiError, get, post, setCsrf, whenUnauthenticated } from './api.js'
 import { h, replace } from './dom.js'
 import { keys } from './keys.js'
+import { sessionDetail, sessions } from './sessions.js'
 import { signin } from './signin.js'
 import { traceDetail } from './trace-detail.js'
 import { traces } from './traces.js'
@@ -24,6 +25,8 @@ const routes: Route[] = [
   { pattern: /^\/traces\/?$/, page: traces, nav: 'nav-traces', title: 'Traces' },
   { pattern: /^\/traces\/([^/]+)$/, page: traceDetail, nav: 'nav-traces', title: 'Trace' },
   { pattern: /^\/usage\/?$/, page: usage, nav: 'nav-usage', title: 'Usage' },
+  { pattern: /^\/sessions\/?$/, page: sessions, nav: 'nav-sessions', title: 'Sessions' },
+  { pattern: /^\/sessions\/([^/]+)$/, page: sessionDetail, nav: 'nav-sessions', title: 'Session' },
   { pattern: /^\/settings\/keys\/?$/, page: keys, nav: 'nav-keys', title: 'API Keys' },
   { pattern: /^\/settings\/account\/?$/, page: account, nav: 'nav-account', title: 'Account' },
 ]
@@ -59,6 +62,7 @@ function shell (s: Session, active: string | null): HTMLElement {
     h('nav', { class: 'main-nav' },
       link('nav-traces', '/traces', 'Traces'),
       link('nav-usage', '/usage', 'Usage'),
+      link('nav-sessions', '/sessions', 'Sessions'),
       h('span', { class: 'nav-group' }, 'Settings'),
       link('nav-keys', '/settings/keys', 'API Keys'),
       link('nav-account', '/settings/account', 'Account')),

@@ -7,6 +7,7 @@ import { bytes, fullTime, int, ms, usd } from './format.js'
 import { parse, prettyJson } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
+import { sessionHref } from './sessions.js'
 import type { ApiKey, Finding, TraceDetail } from './types.js'
 
 interface Span { start: number, end: number, findings: Finding[] }
@@ -112,7 +113,7 @@ function labelsEl (t: TraceDetail): HTMLElement | null {
   return h('section', { class: 'card labels', 'data-testid': 'labels' }, h('h2', null, 'Labels'),
     h('dl', { class: 'facts' },
       user !== '' ? fact('User', 'label-user', user) : null,
-      session !== '' ? fact('Session', 'label-session', session) : null,
+      session !== '' ? fact('Session', 'label-session', h('a', { href: sessionHref(session), 'data-testid': 'session-link' }, session)) : null,
       tags.length > 0 ? fact('Tags', 'label-tags', ...tags.map((tag) => h('span', { class: 'badge', 'data-testid': 'label-tag' }, tag))) : null),
     metadata.length > 0
       ? h('table', { class: 'metadata', 'data-testid': 'label-metadata' }, h('caption', null, 'Metadata'),

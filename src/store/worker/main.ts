@@ -23,6 +23,8 @@ import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
 import { limitUsage } from './limit-usage.js'
+import { usageByUser, usageExtras } from './usage-extra-queries.js'
+import { listSessions, sessionCalls } from './session-queries.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -140,6 +142,10 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'usageSeries': return usageSeries(ch, args as never)
     case 'usageBreakdown': return usageBreakdown(ch, args as never)
     case 'usageReport': return usageReport(ch, args as never)
+    case 'usageExtras': return usageExtras(ch, args as never)
+    case 'usageByUser': return usageByUser(ch, args as never)
+    case 'listSessions': return listSessions(ch, args as never)
+    case 'sessionCalls': return sessionCalls(ch, args as never)
     case 'testSwitchConnection': {
       seam()
       const old = holder!.client
