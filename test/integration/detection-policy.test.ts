@@ -38,7 +38,7 @@ t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const OLD_ACCOUNT = '0190b5a4-0000-7000-8000-00000000d010'
 
 // Before the server starts (chDB: one data directory per process, so the same one): a store migrated up
-// to 009 with an account written then, then 010, then 010's statements once more under another number.
+// to 009 with an account written then, then 010 and what follows, then 010's statements once more under another number.
 const migrations = tempDir('tracegate-migrations-')
 t.teardown(() => { rmSync(migrations, { recursive: true, force: true }) })
 const shipped = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()
@@ -52,9 +52,10 @@ const before = await (async () => {
         SELECT {a:UUID}, 'before', 'pro', false, now64(3), now64(3)`,
       params: { a: OLD_ACCOUNT },
     })
-    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '010_detection_policy.sql'))
+    // Every migration from 010 on: the account reads need the columns of the later ones too.
+    for (const f of shipped.filter((f) => f >= '010')) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f))
     const first = await store.call('migrate')
-    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '011_detection_again.sql'))
+    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '900_detection_again.sql'))
     const again = await store.call('migrate')
     return { upTo009, first, again, account: await store.call('getAccount', { id: OLD_ACCOUNT }) }
   } finally {
@@ -128,8 +129,8 @@ let detectorThreshold = NaN
 t.test('accounts from before migration 010 read as block with the detector\'s threshold; the migration runs twice', async (t) => {
   t.ok(shipped.includes('010_detection_policy.sql'), 'migration 010 ships')
   t.notOk(before.upTo009.includes('010_detection_policy.sql'), 'the store was migrated without 010 first')
-  t.same(before.first, ['010_detection_policy.sql'], '010 applied')
-  t.same(before.again, ['011_detection_again.sql'], 'its statements ran again without an error')
+  t.same(before.first, shipped.filter((f) => f >= '010'), '010 (and what follows it) applied')
+  t.same(before.again, ['900_detection_again.sql'], 'its statements ran again without an error')
   t.same(before.account?.detection, DEFAULT_DETECTION, 'the old account has the default policy')
   t.same(account.detection, DEFAULT_DETECTION, 'so has a new one')
 })
