@@ -3,7 +3,8 @@
 // phone number, card number and API key they carry (all three dialects, streamed and not, values split
 // across stream deltas), the stored texts stay valid JSON, the findings stay and point at the
 // placeholders; an account on keep stores the text as before; the setting is read and changed through the
-// CLI, the admin socket and the dashboard API (admins only), and applies from the next call.
+// CLI, the admin socket and the dashboard API (admins only), and applies from the next call. With span
+// content capture on, a masked account's spans carry the masked text too.
 //
 // The provider here is a scripted real HTTP server that answers each dialect's own shapes with a text that
 // holds the same values, so the response side is checked too. The key cache keeps entries for ten
@@ -25,6 +26,7 @@ import { send } from '../helpers/http.js'
 import { sseData } from '../helpers/sse.js'
 import { storedTrace } from '../helpers/store.js'
 import { tempDir, testConfig } from '../helpers/server.js'
+import { until } from '../helpers/wait.js'
 
 const EMAIL = 'jane.doe@example.com'
 const PHONE = '+1 415 555 0100'
@@ -107,6 +109,28 @@ await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
 t.teardown(() => new Promise<void>((resolve) => { upstream.close(() => { resolve() }) }))
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
 
+// An OTLP/HTTP JSON receiver: the spans' attributes by request id.
+const spanAttrs = new Map<string, Record<string, unknown>>()
+const receiver = createServer((req, res) => {
+  const parts: Buffer[] = []
+  req.on('data', (c: Buffer) => parts.push(c))
+  req.on('end', () => {
+    const body = JSON.parse(Buffer.concat(parts).toString('utf8') || '{}')
+    for (const rs of body.resourceSpans ?? []) {
+      for (const ss of rs.scopeSpans ?? []) {
+        for (const span of ss.spans ?? []) {
+          const attrs: Record<string, unknown> = {}
+          for (const a of span.attributes as Array<{ key: string, value: Record<string, unknown> }>) attrs[a.key] = Object.values(a.value)[0]
+          spanAttrs.set(String(attrs['tracegate.request_id']), attrs)
+        }
+      }
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  })
+})
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+t.teardown(() => new Promise<void>((resolve) => { receiver.close(() => { resolve() }) }))
+
 // ---- tracegate ---------------------------------------------------------------------------------------
 
 const dataDir = tempDir('tracegate-pii-at-rest-')
@@ -117,6 +141,10 @@ const tg = await Tracegate.start(testConfig(dataDir, null, {
   TRACEGATE_GAMMA_BASE_URL: upstreamUrl,
   TRACEGATE_KEY_CACHE_TTL_MS: '600000',
   TRACEGATE_DETECTION_DEADLINE_MS: '5000',
+  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_BSP_SCHEDULE_DELAY: '20',
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
 }), { bootstrap: false, testSeams: true })
 t.teardown(() => tg.close())
 const masked = await tg.admin.createAccount({ name: 'masked', plan: 'pro' })
@@ -136,7 +164,7 @@ function oneJson (t: Test, r: CliRun, what: string): any {
 
 const setting = async (id: string): Promise<string | undefined> => (await tg.admin.listAccounts()).find((a) => a.id === id)?.detection.piiAtRest
 
-interface Call { status: number, text: string, row: TraceRow, det: any, issues: any[], upstream: Received | undefined }
+interface Call { status: number, text: string, requestId: string, row: TraceRow, det: any, issues: any[], upstream: Received | undefined }
 
 /** One call through the proxy's contract route asking PROMPT, and what was stored of it. */
 async function call (p: ProviderName, apiKey: string, accountId: string, stream: boolean, extra: Record<string, unknown> = {}): Promise<Call> {
@@ -147,6 +175,7 @@ async function call (p: ProviderName, apiKey: string, accountId: string, stream:
   return {
     status: r.status,
     text: r.text,
+    requestId: r.requestId,
     row,
     det: row.detection === '' ? null : JSON.parse(row.detection),
     issues: row.issues === '' ? [] : JSON.parse(row.issues),
@@ -222,6 +251,11 @@ for (const p of ['alpha', 'beta', 'gamma'] as const) {
       }
       t.notOk(c.row.prompt.includes(maskedKey), 'the tracegate key is not stored')
       t.notOk(c.row.prompt.includes(PROVIDER_KEYS[p]), 'the provider key is not stored')
+
+      const span = await until(() => spanAttrs.get(c.requestId), { ms: 10_000, what: `the span of ${c.requestId}` })
+      const spanText = `${String(span['gen_ai.input.messages'])}\n${String(span['gen_ai.output.messages'])}`
+      t.same(leaks(spanText), [], 'no piece of a value in the span\'s captured content')
+      t.ok(spanText.includes('[EMAIL]') && spanText.includes('[SECRET]'), 'the span carries the placeholders')
     })
   }
 }
@@ -237,6 +271,8 @@ t.test('an account on keep stores prompt and response as sent; neither stores a 
       t.same(c.issues.filter((f) => f.category === 'pii' || f.category === 'secret').map((f) => f.kind).sort(), ['email', 'openai_key', 'payment_card', 'phone'], 'the same findings')
       t.notOk(c.row.prompt.includes(keptKey), 'the tracegate key is not stored')
       t.notOk(c.row.prompt.includes(PROVIDER_KEYS[p]), 'the provider key is not stored')
+      const span = await until(() => spanAttrs.get(c.requestId), { ms: 10_000, what: `the span of ${c.requestId}` })
+      t.ok(String(span['gen_ai.input.messages']).includes(EMAIL), 'the span carries the text as sent')
     }
   }
   // The native route: keys in headers, never in the stored body.

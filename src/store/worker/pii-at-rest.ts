@@ -145,18 +145,12 @@ function stringEnd (text: string, i: number, to: number): number {
   }
 }
 
-interface Frame { readonly array: boolean, key: string, index: number }
+/** An open object or array; `base` is its own path, so a value's path is one concatenation. */
+interface Frame { readonly array: boolean, readonly base: string, key: string, index: number }
 
 const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 
-function pathOf (stack: readonly Frame[], from: number): string {
-  let p = ''
-  for (let k = from; k < stack.length; k++) {
-    const f = stack[k]!
-    p += f.array ? `[${f.index}]` : `.${f.key}`
-  }
-  return p
-}
+const childPath = (f: Frame | undefined): string => f === undefined ? '' : f.array ? `${f.base}[${f.index}]` : `${f.base}.${f.key}`
 
 /**
  * The string values (not keys) of the JSON text in [from, to), in order. Tolerant: a text cut short
@@ -177,17 +171,20 @@ function stringValues (text: string, from: number, to: number, paths: boolean, s
       while (k < to && isSpace(text.charCodeAt(k))) k++
       const inner = text.slice(i + 1, end === -1 ? to : end - 1)
       if (end !== -1 && top !== undefined && !top.array && text.charCodeAt(k) === 0x3a) {
-        if (paths) top.key = unescape(inner).value
+        if (paths) top.key = inner.indexOf('\\') === -1 ? inner : unescape(inner).value
       } else {
         const { value, rest } = unescape(inner)
-        out.push({ start: i, close, closed: end !== -1, value, rest, path: paths ? pathOf(stack, skip) : '', json: true, masks: NONE })
+        out.push({ start: i, close, closed: end !== -1, value, rest, path: paths && stack.length > skip ? childPath(top) : '', json: true, masks: NONE })
       }
       i = close
       continue
     }
-    if (c === 0x7b || c === 0x5b) stack.push({ array: c === 0x5b, key: '', index: 0 })
-    else if (c === 0x7d || c === 0x5d) stack.pop()
-    else if (c === 0x2c) {
+    if (c === 0x7b || c === 0x5b) {
+      const top = stack[stack.length - 1]
+      stack.push({ array: c === 0x5b, base: paths && stack.length > skip ? childPath(top) : '', key: '', index: 0 })
+    } else if (c === 0x7d || c === 0x5d) {
+      stack.pop()
+    } else if (c === 0x2c) {
       const top = stack[stack.length - 1]
       if (top?.array === true) top.index++
     }
