@@ -301,6 +301,16 @@ t.test('a call refused before detection is stored masked too', async (t) => {
   t.notOk('ran' in c.det, 'and no verdict is claimed')
 })
 
+t.test('masking does not depend on the detection policy: with detection off the text is masked all the same', async (t) => {
+  await tg.admin.updateAccount({ id: masked.id, detection_policy: 'off' })
+  t.teardown(async () => { await tg.admin.updateAccount({ id: masked.id, detection_policy: 'block' }) })
+  const c = await call('gamma', maskedKey, masked.id, true)
+  t.equal(c.status, 200)
+  t.same([leaks(c.row.prompt), leaks(c.row.response)], [[], []], 'nothing of a value stored')
+  t.same(c.issues, [], 'no findings: detection did not run')
+  t.match(c.det, { ran: false, policy: 'off', pii_at_rest: 'mask', pii_masked: { prompt: { email: 1, phone: 1, payment_card: 1, openai_key: 1 } } })
+})
+
 t.test('a change applies from the next call, and the dashboard API reads it for anyone and changes it for admins only', async (t) => {
   const before = await call('beta', keptKey, kept.id, true)
   t.equal(storedAnswer('beta', true, before.row.response), ANSWER, 'kept as sent')
