@@ -72,11 +72,15 @@ export type LimitFields = {
   max_body_bytes?: unknown
 }
 
-/** The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases (list or comma-separated, or 'none'). */
+/**
+ * The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases
+ * (list or comma-separated, or 'none'), and what the stored text keeps of PII and secrets (keep|mask).
+ */
 export type DetectionFields = {
   detection_policy?: unknown
   detection_threshold?: unknown
   detection_allow?: unknown
+  pii_at_rest?: unknown
 }
 
 const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).every((v) => v === undefined)
@@ -84,7 +88,7 @@ const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).ever
 /** An update must change something: a patch without a field is a missing argument, not a no-op. */
 function changes (patch: LimitsPatch, forAccount: boolean): LimitsPatch {
   if (isEmptyLimits(patch)) {
-    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold or --detection-allow' : ', --models or --max-body-bytes'}`
+    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold, --detection-allow or --pii-at-rest' : ', --models or --max-body-bytes'}`
     throw new TracegateError('missing_argument', { message: `give at least one of ${flags}` })
   }
   return patch
@@ -114,7 +118,7 @@ export class AdminOps {
 
   /**
    * `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). `invalidateAccount` is told the
-   * account whose key or account limits or detection policy changed, so the key cache drops its keys
+   * account whose key or account limits, detection policy or PII at rest changed, so the key cache drops its keys
    * (KeyCache.invalidateAccount) and the proxy's next call reads the change.
    */
   constructor (

@@ -86,6 +86,8 @@ export class DashboardServer {
       ['post', '/api/ui/account/limits', keys.updateAccountLimits, { json: true }],
       ['get', '/api/ui/account/detection', detection.get],
       ['post', '/api/ui/account/detection', detection.update, { json: true }],
+      ['get', '/api/ui/account/pii-at-rest', detection.piiAtRest],
+      ['post', '/api/ui/account/pii-at-rest', detection.updatePiiAtRest, { json: true }],
       ['get', '/api/v1/traces', read.traces],
       ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
       ['get', '/api/v1/usage', read.usage],

@@ -258,6 +258,7 @@ class ProxyRoute {
     x.forwarded = body
     x.accountId = verdict.accountId
     x.keyId = verdict.keyId
+    x.maskPii = verdict.detection.piiAtRest === 'mask'
     let out: Outbound
     let checked: CheckedRequest
     try {

@@ -1,10 +1,11 @@
 // Settings → Account: the account's id (what the CLI's --account takes), its plan, whether server-side
 // provider keys may be used, its limits with their use (changed by an admin in the limits dialog), and
-// its safety detection policy (detection.ts).
+// its safety detection policy (detection.ts) and what its stored traces keep of PII (pii-at-rest.ts).
 import { get, post } from './api.js'
 import { detectionCard } from './detection.js'
 import { h, replace } from './dom.js'
 import { limitLines, limitsDialog } from './limits.js'
+import { piiAtRestCard } from './pii-at-rest.js'
 import type { Page } from './main.js'
 import type { Account, AccountLimits } from './types.js'
 
@@ -18,6 +19,7 @@ export const account: Page = (root, ctx) => {
   const limitsError = h('p', { class: 'error', hidden: true })
   const dialog = limitsDialog('edit-account-limits', true)
   const detection = detectionCard()
+  const piiAtRest = piiAtRestCard()
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Account')),
     facts,
@@ -26,6 +28,7 @@ export const account: Page = (root, ctx) => {
       h('p', { class: 'muted' }, 'They bind all the account\'s keys together; each key\'s own limits apply as well.'),
       lines, note, limitsError),
     detection.element,
+    piiAtRest.element,
     dialog.element)
 
   const draw = (a: Account): void => {
@@ -72,5 +75,6 @@ export const account: Page = (root, ctx) => {
     gone = true
     dialog.close()
     detection.close()
+    piiAtRest.close()
   }
 }
