@@ -1,6 +1,7 @@
 // Time-series line charts on uPlot (served from the package: no CDN). One chart per measure group,
 // sized to its container and resized with it.
 import uPlot from '/assets/vendor/uPlot.esm.js'
+import { axisTime, bucketTime } from './format.js'
 
 export interface Line {
   readonly label: string
@@ -48,12 +49,14 @@ export class Charts {
   draw (el: HTMLElement, spec: ChartSpec): void {
     this.#charts.get(el)?.destroy()
     const fmt = spec.format
+    // Times in the dashboard's one format (format.ts), in the browser's locale and zone; the bucket is the points' spacing.
+    const bucketMs = (spec.x.length > 1 ? spec.x[1]! - spec.x[0]! : 3600) * 1000
     const opts: uPlot.Options = {
       width: Math.max(200, Math.floor(el.clientWidth)),
       height: HEIGHT,
       scales: { x: { time: true, range: () => [spec.range[0], spec.range[1]] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       series: [
-        {},
+        { value: (_u, v) => (v === null || v === undefined ? '—' : bucketTime(v * 1000, bucketMs)) },
         ...spec.lines.map((l): uPlot.Series => ({
           label: l.label,
           stroke: l.color,
@@ -65,7 +68,12 @@ export class Charts {
         })),
       ],
       axes: [
-        { stroke: '#5b6470', grid: { stroke: '#eef0f3', width: 1 }, ticks: { stroke: '#dde1e6', width: 1 } },
+        {
+          stroke: '#5b6470',
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisTime(v * 1000, incr * 1000)),
+        },
         {
           stroke: '#5b6470',
           grid: { stroke: '#eef0f3', width: 1 },

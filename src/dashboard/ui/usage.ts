@@ -2,7 +2,7 @@
 import { get } from './api.js'
 import { Charts } from './charts.js'
 import { h, options, replace } from './dom.js'
-import { int, ms, toMs, usd } from './format.js'
+import { int, ms, timeOfDay, toMs, usd } from './format.js'
 import type { Page } from './main.js'
 import type { Usage, UsageGroup, UsageMeasures } from './types.js'
 
@@ -103,7 +103,7 @@ export const usage: Page = (root) => {
       breakdown('breakdown-key', 'By key', u.by_key, (g) => (g.name != null && g.name !== '' ? g.name : g.group)),
       breakdown('breakdown-model', 'By model', u.by_model, (g) => (g.group === '' ? '(none)' : g.group)),
       breakdown('breakdown-provider', 'By provider', u.by_provider, (g) => g.group))
-    replace(stamp, `Updated ${new Date().toLocaleTimeString()}`)
+    replace(stamp, `Updated ${timeOfDay(Date.now())}`)
   }
 
   const load = (): void => {
