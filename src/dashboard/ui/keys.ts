@@ -1,8 +1,9 @@
 // Settings → API Keys: create (the value is shown once) with optional limits, list with each key's limits
 // and their use, edit a key's limits in a dialog, revoke behind a confirmation dialog.
 import { get, post } from './api.js'
+import { copyButton } from './clipboard.js'
 import { h, options, replace } from './dom.js'
-import { day, fullTime, when } from './format.js'
+import { ago, dateTime, day, fullTime } from './format.js'
 import { limitInputs, limitLines, limitsDialog } from './limits.js'
 import type { Page } from './main.js'
 import type { ApiKey } from './types.js'
@@ -16,25 +17,9 @@ const SCOPES: ReadonlyArray<readonly [string, string]> = [
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-/** Copies text; falls back to selecting it where the clipboard API is not allowed (plain http off localhost). */
-async function copy (text: string, el: HTMLElement): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text)
-    return true
-  } catch {
-    const range = document.createRange()
-    range.selectNodeContents(el)
-    const sel = getSelection()
-    sel?.removeAllRanges()
-    sel?.addRange(range)
-    // execCommand is deprecated but is the only fallback where the async clipboard is refused.
-    return document.execCommand('copy')
-  }
-}
-
 function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => void): HTMLTableRowElement {
-  const date = (t: string | number | null, none: string, show = day): Node | string =>
-    t === null || t === '' ? none : h('span', { title: fullTime(t) }, show(t))
+  const date = (t: string | number | null, none: string, show = day, hint = false): Node | string =>
+    t === null || t === '' ? none : h('span', { title: hint ? `${fullTime(t)} (${ago(t)})` : fullTime(t) }, show(t))
   const actions = h('td', { class: 'actions' })
   // A key that no longer works has nothing left to limit or revoke.
   if (k.status === 'active') {
@@ -45,14 +30,14 @@ function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => vo
     actions.append(e, b)
   }
   return h('tr', { 'data-testid': 'key-row', 'data-key-id': k.id, class: k.status === 'active' ? null : 'inactive' },
-    h('td', { 'data-col': 'name' }, k.name),
-    h('td', { 'data-col': 'prefix' }, h('code', null, `${k.prefix}…`)),
-    h('td', { 'data-col': 'scope' }, k.scope),
-    h('td', { 'data-col': 'created' }, date(k.created_at, '—')),
-    h('td', { 'data-col': 'expires' }, date(k.expires_at, 'never')),
-    h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never', when)),
-    h('td', { 'data-col': 'limits' }, limitLines(k.limits, k.use)),
-    h('td', { 'data-col': 'status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
+    h('td', { 'data-col': 'name', 'data-label': 'Name' }, k.name),
+    h('td', { 'data-col': 'prefix', 'data-label': 'Prefix' }, h('code', null, `${k.prefix}…`)),
+    h('td', { 'data-col': 'scope', 'data-label': 'Scope' }, k.scope),
+    h('td', { 'data-col': 'created', 'data-label': 'Created' }, date(k.created_at, '—')),
+    h('td', { 'data-col': 'expires', 'data-label': 'Expires' }, date(k.expires_at, 'never')),
+    h('td', { 'data-col': 'last_used', 'data-label': 'Last used' }, date(k.last_used_at, 'never', dateTime, true)),
+    h('td', { 'data-col': 'limits', 'data-label': 'Limits' }, limitLines(k.limits, k.use)),
+    h('td', { 'data-col': 'status', 'data-label': 'Status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
     actions)
 }
 
@@ -80,7 +65,8 @@ export const keys: Page = (root) => {
   const created = h('div')
   const body = h('tbody')
   const listError = h('p', { class: 'error', hidden: true })
-  const table = h('table', { class: 'list', 'data-testid': 'key-list' },
+  // On a narrow screen each key is a stacked card, its cells labelled by data-label (app.css).
+  const table = h('table', { class: 'list keys stack', 'data-testid': 'key-list' },
     h('thead', null, h('tr', null, ...['Name', 'Prefix', 'Scope', 'Created', 'Expires', 'Last used', 'Limits (use / limit)', 'Status', ''].map((x) => h('th', null, x)))),
     body)
 
@@ -150,10 +136,7 @@ export const keys: Page = (root) => {
         form.hidden = true
         form.reset()
         const value = h('code', { class: 'key-value', 'data-testid': 'created-key-value' }, key.key)
-        const copyBtn = h('button', { type: 'button', 'data-testid': 'copy-key' }, 'Copy')
-        copyBtn.addEventListener('click', () => {
-          void copy(key.key, value).then((ok) => { replace(copyBtn, ok ? 'Copied' : 'Select and copy') })
-        })
+        const copyBtn = copyButton(() => key.key, value, { 'data-testid': 'copy-key' })
         const done = h('button', { type: 'button', class: 'quiet' }, 'Done')
         done.addEventListener('click', () => { created.textContent = '' })
         replace(created, h('div', { class: 'card created-key', 'data-testid': 'created-key' },
