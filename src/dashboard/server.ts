@@ -47,14 +47,20 @@ function answer (code: 'not_found' | 'method_not_allowed', allow?: string) {
   }
 }
 
-/** A page address the app does not have gets its own HTML page; the API and asset paths keep the JSON 404. */
+/**
+ * A page address the app does not have gets its own HTML page when a browser asks for one (Accept names
+ * text/html); the API and asset paths, other methods and other clients (scripts, `tracegate doctor`'s
+ * probe) keep the JSON 404.
+ */
 function notFound (assets: Assets) {
   const json = answer('not_found')
   const page = route((): Promise<Reply> => assets.notFoundPage())
   return (res: HttpResponse, req: HttpRequest): void => {
     const path = req.getUrl()
-    if (req.getMethod().toUpperCase() !== 'GET' || path.startsWith('/api/') || path.startsWith('/assets/')) json(res, req)
-    else page(res, req)
+    const html = req.getMethod().toUpperCase() === 'GET' && !path.startsWith('/api/') && !path.startsWith('/assets/') &&
+      /\btext\/html\b/i.test(req.getHeader('accept'))
+    if (html) page(res, req)
+    else json(res, req)
   }
 }
 
