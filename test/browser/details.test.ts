@@ -143,6 +143,14 @@ t.test('a key\'s last use follows its calls to the millisecond', async (t) => {
   const title = (await cell.locator('span').getAttribute('title')) ?? ''
   t.ok(title.startsWith(want.full), `its title has the second and the zone (${title})`)
   t.match(title, /\((jetzt|vor .+)\)$/, 'and how long ago, in German')
+
+  // While the page is open, the next call moves it without a reload.
+  await page.locator('table[data-testid=key-list][data-live=live]').waitFor({ state: 'attached' })
+  const third = await callProxy(d, 'alpha', 'third use')
+  const c = await storedTrace(d.tg, admin.accountId, third.traceId)
+  await page.waitForFunction((time) => document.querySelector('tr[data-testid=key-row] td[data-col=last_used]')?.getAttribute('data-time') === time, c.time, { timeout: 5_000 })
+  t.equal((await text(cell)).trim(), (await expected(page, epoch(c.time))).minutes, `the open page follows the next call (${c.time})`)
+  t.equal((await keyRow()).last_used_at, c.time, 'as the API has it')
 })
 
 t.test('one time format, in the browser\'s locale and zone, everywhere', async (t) => {

@@ -1,10 +1,12 @@
 // Settings → API Keys: create (the value is shown once) with optional limits, list with each key's limits
-// and their use, edit a key's limits in a dialog, revoke behind a confirmation dialog.
+// and their use and its last use (kept current by the live feed), edit a key's limits in a dialog, revoke
+// behind a confirmation dialog.
 import { get, post } from './api.js'
 import { copyButton } from './clipboard.js'
 import { h, options, replace } from './dom.js'
-import { ago, dateTime, day, fullTime } from './format.js'
+import { ago, dateTime, day, fullTime, toMs } from './format.js'
 import { limitInputs, limitLines, limitsDialog } from './limits.js'
+import { Live } from './live.js'
 import type { Page } from './main.js'
 import type { ApiKey } from './types.js'
 
@@ -17,9 +19,14 @@ const SCOPES: ReadonlyArray<readonly [string, string]> = [
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
+/** A key's last use: the date and time, with the full time and how long ago in its title. */
+function lastUse (t: string | number | null): Node | string {
+  return t === null || t === '' ? 'never' : h('span', { title: `${fullTime(t)} (${ago(t)})` }, dateTime(t))
+}
+
 function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => void): HTMLTableRowElement {
-  const date = (t: string | number | null, none: string, show = day, hint = false): Node | string =>
-    t === null || t === '' ? none : h('span', { title: hint ? `${fullTime(t)} (${ago(t)})` : fullTime(t) }, show(t))
+  const date = (t: string | number | null, none: string, show = day): Node | string =>
+    t === null || t === '' ? none : h('span', { title: fullTime(t) }, show(t))
   const actions = h('td', { class: 'actions' })
   // A key that no longer works has nothing left to limit or revoke.
   if (k.status === 'active') {
@@ -35,7 +42,7 @@ function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => vo
     h('td', { 'data-col': 'scope', 'data-label': 'Scope' }, k.scope),
     h('td', { 'data-col': 'created', 'data-label': 'Created' }, date(k.created_at, '—')),
     h('td', { 'data-col': 'expires', 'data-label': 'Expires' }, date(k.expires_at, 'never')),
-    h('td', { 'data-col': 'last_used', 'data-label': 'Last used' }, date(k.last_used_at, 'never', dateTime, true)),
+    h('td', { 'data-col': 'last_used', 'data-label': 'Last used', 'data-time': k.last_used_at ?? '' }, lastUse(k.last_used_at)),
     h('td', { 'data-col': 'limits', 'data-label': 'Limits' }, limitLines(k.limits, k.use)),
     h('td', { 'data-col': 'status', 'data-label': 'Status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
     actions)
@@ -103,11 +110,18 @@ export const keys: Page = (root) => {
     dialog.showModal()
   }
 
+  /** The newest use the live feed has shown per key: a list answer read before that call does not undo it. */
+  const liveUse = new Map<string, string>()
+  const newer = (a: string | number | null, b: string | number | null): boolean => (toMs(a) ?? -Infinity) > (toMs(b) ?? -Infinity)
+
   const load = (): void => {
     get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
       listError.hidden = true
       const frag = document.createDocumentFragment()
-      for (const k of keys) frag.appendChild(keyRow(k, edit, revoke))
+      for (const k of keys) {
+        const seen = liveUse.get(k.id) ?? null
+        frag.appendChild(keyRow(newer(seen, k.last_used_at) ? { ...k, last_used_at: seen } : k, edit, revoke))
+      }
       if (keys.length === 0) frag.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 9, class: 'muted' }, 'No keys yet.')))
       replace(body, frag)
     }).catch((e: unknown) => {
@@ -169,8 +183,29 @@ export const keys: Page = (root) => {
       })
   })
 
+  // A key's last use moves as its calls are stored, without a reload: the live feed carries each trace's key and time.
+  const live = new Live({
+    traces (items) {
+      for (const tr of items) {
+        if (!newer(tr.time, liveUse.get(tr.key_id) ?? null)) continue
+        liveUse.set(tr.key_id, tr.time)
+        const cell = body.querySelector<HTMLTableCellElement>(`tr[data-key-id="${CSS.escape(tr.key_id)}"] td[data-col=last_used]`)
+        if (cell === null || !newer(tr.time, cell.dataset.time ?? null)) continue
+        cell.dataset.time = tr.time
+        replace(cell, lastUse(tr.time))
+      }
+    },
+    // Once open (again), the list is read anew: a call stored before the socket was open is not sent on it.
+    state (st) {
+      table.dataset.live = st
+      if (st === 'live') load()
+    },
+    reconnected () {},
+  })
+
   load()
   return () => {
+    live.close()
     if (dialog.open) dialog.close()
     editDialog.close()
   }
