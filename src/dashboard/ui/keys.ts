@@ -110,7 +110,7 @@ export const keys: Page = (root) => {
     dialog.showModal()
   }
 
-  /** The newest use the live feed has shown per key: a list answer read before that call does not undo it. */
+  /** The newest use shown per key (from the live feed or a read): a list answer read before it does not undo it. */
   const liveUse = new Map<string, string>()
   const newer = (a: string | number | null, b: string | number | null): boolean => (toMs(a) ?? -Infinity) > (toMs(b) ?? -Infinity)
 
@@ -183,22 +183,25 @@ export const keys: Page = (root) => {
       })
   })
 
-  // A key's last use moves as its calls are stored, without a reload: the live feed carries each trace's key and time.
+  // A key's last use moves as its calls are stored, without a reload: the live feed carries each trace's
+  // key and time. Only that cell changes; the rows stay as they are.
+  const used = (keyId: string, time: string): void => {
+    if (!newer(time, liveUse.get(keyId) ?? null)) return
+    liveUse.set(keyId, time)
+    const cell = body.querySelector<HTMLTableCellElement>(`tr[data-key-id="${CSS.escape(keyId)}"] td[data-col=last_used]`)
+    if (cell === null || !newer(time, cell.dataset.time ?? null)) return
+    cell.dataset.time = time
+    replace(cell, lastUse(time))
+  }
   const live = new Live({
-    traces (items) {
-      for (const tr of items) {
-        if (!newer(tr.time, liveUse.get(tr.key_id) ?? null)) continue
-        liveUse.set(tr.key_id, tr.time)
-        const cell = body.querySelector<HTMLTableCellElement>(`tr[data-key-id="${CSS.escape(tr.key_id)}"] td[data-col=last_used]`)
-        if (cell === null || !newer(tr.time, cell.dataset.time ?? null)) continue
-        cell.dataset.time = tr.time
-        replace(cell, lastUse(tr.time))
-      }
-    },
-    // Once open (again), the list is read anew: a call stored before the socket was open is not sent on it.
+    traces (items) { for (const tr of items) used(tr.key_id, tr.time) },
+    // Once open (again), the last uses are read anew: a call stored before the socket was open is not sent on it.
     state (st) {
       table.dataset.live = st
-      if (st === 'live') load()
+      if (st !== 'live') return
+      get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
+        for (const k of keys) if (k.last_used_at !== null) used(k.id, String(k.last_used_at))
+      }).catch(() => {})
     },
     reconnected () {},
   })
