@@ -11,11 +11,14 @@ interface ProxyFacts { host: string, port: number, server_keys: string[] }
 
 const WILDCARD = new Set(['0.0.0.0', '::', '[::]', ''])
 
-/** The proxy's address as the browser's user reaches it: a wildcard listener is reached at the dashboard's host. */
+/**
+ * The proxy's own listening address (tracegate speaks plain HTTP; TLS is a reverse proxy's): a wildcard
+ * listener is reached at the host the dashboard was reached at.
+ */
 export function proxyUrl (p: ProxyFacts): string {
   const host = WILDCARD.has(p.host) ? location.hostname : p.host
   const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
-  return `${location.protocol === 'https:' ? 'https' : 'http'}://${shown}:${p.port}`
+  return `http://${shown}:${p.port}`
 }
 
 /** The command: OpenAI's wire format on the native route, the tracegate key as the SDK's bearer key. */
