@@ -2,8 +2,9 @@
 // to German and to India's time zone (+05:30, no daylight saving): a fresh install's empty list offers a
 // first call with this server's proxy address that works as copied once its key placeholders are filled;
 // a blocked trace shows the 403 body its client received, byte for byte; a key's last use follows each
-// call to the millisecond; the Account page's id is copyable; an unknown address gets the app's own
-// not-found page; the list, the detail, the keys, the charts and the usage stamp format times alike.
+// call to the millisecond; a trace arriving live while the list's first page is read stays listed; the
+// Account page's id is copyable; an unknown address gets the app's own not-found page; the list, the
+// detail, the keys, the charts and the usage stamp format times alike.
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
@@ -195,6 +196,33 @@ t.test('one time format, in the browser\'s locale and zone, everywhere', async (
     return [f.axisTime(noon, 3_600_000), f.axisTime(midnight, 3_600_000), f.axisTime(noon, 86_400_000), f.axisTime(noon + 15_000, 10_000)]
   }, { noon: Date.UTC(2026, 10, 24, 6, 30), midnight: Date.UTC(2026, 10, 23, 18, 30) })
   t.same(axis, ['12:00', '24. Nov.', '24. Nov.', '12:00:15'], 'axis labels: the time of day, the date at midnight and for day steps')
+})
+
+t.test('a trace that arrives live while the list\'s first page is read is not wiped by that page', async (t) => {
+  // The first page is read at once but handed to the page only after the live row is in.
+  let release: () => void = () => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
+  let first = true
+  await page.route('**/api/ui/traces?*', async (route) => {
+    if (!first || new URL(route.request().url()).searchParams.get('limit') !== '50') return await route.continue()
+    first = false
+    const answer = await route.fetch()
+    await held
+    await route.fulfill({ response: answer })
+  })
+  await page.goto('/traces')
+  await page.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
+  const sent = await callProxy(d, 'alpha', 'arrives during the first read')
+  const row = rowOf(page, sent.traceId)
+  await row.waitFor()
+  release()
+  await page.waitForFunction(() => document.querySelector('[data-testid=trace-list-note]')?.hasAttribute('hidden') === true &&
+    document.querySelectorAll('tr[data-testid=trace-row]').length > 1)
+  await page.unroute('**/api/ui/traces?*')
+  t.equal(await row.count(), 1, 'the live row is still listed after the first page replaced the rows')
+  const ids = await page.locator('tr[data-testid=trace-row]').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace-id')))
+  t.equal(ids[0], sent.traceId, 'on top, as the newest')
+  t.equal(new Set(ids).size, ids.length, 'listed once')
 })
 
 t.test('the Account page shows the account id, copyable, and the plan', async (t) => {

@@ -157,10 +157,16 @@ export const traces: Page = (root, ctx) => {
     if (empty && !loading && anyTraces === null) askAny()
   }
 
+  /**
+   * Live traces that arrived while a first page was being read: that page may have been read before they
+   * were stored, so they go back on top once it has replaced the rows. Null when no first page is read.
+   */
+  let arrived: TraceListItem[] | null = null
+
   const load = async (reset: boolean): Promise<void> => {
     const g = reset ? ++generation : generation
     loading = true
-    if (reset) { cursor = null; anchorTo = null; more.hidden = true; showNote() }
+    if (reset) { cursor = null; anchorTo = null; more.hidden = true; arrived = []; showNote() }
     more.disabled = true
     try {
       const to = reset ? null : anchorTo
@@ -170,6 +176,9 @@ export const traces: Page = (root, ctx) => {
       const start = performance.now()
       if (reset) { body.textContent = ''; seen.clear() }
       body.appendChild(traceRows(page.traces, seen))
+      const early = reset ? arrived : null
+      if (reset) arrived = null
+      if (early !== null && early.length > 0) prepend(early)
       void body.offsetHeight
       performance.measure('tracegate:list-render', { start, detail: page.traces.length })
       requestAnimationFrame(() => { performance.measure('tracegate:list-frame', { start, detail: page.traces.length }) })
@@ -178,6 +187,7 @@ export const traces: Page = (root, ctx) => {
       more.hidden = cursor === null
     } catch (e) {
       if (g !== generation) return
+      arrived = null
       replace(note, `Could not load traces: ${e instanceof Error ? e.message : String(e)}`)
       note.hidden = false
       return
@@ -202,6 +212,7 @@ export const traces: Page = (root, ctx) => {
   }
 
   const prepend = (items: readonly TraceListItem[]): void => {
+    arrived?.push(...items)
     const fresh = items.filter((t) => !seen.has(t.trace_id))
     if (fresh.length === 0) return
     fresh.sort((a, b) => (toMs(b.time) ?? 0) - (toMs(a.time) ?? 0))
