@@ -130,7 +130,7 @@ for (const viewport of VIEWPORTS) {
       const box = el.parentElement!
       return { id: el.getAttribute('data-testid'), overflow: getComputedStyle(box).overflowX, right: box.getBoundingClientRect().right }
     }))
-    t.equal(tables.length, 3, 'three breakdown tables')
+    t.same(tables.map((b) => b.id).sort(), ['breakdown-key', 'breakdown-model', 'breakdown-provider', 'breakdown-user'], 'the four breakdown tables: by key, user, model and provider')
     for (const b of tables) {
       t.ok(b.overflow === 'auto' || b.overflow === 'scroll', `${b.id} scrolls inside its own box (${b.overflow})`)
       t.ok(b.right <= w + 0.5, `${b.id}'s box ends inside the window (${Math.round(b.right)} px)`)
