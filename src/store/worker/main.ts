@@ -23,6 +23,7 @@ import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
 import { limitUsage } from './limit-usage.js'
+import { serveFrontPorts, type Replier } from './ports.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -186,11 +187,14 @@ function spansOnly (batch: TraceMessage['traces']): void {
   }, (err: unknown) => { warn('spans dropped: the OpenTelemetry exporter did not load', { dropped: batch.count, err: String(err) }) })
 }
 
-function reply (msg: StoreResponse): void {
-  port.postMessage(msg)
+function reply (msg: StoreResponse, to: Replier = port): void {
+  to.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => {
+port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => { onMessage(msg, port) })
+serveFrontPorts(onMessage)
+
+function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to: Replier): void {
   if (msg === 'close') {
     void (async () => {
       await writes.catch(() => {})
@@ -230,7 +234,7 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
     p = exec()
   }
   p.then(
-    (value) => reply({ id: msg.id, ok: true, value }),
+    (value) => reply({ id: msg.id, ok: true, value }, to),
     (err: unknown) => reply({
       id: msg.id,
       ok: false,
@@ -238,6 +242,6 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
         message: err instanceof Error ? err.message : String(err),
         code: err instanceof TracegateError ? err.code : null,
       },
-    }),
+    }, to),
   )
-})
+}
