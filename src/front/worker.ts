@@ -62,9 +62,10 @@ async function drain (graceMs: number): Promise<boolean> {
   // TemplatedApp.close, which its typings leave out.)
   ;(app as unknown as { close (): void }).close()
   sink?.flush()
+  await limiter.close()
   await store.call('traceStats').catch(() => null)
   await upstream.destroy().catch(() => {})
-  await limiter.close()
+  hub.flush()
   return true
 }
 
