@@ -1,6 +1,7 @@
 // Front threads (TRACEGATE_THREADS, issue 15 item 4). Prints one JSON line per case:
 // - one_thread_vs_baseline: TRACEGATE_THREADS=1 against another build (BENCH_BASELINE_CLI, the src/cli.js
-//   of a build without front threads; skipped when unset), runs alternating: one thread must cost nothing.
+//   of a build without front threads; skipped when unset): two baseline processes and one of this build,
+//   runs in turn (A B A'), so the two baselines' ratio shows the noise a difference must exceed.
 // - two_vs_one: TRACEGATE_THREADS=2 against 1, with defaults, and with TRACEGATE_TRACES=off
 //   TRACEGATE_DETECTION=off (the proxy alone), runs alternating.
 // - detection_hop: what a front thread's detection costs over the main thread's own, in one process: one
@@ -62,6 +63,30 @@ async function compare (name: string, a: () => Promise<TracegateProc>, b: () => 
   }
 }
 
+/** Baseline, candidate, baseline again: runs in turn; the candidate against the baselines' mean, and A' against A. */
+async function compareAba (name: string, base: () => Promise<TracegateProc>, candidate: () => Promise<TracegateProc>, extra: Record<string, unknown>): Promise<void> {
+  const procs = [await base(), await candidate(), await base()]
+  try {
+    for (const p of procs) await load(p, 3)
+    const before = loadavg()
+    const results: PairedRun[][] = [[], [], []]
+    for (let i = 0; i < runs; i++) for (let j = 0; j < 3; j++) results[j]!.push(await load(procs[j]!, duration))
+    const mean = (rs: PairedRun[], f: (r: PairedRun) => number): number => rs.reduce((n, r) => n + f(r), 0) / rs.length
+    const rps = results.map((rs) => mean(rs, (r) => r.rps))
+    const cpu = results.map((rs) => mean(rs, (r) => r.cpuUsPerRequest))
+    const r3 = (x: number): number => Math.round(x * 1000) / 1000
+    line({
+      case: name, ...extra, connections, duration_s: duration, runs,
+      rps_baseline: Math.round(rps[0]!), rps_candidate: Math.round(rps[1]!), rps_baseline_again: Math.round(rps[2]!),
+      ratio: r3(rps[1]! / ((rps[0]! + rps[2]!) / 2)), ratio_baselines: r3(rps[2]! / rps[0]!),
+      cpu_us_per_request: cpu.map(Math.round),
+      errors: results.flat().reduce((n, r) => n + r.errors, 0), loadavg_before: before, loadavg_after: loadavg(),
+    })
+  } finally {
+    for (const p of procs) await p.stop()
+  }
+}
+
 /** The time of `n` checks one after another, and of `n` checks `batch` at a time (µs per check). */
 async function timeChecks (check: () => Promise<DetectionOutcome>, n: number, batch: number): Promise<{ seq_us: number; batch_us: number }> {
   for (let i = 0; i < 200; i++) await check()
@@ -114,10 +139,10 @@ async function main (): Promise<void> {
     if (!skipped.has('baseline')) {
       if (baselineCli === '') line({ case: 'one_thread_vs_baseline', skipped: 'set BENCH_BASELINE_CLI to the src/cli.js of a build without front threads' })
       else {
-        await compare('one_thread_vs_baseline',
+        await compareAba('one_thread_vs_baseline',
           () => startTracegate(mock.url, {}, baselineCli),
           () => startTracegate(mock.url, { TRACEGATE_THREADS: '1' }),
-          { settings: 'defaults', off: 'baseline', on: 'threads=1', baseline_cli: baselineCli })
+          { settings: 'defaults', candidate: 'threads=1', baseline_cli: baselineCli })
       }
     }
     if (!skipped.has('two')) {
