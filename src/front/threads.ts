@@ -99,10 +99,11 @@ export class FrontThreads {
     // A thread must stop listening before it ends (DESIGN §10).
     const stopAll = (): Promise<void> => new FrontThreads(threads, new Int32Array(shared), 0).close(0)
     const first = await make(0, config.proxyPort).started
-    if ('error' in first) { await stopAll(); throw new Error(`cannot listen on ${config.host}:${config.proxyPort}: ${first.error}`) }
+    // The thread's error already names the address (uws.ts `listen`).
+    if ('error' in first) { await stopAll(); throw new Error(first.error) }
     const rest = await Promise.all(storePorts.slice(1).map((_, i) => make(i + 1, first.port).started))
     const failed = rest.find((s): s is { error: string } => 'error' in s)
-    if (failed !== undefined) { await stopAll(); throw new Error(`cannot listen on ${config.host}:${first.port}: ${failed.error}`) }
+    if (failed !== undefined) { await stopAll(); throw new Error(failed.error) }
     return new FrontThreads(threads, new Int32Array(shared), first.port)
   }
 
