@@ -2,7 +2,8 @@
 // served by both threads and traced once each; a revoked key is refused on every open connection as soon
 // as the revoke returns; an rpm limit admits exactly its number across the threads; /metrics sums the
 // threads; an injection is blocked on both; and shutdown with streams in flight on both threads completes
-// them and stores their traces.
+// them and stores their traces. Each "both threads" check uses at least 16 connections: the kernel puts
+// them all on one thread with a chance of 1 in 32,768.
 import t from 'tap'
 import { Agent, request as httpRequest } from 'node:http'
 import { StoreClient } from '../../src/store/client.js'
@@ -111,7 +112,7 @@ t.test('an rpm limit admits exactly its number across the threads', async (t) =>
 
 t.test('an injection is blocked on both threads', async (t) => {
   const before = await served()
-  const rs = await Promise.all(Array.from({ length: 12 }, () => call(s.key, INJECTION)))
+  const rs = await Promise.all(Array.from({ length: 16 }, () => call(s.key, INJECTION)))
   const d = delta(before, await served())
   t.ok(d[0]! > 0 && d[1]! > 0, `both threads took them (${d.join(' / ')})`)
   t.same(rs.map((r) => `${r.status} ${json(r).error?.code}`), rs.map(() => '403 prompt_injection_detected'))
@@ -122,27 +123,27 @@ t.test('/metrics is the sum over the threads', async (t) => {
   const perThread = samples(all, 'tracegate_thread_requests_total')
   t.same(perThread.map((x) => x.labels.thread).sort(), ['0', '1'], 'a served count per front thread')
   const servedTotal = perThread.reduce((n, x) => n + x.value, 0)
-  // The proxy routes' calls of this file so far: 40 + 16 + 16 + 20 + 12 (/readyz is not one).
-  t.equal(servedTotal, 104, 'the served counts add up to the calls made')
+  // The proxy routes' calls of this file so far: 40 + 16 + 16 + 20 + 16 (/readyz is not one).
+  t.equal(servedTotal, 108, 'the served counts add up to the calls made')
   const traced = samples(all, 'tracegate_requests_total').reduce((n, x) => n + x.value, 0)
-  t.equal(traced, 88, 'the call counter sums both threads (all but the 16 revoked)')
+  t.equal(traced, 92, 'the call counter sums both threads (all but the 16 revoked)')
   t.equal(value(all, 'tracegate_requests_rejected_before_auth_total', { code: 'revoked_api_key' }), 16, 'and so does the refused one')
-  t.equal(value(all, 'tracegate_detection_verdicts_total', { verdict: 'blocked' }), 12, 'the one pool judged both threads\' injections')
+  t.equal(value(all, 'tracegate_detection_verdicts_total', { verdict: 'blocked' }), 16, 'the one pool judged both threads\' injections')
   const lookups = samples(all, 'tracegate_key_cache_lookups_total').reduce((n, x) => n + x.value, 0)
-  t.equal(lookups, 104, 'a key lookup per call, from both threads\' caches')
+  t.equal(lookups, 108, 'a key lookup per call, from both threads\' caches')
   t.equal(samples(all, 'process_cpu_user_seconds_total').length, 1, 'the process\'s own metrics once')
   t.equal(value(all, 'tracegate_requests_in_flight'), 0, 'nothing in flight')
   t.equal(value(all, 'tracegate_limits_mode', { mode: 'local' }), 1, 'the limits\' mode said once')
   // Behind the token, a front thread serves the same sum on the proxy port (it asks the main thread).
   const onProxy = await scrape(s.url + '/metrics')
-  t.equal(samples(onProxy, 'tracegate_thread_requests_total').reduce((n, x) => n + x.value, 0), 104, 'the same sum on the proxy port')
+  t.equal(samples(onProxy, 'tracegate_thread_requests_total').reduce((n, x) => n + x.value, 0), 108, 'the same sum on the proxy port')
 })
 
 t.test('shutdown with streams in flight on both threads completes them and stores their traces', async (t) => {
   const before = await served()
   const body = JSON.stringify({ ...bodyFor('alpha', { alpha_api_key: 'sk-x', model: 'mock-chunks-6-gap-150', stream: true }), api_key: s.key })
-  const streams = Array.from({ length: 10 }, () => send(s.url + ROUTES.alpha, { body, acceptCut: true }))
-  await until(() => s.tg.inflight === 10, { ms: 5_000, what: () => `ten streams in flight (${s.tg.inflight})` })
+  const streams = Array.from({ length: 16 }, () => send(s.url + ROUTES.alpha, { body, acceptCut: true }))
+  await until(() => s.tg.inflight === 16, { ms: 5_000, what: () => `sixteen streams in flight (${s.tg.inflight})` })
   const d = delta(before, await served())
   t.ok(d[0]! > 0 && d[1]! > 0, `both threads have streams (${d.join(' / ')})`)
   await s.tg.close()
@@ -158,6 +159,6 @@ t.test('shutdown with streams in flight on both threads completes them and store
     query: 'SELECT trace_id, outcome FROM traces WHERE trace_id IN {ids:Array(UUID)}',
     params: { ids: rs.map((r) => r.requestId) },
   })
-  t.equal(rows.length, 10, 'the ten traces are stored')
+  t.equal(rows.length, 16, 'the sixteen traces are stored')
   t.ok(rows.every((r) => r.outcome === 'ok'), 'each as ok')
 })
