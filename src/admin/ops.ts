@@ -112,9 +112,9 @@ export interface CreatedKey extends KeyRow {
 
 export class AdminOps {
   readonly #store: StoreClient
-  readonly #onRevoke: (hash: string) => void
+  readonly #onRevoke: (hash: string) => void | Promise<void>
   readonly #onPasswordReset: (userId: string) => void
-  readonly #invalidateAccount: (accountId: string) => void
+  readonly #invalidateAccount: (accountId: string) => void | Promise<void>
 
   /**
    * `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). `invalidateAccount` is told the
@@ -123,9 +123,9 @@ export class AdminOps {
    */
   constructor (
     store: StoreClient,
-    onRevoke: (hash: string) => void = () => {},
+    onRevoke: (hash: string) => void | Promise<void> = () => {},
     onPasswordReset: (userId: string) => void = () => {},
-    invalidateAccount: (accountId: string) => void = () => {},
+    invalidateAccount: (accountId: string) => void | Promise<void> = () => {},
   ) {
     this.#store = store
     this.#onRevoke = onRevoke
@@ -176,7 +176,7 @@ export class AdminOps {
     const id = uuid(args.id, 'id')
     const patch = changes(parseLimitsPatch(args, { forAccount: false, code: 'invalid_argument' }), false)
     const row = await this.#store.call('updateKeyLimits', { id, patch })
-    this.#invalidateAccount(row.account_id)
+    await this.#invalidateAccount(row.account_id)
     return row
   }
 
@@ -190,7 +190,7 @@ export class AdminOps {
     const detection = parseDetectionPatch(args, { names: ADMIN_NAMES, code: 'invalid_argument' })
     const patch = isEmptyPatch(detection) ? changes(limits, true) : limits
     const row = await this.#store.call('updateAccountLimits', { id, patch, ...(isEmptyPatch(detection) ? {} : { detection }) })
-    this.#invalidateAccount(row.id)
+    await this.#invalidateAccount(row.id)
     return row
   }
 
@@ -198,7 +198,8 @@ export class AdminOps {
     const id = uuid(args.id, 'id')
     const r = await this.#store.call('revokeKey', { id })
     if (r === null) throw new TracegateError('key_not_found', { message: `no key with id ${id}` })
-    this.#onRevoke(r.hash)
+    // Returns once every front thread's key cache has dropped it: the next call anywhere is refused.
+    await this.#onRevoke(r.hash)
     return r.key
   }
 

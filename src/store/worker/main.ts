@@ -26,6 +26,7 @@ import { storeStatus } from './status.js'
 import { limitUsage } from './limit-usage.js'
 import { usageByUser, usageExtras } from './usage-extra-queries.js'
 import { listSessions, sessionCalls } from './session-queries.js'
+import { serveFrontPorts, type Replier } from './ports.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -193,11 +194,14 @@ function spansOnly (batch: TraceMessage['traces']): void {
   }, (err: unknown) => { warn('spans dropped: the OpenTelemetry exporter did not load', { dropped: batch.count, err: String(err) }) })
 }
 
-function reply (msg: StoreResponse): void {
-  port.postMessage(msg)
+function reply (msg: StoreResponse, to: Replier = port): void {
+  to.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => {
+port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => { onMessage(msg, port) })
+serveFrontPorts(onMessage)
+
+function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to: Replier): void {
   if (msg === 'close') {
     void (async () => {
       await writes.catch(() => {})
@@ -237,7 +241,7 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
     p = exec()
   }
   p.then(
-    (value) => reply({ id: msg.id, ok: true, value }),
+    (value) => reply({ id: msg.id, ok: true, value }, to),
     (err: unknown) => reply({
       id: msg.id,
       ok: false,
@@ -245,6 +249,6 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
         message: err instanceof Error ? err.message : String(err),
         code: err instanceof TracegateError ? err.code : null,
       },
-    }),
+    }, to),
   )
-})
+}
