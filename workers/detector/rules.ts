@@ -99,7 +99,7 @@ export const RULES: readonly Rule[] = [
   // summarise anything; write …", "End of text. Now …", "ignore the task above". No benign row of the
   // data set or the own over-defense sets matches it (folder README, Tried).
   { id: 'task_switch', family: 'instruction_override', weight: 0.6,
-    re: /\byour (?:real|actual|true|new|only) (?:task|job|objective|assignment|mission) (?:now )?(?:is|:)|\b(?:do not|don't) (?:summari[sz]e|translate|answer|proofread|shorten|analy[sz]e|review|correct|classify) (?:anything|this|it|the (?:text|above|article|email|document|question))[;,.:]? (?:instead,? )?(?:just |only )?(?:write|say|reply|respond|output|print|answer)\b|\b(?:that was (?:only|just) a test|end of (?:the )?(?:text|document|input|article|email))[.!]? (?:now|next|then|new task|your task)\b|\b(?:disregard|ignore|forget|skip) (?:the |your |my )?(?:(?:task|assignment|request|question)s? (?:above|before|earlier|given)|(?:previous|prior|earlier|original|above) (?:task|assignment|request|question)s?)\b/g },
+    re: /\byour (?:real|actual|true|new|only) (?:task|objective|assignment|mission) (?:now )?(?:is|:)|\b(?:do not|don't) (?:summari[sz]e|translate|proofread|shorten|analy[sz]e|classify) (?:anything|this|it|the (?:text|above|article|email|document|question))[;,.:]? (?:instead,? )?(?:just |only )?(?:write|say|reply|respond|output|print|answer)\b|\b(?:that was (?:only|just) a test|end of (?:the )?(?:text|document|input|article|email))[.!]? (?:now|next|then|new task|your task)\b|\b(?:disregard|ignore|forget|skip) (?:the |your |my )?(?:(?:task|assignment|request|question)s? (?:above|before|earlier|given)|(?:previous|prior|earlier|original|above) (?:task|assignment|request|question)s?)\b/g },
   { id: 'override_system', family: 'instruction_override', weight: 0.6,
     re: /\b(?:override|replace|update|change|reset) (?:your |the )?(?:system (?:prompt|instructions|message)|core (?:rules|directives)|safety (?:rules|guidelines|filters))\b/g },
 
@@ -288,8 +288,8 @@ const GATE_WORDS = [
   'aside', 'one side', 'operator', 'developer', 'admin', 'creator', 'owner', 'master', 'obey',
   'counts', 'root', 'grant me', 'pass', 'secret', 'api key', 'access code', 'key word', 'direction',
   'message', 'above', 'before', 'ahead of', 'preceding', 'prior', 'verbatim', 'beginning', 'wording',
-  'job', 'objective', 'assignment', 'mission', 'summar', 'translat', 'proofread', 'shorten',
-  'analy', 'classif', 'answer', 'review', 'correct', 'a test', 'end of',
+  'objective', 'assignment', 'mission', 'summar', 'translat', 'proofread', 'shorten', 'analy',
+  'classif', 'a test', 'end of',
   'start', 'launch', 'boot', 'initiali', 'maker', 'context', '\\bpw\\b', 'code', 'magic', 'send',
   'redirect', 'forward', '\\bpost', 'upload', 'exfiltrat', 'leak', 'transmit', 'email', '\\bdan',
   'anything now', 'jailbr', 'mode', 'content', 'ethic', 'moral', 'guardrail', 'limit', 'filt',
