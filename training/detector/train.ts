@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
 import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, encodeModel, plantedFindings, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { segmentScore } from '../../workers/detector/injection.js'
 import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
 import { OWN_SOURCES, readRows, trainingRows, type Row } from './data.js'
@@ -19,33 +20,46 @@ export { readRows, trainingRows } from './data.js'
 
 /** Benign sources that contain trigger words: each must stay at or under the FPR budget on its own. */
 export const TRIGGER_SOURCES = ['surge_toxicity', 'hh_rlhf_harmless', 'awesome-chatgpt-prompts'] as const
+/** The share of each trigger source's benign dev prompts the threshold may block (and the cross-validation cut). */
 export const FPR_BUDGET = 0.01
-/** Never block below this model probability, whatever dev allows. */
+/** The share of all benign dev prompts the threshold may block: issue 16's target for dev. */
+export const DEV_FPR_TARGET = 0.005
+/** Never block below this score, whatever dev allows. */
 export const MIN_THRESHOLD = 0.25
 
 /**
- * The lowest threshold that blocks at most FPR_BUDGET of benign prompts overall and of each trigger
- * source: in each group, at most floor(budget × n) benign scores may reach it.
+ * The lowest threshold that blocks at most DEV_FPR_TARGET of all benign prompts and at most FPR_BUDGET
+ * of each trigger source's: in each group, at most floor(budget × n) benign scores may reach it.
+ * `scores` are blocking scores (blockingScore), so the guards' effect is counted, not guessed.
  */
 export function chooseThreshold (scores: readonly number[], rows: readonly Row[]): number {
-  const groups: number[][] = [[]]
+  const groups: Array<{ budget: number, scores: number[] }> = [{ budget: DEV_FPR_TARGET, scores: [] }]
   const bySource = new Map<string, number[]>()
   for (const s of TRIGGER_SOURCES) bySource.set(s, [])
   rows.forEach((r, i) => {
     if (r.label !== 0) return
     const s = scores[i] as number
-    groups[0]?.push(s)
+    groups[0]?.scores.push(s)
     bySource.get(r.source)?.push(s)
   })
-  groups.push(...bySource.values())
+  for (const g of bySource.values()) groups.push({ budget: FPR_BUDGET, scores: g })
   let t = MIN_THRESHOLD
-  for (const g of groups) {
+  for (const { budget, scores: g } of groups) {
     g.sort((a, b) => b - a)
-    const allowed = Math.floor(FPR_BUDGET * g.length)
+    const allowed = Math.floor(budget * g.length)
     const firstBlocked = g[allowed]
     if (firstBlocked !== undefined) t = Math.max(t, firstBlocked + 1e-6)
   }
   return t
+}
+
+/**
+ * A row's score as detectInjection judges it in its role (injection.ts segmentScore), with no
+ * threshold: a text the short-text, system or data guard holds back scores 0, since it is blocked at
+ * no threshold (the guard blocks it only when the model reaches its bar, and then it scores as usual).
+ */
+export function blockingScore (model: Model, r: Row): number {
+  return segmentScore(analyze(model, r.text), { role: r.role ?? 'user', path: 'messages[0].content', text: r.text }, 0)
 }
 
 export interface TrainOptions {
@@ -73,9 +87,10 @@ export interface TrainOptions {
   readonly quiet?: boolean
 }
 
-// epochs 20 and l2 3e-5 (from 12 and 1e-4): the model was under-fitted; chosen by cross-validation on
-// train.jsonl and by leaving each attack source out, not on dev. templateWeight by `--cv` (README).
-export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 3e-5, l2Family: 1e-5, seed: 1234, sourceCap: 400, hardNegativeWeight: 5, hardPositiveWeight: 5, templateWeight: 5 }
+// Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/README.md):
+// a source cap of 1000 lets the password games count more, and own benign rows and templates at 15
+// keep over-defense down at the same time.
+export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15 }
 
 export interface Example {
   /** Distinct buckets: features are binary, as model.ts scores them. */
@@ -157,12 +172,13 @@ export function train (rows: readonly Row[], opt: TrainOptions = DEFAULTS): Mode
 }
 
 /**
- * The model as it ships (int8 weights) with its threshold chosen on dev: dev is scored through the same
- * analyze() that detectInjection uses, and chooseThreshold reads only its benign rows.
+ * The model as it ships (int8 weights) with its threshold chosen on dev: dev is scored as
+ * detectInjection judges it (blockingScore: analyze() and the guards of its role), and chooseThreshold
+ * reads only its benign rows.
  */
 export function calibrate (trained: Model, devRows: readonly Row[]): Model {
   const model = decodeModel(encodeModel(trained))
-  const threshold = chooseThreshold(devRows.map((r) => analyze(model, r.text).score), devRows)
+  const threshold = chooseThreshold(devRows.map((r) => blockingScore(model, r)), devRows)
   return decodeModel(encodeModel({ ...model, threshold }))
 }
 
@@ -229,7 +245,7 @@ function crossValidate (): void {
   let ownBenignOver = 0, ownBenign = 0, ownCaught = 0, ownAttacks = 0
   // Short texts with no rule firing, as the short-text guard in injection.ts sees them (SHORT_TEXT = 40):
   // blocked at a model-only bar when the model score reaches both the bar and the fold's cut.
-  const BARS = [0.85, 0.9, 0.95] as const
+  const BARS = [0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95] as const
   const short: Array<{ kind: string, model: number, fold: number, cut: number }> = []
   // Tool results (role tool) as injection.ts judges data: rules of weight >= 0.8 (a planted instruction
   // counts 0.9 there) decide; otherwise the model alone blocks at a bar, here chosen among DATA_BARS.
