@@ -1,9 +1,11 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
-// in memory as bytes, and are inserted at least every flush interval or every batch of rows, each batch
-// with its own insert_deduplication_token. A batch ClickHouse refuses goes to the spool, and while the
-// spool holds anything new batches follow it there, so replay keeps their order. A replay loop drains
-// the spool once ClickHouse answers again. When memory and spool are both full, rows are dropped,
-// counted and logged: never silently.
+// in memory as bytes, and are inserted every flush interval or every batch of rows, each batch with its
+// own insert_deduplication_token. A batch ClickHouse refuses goes to the spool, and while the spool holds
+// anything new batches follow it there, so replay keeps their order. A replay loop drains the spool once
+// ClickHouse answers again. When memory and spool are both full, rows are dropped, counted and logged:
+// never silently.
+// The rows waiting in memory (the queue and the batch being inserted) are what `held()` gives the
+// dashboard's queries (recent-traces.ts): a trace shows from the moment its row is built.
 import { randomUUID } from 'node:crypto'
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../../pricing/index.js'
@@ -14,6 +16,8 @@ import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
 import { decodeTraces, type EncodedTraces } from '../trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
+import { EncodedRow, readSummary } from './tsv-read.js'
+import type { HeldRows } from './recent-traces.js'
 
 export interface TraceWriterOptions {
   readonly flushMs: number
@@ -36,7 +40,8 @@ export interface ClientHolder {
   client: ClickHouseClient
 }
 
-export type StoredListener = (rows: readonly TraceSummary[]) => void
+/** Rows for the live list: those of a message once built, and those of a spooled batch once replayed. */
+export type RowsListener = (rows: readonly TraceSummary[]) => void
 /** Each record of a batch once its row is built (null: a span-only record, or a row that failed to build). */
 export type BuiltListener = (raw: RawTrace, row: TraceSummary | null) => void
 export type Warn = (msg: string, fields: Record<string, unknown>) => void
@@ -51,16 +56,16 @@ const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
 
 /**
- * Rows that arrived together, already built and written as TabSeparated: their bytes back to back, where
- * each row ends, and their summaries (for the live list and the spool). Rows are encoded when they
- * arrive rather than at the insert, so what waits for the next flush is a buffer outside the JS heap
- * and one small object per row, not the row's whole record, which would outlive V8's young generation
- * and be copied by every scavenge while it waits.
+ * Rows that arrived together, already built and written as TabSeparated: their bytes back to back and
+ * where each row ends. Rows are encoded when they arrive rather than at the insert, so what waits for the
+ * next flush, seconds of rows, is memory outside the JS heap and no object per row that V8 would promote
+ * and trace. Whatever else needs a row (the dashboard, the spool's summaries line) reads it back from the
+ * bytes (tsv-read.ts).
  */
-class EncodedRows {
+class EncodedRows implements HeldRows {
   /** True when another segment shares the memory (after a split): it is then never given back. */
   shared = false
-  constructor (readonly tsv: Buffer, readonly ends: number[], readonly summaries: TraceSummary[]) {}
+  constructor (readonly tsv: Buffer, readonly ends: number[]) {}
 
   get rows (): number { return this.ends.length }
 
@@ -70,10 +75,16 @@ class EncodedRows {
   /** The first `n` rows as their own segment, and the rest. */
   split (n: number): [EncodedRows, EncodedRows] {
     const cut = this.bytesOf(n)
-    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n), this.summaries.slice(0, n))
-    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), this.summaries.slice(n))
+    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n))
+    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut))
     head.shared = rest.shared = true
     return [head, rest]
+  }
+
+  /** The live list's items of the rows, read back from their bytes. */
+  summaries (): TraceSummary[] {
+    const r = new EncodedRow()
+    return this.ends.map((end, i) => readSummary(r.index(this.tsv, i === 0 ? 0 : this.ends[i - 1]!, end)))
   }
 }
 
@@ -115,10 +126,10 @@ class RowBufferPool {
 const POOL_MIN_BYTES = 64 * 1024
 const POOL_BYTES = 32 * 1024 * 1024
 
-/** One insert's rows: their segments, in order, and all their summaries. */
+/** One insert's rows: their segments, in order, and how many rows they hold. */
 interface InsertBatch {
   readonly segments: EncodedRows[]
-  readonly summaries: TraceSummary[]
+  readonly rows: number
 }
 
 export class TraceWriter {
@@ -128,12 +139,14 @@ export class TraceWriter {
   readonly #spool: Spool
   readonly #pricing: Pricing
   readonly #opts: TraceWriterOptions
-  readonly #onWritten: StoredListener
+  readonly #onRows: RowsListener
   readonly #onBuilt: BuiltListener | null
   readonly #warn: Warn
   /** Rows waiting for an insert, oldest first, and how many. */
   #queue: EncodedRows[] = []
   #queued = 0
+  /** The batch an insert is sending now: its rows are not in ClickHouse yet, nor in the queue. */
+  #sending: InsertBatch | null = null
   readonly #buffers = new RowBufferPool()
   #chain: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout
@@ -143,7 +156,7 @@ export class TraceWriter {
   /** Rows dropped since the current loss episode began (one log line at its start, one at its end). */
   #episodeDropped = 0
 
-  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: StoredListener, warn: Warn, onBuilt: BuiltListener | null = null) {
+  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onRows: RowsListener, warn: Warn, onBuilt: BuiltListener | null = null) {
     this.#onBuilt = onBuilt
     this.#ch = ch
     this.#spool = spool
@@ -155,7 +168,7 @@ export class TraceWriter {
       usage: this.#metrics.usage, inserts: this.#metrics.inserts,
     }
     this.#opts = opts
-    this.#onWritten = onWritten
+    this.#onRows = onRows
     this.#warn = warn
     this.stats.spoolBytes = spool.bytes
     this.#timer = setInterval(() => { void this.flush().catch(() => { /* logged by flush */ }) }, opts.flushMs)
@@ -195,7 +208,11 @@ export class TraceWriter {
       }
       this.#onBuilt?.(raw, row)
     }
-    if (ends.length > 0) this.#push(new EncodedRows(w.view(), ends, summaries))
+    if (ends.length > 0) {
+      this.#push(new EncodedRows(w.view(), ends))
+      // Shown from now on: the rows are held (held()) until ClickHouse has them.
+      this.#onRows(summaries)
+    }
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
     // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
     while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
@@ -208,16 +225,25 @@ export class TraceWriter {
     this.stats.queued = this.#queued
   }
 
+  /**
+   * The rows held in memory, not yet in ClickHouse: the batch being inserted, then the queue, oldest first.
+   * Read synchronously: the buffers are given back for reuse only once their rows left both.
+   */
+  * held (): Iterable<HeldRows> {
+    if (this.#sending !== null) yield * this.#sending.segments
+    yield * this.#queue
+  }
+
   /** The oldest queued rows, up to the batch's row count and byte size (at least one row). */
   #takeBatch (): InsertBatch {
     const segments: EncodedRows[] = []
-    const summaries: TraceSummary[] = []
+    let rows = 0
     let bytes = 0
-    while (this.#queue.length > 0 && summaries.length < this.#opts.batchRows) {
+    while (this.#queue.length > 0 && rows < this.#opts.batchRows) {
       let seg = this.#queue[0]!
       // How many of this segment's rows fit, by count and by bytes (the first row of a batch always does).
-      let n = Math.min(seg.rows, this.#opts.batchRows - summaries.length)
-      while (n > 0 && bytes + seg.bytesOf(n) > MAX_INSERT_BYTES && !(summaries.length === 0 && n === 1)) n--
+      let n = Math.min(seg.rows, this.#opts.batchRows - rows)
+      while (n > 0 && bytes + seg.bytesOf(n) > MAX_INSERT_BYTES && !(rows === 0 && n === 1)) n--
       if (n === 0) break
       if (n < seg.rows) {
         const [head, rest] = seg.split(n)
@@ -227,12 +253,12 @@ export class TraceWriter {
         this.#queue.shift()
       }
       segments.push(seg)
-      for (const sm of seg.summaries) summaries.push(sm)
+      rows += seg.rows
       bytes += seg.tsv.length
     }
-    this.#queued -= summaries.length
+    this.#queued -= rows
     this.stats.queued = this.#queued
-    return { segments, summaries }
+    return { segments, rows }
   }
 
   /**
@@ -260,17 +286,20 @@ export class TraceWriter {
         continue
       }
       probe = false
+      this.#sending = batch
       try {
         await this.#insert(token, batch.segments.map((seg) => seg.tsv))
       } catch (err) {
         this.#down(err)
+        // Spooled rows leave memory: they show again once replayed into ClickHouse.
+        this.#sending = null
         if (!this.#toSpool(token, batch)) return
         continue
       }
+      this.#sending = null
       this.#buffers.give(batch.segments)
-      this.stats.written += batch.summaries.length
+      this.stats.written += batch.rows
       this.#up()
-      this.#onWritten(batch.summaries)
     }
   }
 
@@ -287,10 +316,10 @@ export class TraceWriter {
    * that (or at close). False when the spool refused: the caller stops flushing then.
    */
   #toSpool (token: string, batch: InsertBatch): boolean {
-    const rows = batch.summaries.length
+    const rows = batch.rows
     let refusal: string
     try {
-      if (this.#spool.append(token, batch.summaries, batch.segments.map((seg) => seg.tsv))) {
+      if (this.#spool.append(token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv))) {
         this.#buffers.give(batch.segments)
         this.stats.spooled += rows
         this.stats.spoolBytes = this.#spool.bytes
@@ -421,7 +450,8 @@ export class TraceWriter {
       this.stats.replayed += batch.summaries.length
       this.stats.spoolBytes = this.#spool.bytes
       this.#up()
-      this.#onWritten(batch.summaries)
+      // Their rows left memory when they were spooled: a live list that lost them gets them again.
+      this.#onRows(batch.summaries)
     }
     if (this.#queued > 0) await this.#flushOnce(true)
     if (this.#queued > 0 || this.#spool.batches > 0) this.#scheduleReplay(this.#retryMs)
