@@ -1,9 +1,9 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
 // in memory as bytes, and are inserted every flush interval or every batch of rows, each batch with its
-// own insert_deduplication_token. A batch ClickHouse refuses goes to the spool, and while the spool holds
-// anything new batches follow it there, so replay keeps their order. A replay loop drains the spool once
-// ClickHouse answers again. When memory and spool are both full, rows are dropped, counted and logged:
-// never silently.
+// own insert_deduplication_token and, right after it, its usage rollup with the same token. A batch
+// ClickHouse refuses goes to the spool, and while the spool holds anything new batches follow it there,
+// so replay keeps their order. A replay loop drains the spool once ClickHouse answers again. When memory
+// and spool are both full, rows are dropped, counted and logged: never silently.
 // The rows waiting in memory (the queue and the batch being inserted) are what `held()` gives the
 // dashboard's queries (recent-traces.ts): a trace shows from the moment its row is built.
 import { randomUUID } from 'node:crypto'
@@ -18,6 +18,7 @@ import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
 import { EncodedRow, readSummary } from './tsv-read.js'
 import type { HeldRows } from './recent-traces.js'
+import { RowUsage, RowUsageBuilder, USAGE_COLUMNS, UsageBatch } from './usage-rollup.js'
 
 export interface TraceWriterOptions {
   readonly flushMs: number
@@ -56,16 +57,16 @@ const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
 
 /**
- * Rows that arrived together, already built and written as TabSeparated: their bytes back to back and
- * where each row ends. Rows are encoded when they arrive rather than at the insert, so what waits for the
- * next flush, seconds of rows, is memory outside the JS heap and no object per row that V8 would promote
- * and trace. Whatever else needs a row (the dashboard, the spool's summaries line) reads it back from the
- * bytes (tsv-read.ts).
+ * Rows that arrived together, already built and written as TabSeparated: their bytes back to back, where
+ * each row ends, and each row's share of the usage rollup. Rows are encoded when they arrive rather than
+ * at the insert, so what waits for the next flush, seconds of rows, is memory outside the JS heap and no
+ * object per row that V8 would promote and trace. Whatever else needs a row (the dashboard, the spool's
+ * summaries line) reads it back from the bytes (tsv-read.ts).
  */
 class EncodedRows implements HeldRows {
   /** True when another segment shares the memory (after a split): it is then never given back. */
   shared = false
-  constructor (readonly tsv: Buffer, readonly ends: number[]) {}
+  constructor (readonly tsv: Buffer, readonly ends: number[], readonly usage: RowUsage) {}
 
   get rows (): number { return this.ends.length }
 
@@ -75,8 +76,9 @@ class EncodedRows implements HeldRows {
   /** The first `n` rows as their own segment, and the rest. */
   split (n: number): [EncodedRows, EncodedRows] {
     const cut = this.bytesOf(n)
-    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n))
-    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut))
+    const [usageHead, usageRest] = this.usage.split(n)
+    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n), usageHead)
+    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), usageRest)
     head.shared = rest.shared = true
     return [head, rest]
   }
@@ -189,6 +191,7 @@ export class TraceWriter {
     const w = new TsvWriter(this.#buffers.take(batch.length + 256 * raws.length))
     const ends: number[] = []
     const summaries: TraceSummary[] = []
+    const usage = new RowUsageBuilder(raws.length)
     for (const raw of raws) {
       if (!raw.stored) {
         this.#onBuilt?.(raw, null)
@@ -200,6 +203,7 @@ export class TraceWriter {
         encodeRecord(w, record)
         ends.push(w.size)
         summaries.push(record.summary)
+        usage.add(record.summary)
         row = record.summary
         this.#metrics.row(raw.provider, raw.model, row.input_tokens, row.output_tokens, row.cost_usd)
       } catch (err) {
@@ -209,7 +213,7 @@ export class TraceWriter {
       this.#onBuilt?.(raw, row)
     }
     if (ends.length > 0) {
-      this.#push(new EncodedRows(w.view(), ends))
+      this.#push(new EncodedRows(w.view(), ends, usage.build()))
       // Shown from now on: the rows are held (held()) until ClickHouse has them.
       this.#onRows(summaries)
     }
@@ -286,9 +290,11 @@ export class TraceWriter {
         continue
       }
       probe = false
+      const usage = new UsageBatch()
+      for (const seg of batch.segments) usage.addRows(seg.usage)
       this.#sending = batch
       try {
-        await this.#insert(token, batch.segments.map((seg) => seg.tsv))
+        await this.#insert(token, usage, batch.segments.map((seg) => seg.tsv))
       } catch (err) {
         this.#down(err)
         // Spooled rows leave memory: they show again once replayed into ClickHouse.
@@ -303,11 +309,19 @@ export class TraceWriter {
     }
   }
 
-  #insert (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
-    return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv,
-      // A synchronous insert: the batch is already a batch, and the deduplication token is checked against
-      // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
-      { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }))
+  /**
+   * The batch's rows, then its usage rollup, both under the batch's token: a batch sent again (a retry,
+   * a replay) is a no-op in both tables, whichever of the two went through before, and a batch whose
+   * rows ClickHouse refuses is never counted. Until both are in, the batch is still being sent.
+   */
+  async #insert (token: string, usage: UsageBatch, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
+    // Synchronous inserts: the batch is already a batch, and the deduplication token is checked against
+    // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
+    const settings = { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }
+    await this.#metrics.timed(async () => {
+      await insertTsv(this.#ch.client, 'traces', columns, tsv, settings)
+      await insertTsv(this.#ch.client, 'usage_batches', USAGE_COLUMNS, [usage.tsv()], settings)
+    })
   }
 
   /**
@@ -431,8 +445,17 @@ export class TraceWriter {
         return
       }
       if (batch === null) break
+      const usage = UsageBatch.of(batch.summaries)
+      if (usage === null) {
+        // Its summaries line does not describe rows (the file was damaged): the rollup cannot be counted,
+        // so the batch is kept aside as .bad like one whose rows ClickHouse refuses.
+        this.#spool.setAside(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#drop(batch.summaries.length, `the summaries line of ${batch.file} does not describe its rows (kept as ${batch.file}.bad)`)
+        continue
+      }
       try {
-        await this.#insert(batch.token, [batch.tsv], batch.columns)
+        await this.#insert(batch.token, usage, [batch.tsv], batch.columns)
       } catch (err) {
         // ClickHouse is up and refuses these rows as they are: retried, the batch would hold every later
         // one in the spool for good. It is kept aside as .bad and its rows counted as dropped.
