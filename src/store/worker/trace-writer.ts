@@ -1,9 +1,9 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
-// in memory as bytes, and are inserted every flush interval or every batch of rows, each batch with its
-// own insert_deduplication_token and, right after it, its usage rollup with the same token. A batch
-// ClickHouse refuses goes to the spool, and while the spool holds anything new batches follow it there,
-// so replay keeps their order. A replay loop drains the spool once ClickHouse answers again. When memory
-// and spool are both full, rows are dropped, counted and logged: never silently.
+// in memory as bytes, and are inserted once a batch of rows or FLUSH_BYTES waits and at least every flush
+// interval, each batch with its own insert_deduplication_token and, right after it, its usage rollup with
+// the same token. A batch ClickHouse refuses goes to the spool, and while the spool holds anything new
+// batches follow it there, so replay keeps their order. A replay loop drains the spool once ClickHouse
+// answers again. When memory and spool are both full, rows are dropped, counted and logged: never silently.
 // The rows waiting in memory (the queue and the batch being inserted) are what `held()` gives the
 // dashboard's queries (recent-traces.ts): a trace shows from the moment its row is built.
 import { randomUUID } from 'node:crypto'
@@ -52,6 +52,13 @@ export type Warn = (msg: string, fields: Record<string, unknown>) => void
  * default caps), so one batch never needs gigabytes of memory.
  */
 const MAX_INSERT_BYTES = 64 * 1024 * 1024
+
+/**
+ * A batch is also inserted once the queue holds this many bytes. Waiting rows are Buffers, which V8
+ * counts as external memory: when more than 64 MB of it lives, V8 collects fully, and the worker then ran
+ * full collections every second (README, Benchmarks); 8 MB batches keep queue, insert and pool under that.
+ */
+const FLUSH_BYTES = 8 * 1024 * 1024
 
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
@@ -147,6 +154,7 @@ export class TraceWriter {
   /** Rows waiting for an insert, oldest first, and how many. */
   #queue: EncodedRows[] = []
   #queued = 0
+  #queuedBytes = 0
   /** The batch an insert is sending now: its rows are not in ClickHouse yet, nor in the queue. */
   #sending: InsertBatch | null = null
   readonly #buffers = new RowBufferPool()
@@ -220,12 +228,13 @@ export class TraceWriter {
     // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
     // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
     while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
-    if (this.#queued >= this.#opts.batchRows) void this.flush()
+    if (this.#queued >= this.#opts.batchRows || this.#queuedBytes >= FLUSH_BYTES) void this.flush()
   }
 
   #push (segment: EncodedRows): void {
     this.#queue.push(segment)
     this.#queued += segment.rows
+    this.#queuedBytes += segment.tsv.length
     this.stats.queued = this.#queued
   }
 
@@ -261,6 +270,7 @@ export class TraceWriter {
       bytes += seg.tsv.length
     }
     this.#queued -= rows
+    this.#queuedBytes -= bytes
     this.stats.queued = this.#queued
     return { segments, rows }
   }
@@ -359,6 +369,7 @@ export class TraceWriter {
     }
     this.#queue.unshift(...back)
     this.#queued += room
+    for (const seg of back) this.#queuedBytes += seg.tsv.length
     this.stats.queued = this.#queued
     if (rows > room) {
       const why = this.#closed ? 'closing' : this.stats.insertError === null
@@ -494,6 +505,7 @@ export class TraceWriter {
       const rows = this.#queued
       this.#queue = []
       this.#queued = 0
+      this.#queuedBytes = 0
       this.stats.queued = 0
       this.#drop(rows, `closing while ${this.stats.spoolError ?? 'the spool refuses batches'}`)
     }
