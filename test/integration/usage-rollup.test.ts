@@ -1,8 +1,9 @@
 // The usage rollup summed by the store worker (issue 15, item 2): usage_minute holds, per account,
 // minute, key, provider and model, exactly the counts and sums of the traces stored, the usage page
 // answers them, and a batch is counted once however often it is sent: a spooled batch replayed twice
-// (after a restart) is a no-op in usage_minute as in traces, and a spooled batch whose rows ClickHouse
-// refuses is never counted.
+// (after a restart) is a no-op in usage_minute as in traces, a spooled batch whose rows ClickHouse
+// refuses is never counted, and the rollup of rows that went in while the rollup's insert failed waits in
+// the spool and is counted once.
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -151,5 +152,30 @@ t.test('a spooled batch replayed twice is counted once; one whose rows ClickHous
   t.equal(Number(again!.n), 3, 'replayed twice, counted once')
   t.equal(Number((await query(r, 'SELECT count() AS n FROM traces WHERE account_id = {a:UUID}'))[0]!.n), 3, 'and stored once')
   await rollupMatchesTraces(t, r, 'after the second replay')
+  await r.tg.close()
+})
+
+t.test('rows inserted while their rollup\'s insert fails: the rollup waits in the spool and is counted once', async (t) => {
+  const r = await start()
+  const owner = { accountId: r.accountId, keyId: r.keys[0]!.id }
+  // The rollup's table is away (renamed): the rows' insert goes through, the rollup's fails.
+  await query(r, 'RENAME TABLE usage_batches TO usage_batches_away')
+  handOver(r.tg, [traceMeta(owner, null), traceMeta(owner, null)])
+  await until(async () => (await r.tg.store.call('flushTraces'))!.written >= 2, { ms: 10_000, everyMs: 50, what: 'the rows written' })
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.usage.tsv')).length, 1, 'the rollup is in the spool')
+  t.equal(Number((await query(r, 'SELECT count() AS n FROM traces WHERE account_id = {a:UUID}'))[0]!.n), 2, 'the rows are stored')
+  t.equal(Number((await query(r, 'SELECT count() AS n FROM usage_minute WHERE account_id = {a:UUID}'))[0]!.n), 0, 'not counted yet')
+  // Rows that come meanwhile follow it into the spool, in order.
+  handOver(r.tg, [traceMeta(owner, null)])
+  await until(async () => (await r.tg.store.call('flushTraces'))!.spooled >= 1, { ms: 10_000, everyMs: 50, what: 'the next rows spooled' })
+  await query(r, 'RENAME TABLE usage_batches_away TO usage_batches')
+  await until(async () => {
+    const s = await stats(r)
+    return s.spoolBytes === 0 && s.clickhouseUp && s.queued === 0
+  }, { ms: 20_000, everyMs: 50, what: 'the spool replayed' })
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv')), [], 'the spool is empty')
+  const [n] = await query(r, 'SELECT sum(requests) AS n FROM usage_minute WHERE account_id = {a:UUID}')
+  t.equal(Number(n!.n), 3, 'all three rows counted, once')
+  await rollupMatchesTraces(t, r, 'after the rollup\'s replay')
   await r.tg.close()
 })

@@ -60,6 +60,14 @@ const MAX_INSERT_BYTES = 64 * 1024 * 1024
  */
 const FLUSH_BYTES = 8 * 1024 * 1024
 
+/**
+ * Synchronous inserts: the batch is already a batch, and the deduplication token is checked against the
+ * table's window, not the async-insert queue's (chDB turns async_insert on by default).
+ */
+function insertSettings (token: string): Record<string, string | number> {
+  return { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }
+}
+
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
 
@@ -157,6 +165,8 @@ export class TraceWriter {
   #queuedBytes = 0
   /** The batch an insert is sending now: its rows are not in ClickHouse yet, nor in the queue. */
   #sending: InsertBatch | null = null
+  /** Usage rollups of inserted rows that neither ClickHouse nor the spool took (usageAside). */
+  readonly #usageWaiting: Array<{ token: string; tsv: Buffer; rows: number }> = []
   readonly #buffers = new RowBufferPool()
   #chain: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout
@@ -304,7 +314,7 @@ export class TraceWriter {
       for (const seg of batch.segments) usage.addRows(seg.usage)
       this.#sending = batch
       try {
-        await this.#insert(token, usage, batch.segments.map((seg) => seg.tsv))
+        await this.#insertRows(token, batch.segments.map((seg) => seg.tsv))
       } catch (err) {
         this.#down(err)
         // Spooled rows leave memory: they show again once replayed into ClickHouse.
@@ -315,23 +325,61 @@ export class TraceWriter {
       this.#sending = null
       this.#buffers.give(batch.segments)
       this.stats.written += batch.rows
+      try {
+        await this.#insertUsage(token, usage.tsv())
+      } catch (err) {
+        // The rows are in; their rollup waits in the spool (or memory) and is replayed under the same token.
+        this.#down(err)
+        this.#usageAside(token, usage.tsv(), batch.rows)
+        continue
+      }
       this.#up()
     }
   }
 
   /**
-   * The batch's rows, then its usage rollup, both under the batch's token: a batch sent again (a retry,
-   * a replay) is a no-op in both tables, whichever of the two went through before, and a batch whose
-   * rows ClickHouse refuses is never counted. Until both are in, the batch is still being sent.
+   * A batch's rows, then (#insertUsage) its usage rollup, both under the batch's token: a batch sent again
+   * (a retry, a replay) is a no-op in both tables, whichever of the two went through before, and a batch
+   * whose rows ClickHouse refuses is never counted.
    */
-  async #insert (token: string, usage: UsageBatch, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
-    // Synchronous inserts: the batch is already a batch, and the deduplication token is checked against
-    // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
-    const settings = { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }
-    await this.#metrics.timed(async () => {
-      await insertTsv(this.#ch.client, 'traces', columns, tsv, settings)
-      await insertTsv(this.#ch.client, 'usage_batches', USAGE_COLUMNS, [usage.tsv()], settings)
-    })
+  #insertRows (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
+    return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv, insertSettings(token)))
+  }
+
+  #insertUsage (token: string, tsv: Uint8Array): Promise<void> {
+    return insertTsv(this.#ch.client, 'usage_batches', USAGE_COLUMNS, [tsv], insertSettings(token))
+  }
+
+  /**
+   * The rollup of rows already inserted, to be inserted later: in the spool, in its place in the order,
+   * or when the spool refuses it in memory (a few rows per batch) until the next replay. Lost only if the
+   * process ends before ClickHouse takes it again: it is then logged with the rows it counted.
+   */
+  #usageAside (token: string, tsv: Buffer, rows: number): void {
+    try {
+      if (this.#spool.appendUsage(token, tsv)) {
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#scheduleReplay(this.#retryMs)
+        return
+      }
+    } catch { /* kept in memory below */ }
+    this.#usageWaiting.push({ token, tsv, rows })
+    this.#scheduleReplay(this.#retryMs)
+  }
+
+  /** The rollups kept in memory, inserted; false when ClickHouse still refuses (they stay). */
+  async #usageReplayed (): Promise<boolean> {
+    while (this.#usageWaiting.length > 0) {
+      const u = this.#usageWaiting[0]!
+      try {
+        await this.#insertUsage(u.token, u.tsv)
+      } catch (err) {
+        this.#down(err)
+        return false
+      }
+      this.#usageWaiting.shift()
+    }
+    return true
   }
 
   /**
@@ -441,6 +489,10 @@ export class TraceWriter {
    * refused them). Keeps trying, backing off up to RETRY_MAX_MS, until both are empty.
    */
   async #replay (): Promise<void> {
+    if (!await this.#usageReplayed()) {
+      this.#scheduleReplay(this.#retryMs)
+      return
+    }
     for (;;) {
       let batch: SpooledBatch | null
       try {
@@ -456,6 +508,19 @@ export class TraceWriter {
         return
       }
       if (batch === null) break
+      if (batch.kind === 'usage') {
+        try {
+          await this.#insertUsage(batch.token, batch.tsv)
+        } catch (err) {
+          this.#down(err)
+          this.#scheduleReplay(this.#retryMs)
+          return
+        }
+        this.#spool.remove(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#up()
+        continue
+      }
       const usage = UsageBatch.of(batch.summaries)
       if (usage === null) {
         // Its summaries line does not describe rows (the file was damaged): the rollup cannot be counted,
@@ -466,7 +531,9 @@ export class TraceWriter {
         continue
       }
       try {
-        await this.#insert(batch.token, usage, [batch.tsv], batch.columns)
+        await this.#insertRows(batch.token, [batch.tsv], batch.columns)
+        // Retried with the file if it fails: the rows' insert is then a no-op (the token).
+        await this.#insertUsage(batch.token, usage.tsv())
       } catch (err) {
         // ClickHouse is up and refuses these rows as they are: retried, the batch would hold every later
         // one in the spool for good. It is kept aside as .bad and its rows counted as dropped.
@@ -488,7 +555,7 @@ export class TraceWriter {
       this.#onRows(batch.summaries)
     }
     if (this.#queued > 0) await this.#flushOnce(true)
-    if (this.#queued > 0 || this.#spool.batches > 0) this.#scheduleReplay(this.#retryMs)
+    if (this.#queued > 0 || this.#spool.batches > 0 || this.#usageWaiting.length > 0) this.#scheduleReplay(this.#retryMs)
   }
 
   /** Flushes everything queued (to ClickHouse or the spool) and stops the timers. */
@@ -508,6 +575,10 @@ export class TraceWriter {
       this.#queuedBytes = 0
       this.stats.queued = 0
       this.#drop(rows, `closing while ${this.stats.spoolError ?? 'the spool refuses batches'}`)
+    }
+    if (this.#usageWaiting.length > 0 && !await this.#usageReplayed()) {
+      const rows = this.#usageWaiting.reduce((n, u) => n + u.rows, 0)
+      this.#warn('usage rollup not counted: its rows are stored, but neither ClickHouse nor the spool took their rollup', { rows, cause: this.stats.insertError })
     }
   }
 }
