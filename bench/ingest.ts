@@ -2,7 +2,8 @@
 // prompts and answers, and the posting thread's event-loop delay meanwhile; (2) the same with traces
 // offered at the target rate (20,000/s), the posting thread's delay while the worker keeps up; (3) proxy
 // throughput with tracing on against off, and a check that the traced server stored one row per call
-// it answered. Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10),
+// it answered, and meanwhile how soon a call is listed by the read API (a probe call every 100 ms, its
+// list polled every 20 ms). Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10),
 // BENCH_INGEST_TRACES (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per
 // message, default 500, about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN
 // (traces packed per event-loop turn, as exchanges end, default 25), BENCH_INGEST_RATE (the paced case's
@@ -22,7 +23,7 @@ import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
 import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
 import type { TraceStats } from '../src/store/trace-types.js'
-import { mainThreadCpuUs, processCpuUs, proxyBody, skipped as skip, startMock, startTracegate } from './processes.js'
+import { mainThreadCpuUs, processCpuUs, proxyBody, skipped as skip, startMock, startTracegate, tracegateCli, type TracegateProc } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
@@ -337,6 +338,43 @@ async function load (url: string, key: string, seconds: number, pid: number): Pr
   return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest, proxyThreadUsPerRequest, byThread }
 }
 
+/** The user label of the visibility probe's calls: the list filtered by it holds only them. */
+const PROBE_USER = 'visibility-probe'
+
+/**
+ * Until `done`: a call (labelled PROBE_USER) every 100 ms while the load runs, and the ms from its answer
+ * until the read API's list shows it (polled every 20 ms; 10 s at most, then Infinity). Returns the
+ * latencies and the probe calls answered 200 (they are rows like the load's).
+ */
+async function visibility (tg: TracegateProc, dashboard: string, readKey: string, done: () => boolean): Promise<{ ms: number[]; ok: number }> {
+  const ms: number[] = []
+  let ok = 0
+  while (!done()) {
+    const res = await fetch(`${tg.url}/api/alpha_service/chat_completion`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-tracegate-user': PROBE_USER }, body: proxyBody(tg.key, false),
+    })
+    await res.arrayBuffer()
+    const answered = performance.now()
+    if (res.status === 200) ok++
+    const id = res.headers.get('x-request-id')
+    for (;;) {
+      const list = await fetch(`${dashboard}/api/v1/traces?user=${PROBE_USER}&limit=5`, { headers: { authorization: `Bearer ${readKey}` } })
+      const page = await list.json() as { traces?: Array<{ trace_id: string }> }
+      if (page.traces?.some((x) => x.trace_id === id) === true) { ms.push(performance.now() - answered); break }
+      if (performance.now() - answered > 10_000) { ms.push(Infinity); break }
+      await sleep(20)
+    }
+    await sleep(100)
+  }
+  return { ms, ok }
+}
+
+function percentile (xs: readonly number[], p: number): number | null {
+  if (xs.length === 0) return null
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]!
+}
+
 async function proxyCase (): Promise<void> {
   const mock = await startMock()
   cleanups.push(() => mock.proc.stop())
@@ -348,14 +386,23 @@ async function proxyCase (): Promise<void> {
   cleanups.push(() => off.stop())
   const on = await startTracegate(mock.url, { TRACEGATE_TRACES: 'on', TRACEGATE_DETECTION: 'off', TRACEGATE_DATA_DIR: onDir })
   cleanups.push(() => on.stop())
+  const dashboard = /dashboard on (http:\/\/\S+)/.exec(on.proc.output.join(''))?.[1]
+  if (dashboard === undefined) throw new Error('the traced tracegate did not say where its dashboard listens')
+  const readKey = (tracegateCli(on, ['key', 'create', '--account', on.accountId, '--scope', 'read']) as { key: string }).key
+  const visible: number[] = []
 
   // Every call the traced server answered, warm-up included, must be a row.
   let responses = 0
   let onNon2xx = 0
   let onRuns = 0
   const loadOn = async (seconds: number): Promise<Run> => {
+    let done = false
+    const probe = visibility(on, dashboard, readKey, () => done)
     const r = await load(on.url, on.key, seconds, on.pid)
-    responses += r.ok
+    done = true
+    const probed = await probe
+    visible.push(...probed.ms)
+    responses += r.ok + probed.ok
     onNon2xx += r.non2xx
     onRuns++
     return r
@@ -422,7 +469,10 @@ async function proxyCase (): Promise<void> {
     // autocannon drops the calls in flight when a run's time is up (one per connection); the server
     // traces them as client_aborted, or ok when it had already answered: rows without a response.
     rows_without_response: rows - responses - onNon2xx,
+    // From a probe call's answer until the read API lists it, during the tracing-on runs.
+    visible_ms: { n: visible.length, p50: percentile(visible, 50), p99: percentile(visible, 99), max: percentile(visible, 100) },
     target_ratio: 0.8,
+    target_visible_p99_ms: 2000,
   })
   if ((byOutcome.ok ?? 0) < responses || rows > responses + onNon2xx + onRuns * connections) {
     process.stderr.write(`proxy_tracing: ${responses} 2xx responses but ${rows} trace rows ${JSON.stringify(byOutcome)}\n`)
