@@ -1,17 +1,18 @@
 // Trace ingest: (1) the traces per second the store worker sustains into embedded ClickHouse with ~2 KB
 // prompts and answers, and the posting thread's event-loop delay meanwhile; (2) the same with traces
 // offered at the target rate (20,000/s), the posting thread's delay while the worker keeps up; (3) proxy
-// throughput with tracing on against off, and a check that the traced server stored one row per call
-// it answered, and meanwhile how soon a call is listed by the read API (a probe call every 100 ms, its
-// list polled every 20 ms). Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10),
-// BENCH_INGEST_TRACES (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per
-// message, default 500, about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN
-// (traces packed per event-loop turn, as exchanges end, default 25), BENCH_INGEST_RATE (the paced case's
-// traces/s, 20000), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: store,
-// paced, proxy). The TRACEGATE_TRACE_* variables of the environment reach the store (flush interval,
-// batch rows) in every case. Each case also splits the CPU it measured by thread, from /proc: the posting
-// (or proxy) thread, ClickHouse's merges, ClickHouse's other threads (inserts, queries), and the rest (the
-// store worker's JavaScript, V8's garbage collection helpers, libuv's pool).
+// throughput with tracing on against off, a check that the traced server stored one row per call it
+// answered, and how soon a call is listed by the read API while the traced server takes a fixed rate: a
+// probe call every 100 ms, its list polled every 20 ms. Prints one JSON line per case.
+// Settings: BENCH_INGEST_SECONDS (s, default 10), BENCH_INGEST_TRACES (stop after this many traces,
+// default no limit), BENCH_INGEST_BATCH (traces per message, default 500, about the most the front
+// thread's sink sends in one), BENCH_INGEST_PER_TURN (traces packed per event-loop turn, as exchanges end,
+// default 25), BENCH_INGEST_RATE (the paced case's traces/s, 20000), BENCH_DURATION (s, 10),
+// BENCH_CONNECTIONS (50), BENCH_VISIBLE_RATE (the probed run's req/s, 2000), BENCH_SKIP (comma list of:
+// store, paced, proxy). The TRACEGATE_TRACE_* variables of the environment reach the store (flush
+// interval, batch rows) in every case. Each case also splits the CPU it measured by thread, from /proc:
+// the posting (or proxy) thread, ClickHouse's merges, ClickHouse's other threads (inserts, queries), and
+// the rest (the store worker's JavaScript, V8's garbage collection helpers, libuv's pool).
 import autocannon from 'autocannon'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,6 +33,7 @@ const perTurn = Number(process.env.BENCH_INGEST_PER_TURN ?? 25)
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const pacedRate = Number(process.env.BENCH_INGEST_RATE ?? 20_000)
+const visibleRate = Number(process.env.BENCH_VISIBLE_RATE ?? 2_000)
 
 const ACCOUNT_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'
 const KEY_ID = '0190a1b2-c3d4-7e5f-8a9b-6c7d8e9f0a1b'
@@ -315,7 +317,8 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
 
 interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number; proxyThreadUsPerRequest: number; byThread: Record<string, number> }
 
-async function load (url: string, key: string, seconds: number, pid: number): Promise<Run> {
+/** `rate`: requests per second over all connections (autocannon's overallRate); null: as fast as they go. */
+async function load (url: string, key: string, seconds: number, pid: number, rate: number | null = null): Promise<Run> {
   const threads0 = threadCpu(pid)
   const cpu0 = processCpuUs(pid)
   const main0 = mainThreadCpuUs(pid)
@@ -327,6 +330,7 @@ async function load (url: string, key: string, seconds: number, pid: number): Pr
     connections,
     duration: seconds,
     timeout: 20,
+    ...(rate === null ? {} : { overallRate: rate }),
   })
   // autocannon counts responses per status class; its typings here leave them out.
   const ok = Number((r as unknown as Record<string, unknown>)['2xx'] ?? 0)
@@ -388,21 +392,22 @@ async function proxyCase (): Promise<void> {
   cleanups.push(() => on.stop())
   const dashboard = /dashboard on (http:\/\/\S+)/.exec(on.proc.output.join(''))?.[1]
   if (dashboard === undefined) throw new Error('the traced tracegate did not say where its dashboard listens')
-  const readKey = (tracegateCli(on, ['key', 'create', '--account', on.accountId, '--scope', 'read']) as { key: string }).key
+  // Through the running server's admin socket, found in its data directory (onDir, not the one startTracegate made).
+  const readKey = (tracegateCli({ ...on, dataDir: onDir }, ['key', 'create', '--account', on.accountId, '--scope', 'read']) as { key: string }).key
   const visible: number[] = []
 
   // Every call the traced server answered, warm-up included, must be a row.
   let responses = 0
   let onNon2xx = 0
   let onRuns = 0
-  const loadOn = async (seconds: number): Promise<Run> => {
+  const loadOn = async (seconds: number, rate: number | null = null, probed = false): Promise<Run> => {
     let done = false
-    const probe = visibility(on, dashboard, readKey, () => done)
-    const r = await load(on.url, on.key, seconds, on.pid)
+    const probe = probed ? visibility(on, dashboard, readKey, () => done) : Promise.resolve({ ms: [], ok: 0 })
+    const r = await load(on.url, on.key, seconds, on.pid, rate)
     done = true
-    const probed = await probe
-    visible.push(...probed.ms)
-    responses += r.ok + probed.ok
+    const p = await probe
+    visible.push(...p.ms)
+    responses += r.ok + p.ok
     onNon2xx += r.non2xx
     onRuns++
     return r
@@ -431,6 +436,10 @@ async function proxyCase (): Promise<void> {
     splitOn.push(b.byThread)
     errors += a.errors + a.non2xx + b.errors + b.non2xx
   }
+
+  // How soon a call is listed at a fixed rate, the load of the freshness target.
+  const paced = await loadOn(duration, visibleRate, true)
+  errors += paced.errors + paced.non2xx
 
   // Let the last batch reach the worker, then SIGTERM (which flushes every trace) and read the rows
   // straight from the data dir.
@@ -469,7 +478,9 @@ async function proxyCase (): Promise<void> {
     // autocannon drops the calls in flight when a run's time is up (one per connection); the server
     // traces them as client_aborted, or ok when it had already answered: rows without a response.
     rows_without_response: rows - responses - onNon2xx,
-    // From a probe call's answer until the read API lists it, during the tracing-on runs.
+    // From a probe call's answer until the read API lists it, at BENCH_VISIBLE_RATE.
+    visible_rate: visibleRate,
+    visible_rps: Math.round(paced.rps),
     visible_ms: { n: visible.length, p50: percentile(visible, 50), p99: percentile(visible, 99), max: percentile(visible, 100) },
     target_ratio: 0.8,
     target_visible_p99_ms: 2000,
@@ -483,7 +494,7 @@ async function proxyCase (): Promise<void> {
 async function main (): Promise<void> {
   // Bounded in time whatever happens: the cases' own durations plus a generous margin for start-up,
   // warm-up and flushing.
-  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('paced') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 6 * duration + 120)
+  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('paced') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 7 * duration + 120)
   const watchdog = setTimeout(() => {
     process.stderr.write(`ingest bench exceeded ${budgetS} s; stopping\n`)
     process.exitCode = 1
