@@ -390,7 +390,12 @@ async function proxyCase (): Promise<void> {
   cleanups.push(() => off.stop())
   const on = await startTracegate(mock.url, { TRACEGATE_TRACES: 'on', TRACEGATE_DETECTION: 'off', TRACEGATE_DATA_DIR: onDir })
   cleanups.push(() => on.stop())
-  const dashboard = /dashboard on (http:\/\/\S+)/.exec(on.proc.output.join(''))?.[1]
+  // serve prints the dashboard's address right after the proxy's, maybe in a later chunk.
+  let dashboard: string | undefined
+  for (let i = 0; i < 100 && dashboard === undefined; i++) {
+    dashboard = /dashboard on (http:\/\/\S+)/.exec(on.proc.output.join(''))?.[1]
+    if (dashboard === undefined) await sleep(50)
+  }
   if (dashboard === undefined) throw new Error('the traced tracegate did not say where its dashboard listens')
   // Through the running server's admin socket, found in its data directory (onDir, not the one startTracegate made).
   const readKey = (tracegateCli({ ...on, dataDir: onDir }, ['key', 'create', '--account', on.accountId, '--scope', 'read']) as { key: string }).key
