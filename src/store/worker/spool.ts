@@ -7,6 +7,9 @@
 // Files written before the caller's labels (migration 005) have no columns line and no `.v2` in their
 // name: their rows hold TRACE_COLUMNS_BEFORE_LABELS and replay as that. The tag in the name keeps an
 // older tracegate, whose pattern does not match it, from inserting a columns line as a row.
+// A `.usage.tsv` file holds only a batch's usage rollup (usage-rollup.ts): its rows were inserted, the
+// rollup right after them was not. Its summaries line is empty (it holds no trace row) and its columns are
+// USAGE_COLUMNS; it replays into usage_batches under its batch's token, in its place in the order.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -14,9 +17,12 @@ import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
 import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
+import { USAGE_COLUMNS } from './usage-rollup.js'
 
 export interface SpooledBatch {
   readonly file: string
+  /** `usage`: only the usage rollup of a batch whose rows are already in ClickHouse. */
+  readonly kind: 'traces' | 'usage'
   readonly token: string
   /** The columns of the batch's rows, in their order. */
   readonly columns: readonly string[]
@@ -32,7 +38,7 @@ export class SpoolReadError extends Error {
   }
 }
 
-const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2)?\.tsv$/
+const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2|\.usage)?\.tsv$/
 
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
@@ -71,10 +77,19 @@ export class Spool {
    * it cannot be written.
    */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(TRACE_COLUMNS) + '\n')
+    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts)
+  }
+
+  /** A batch's usage rollup alone (rows in USAGE_COLUMNS); false and throws as `append`. */
+  appendUsage (token: string, tsv: Uint8Array): boolean {
+    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv])
+  }
+
+  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[]): boolean {
+    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(columns) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.v2.tsv`
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${suffix}`
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
@@ -122,12 +137,18 @@ export class Spool {
       if (m[3] === undefined) {
         // Before the labels: their rows have none, so the live list's items of them have none either.
         const before = summaries.map((s) => ({ ...s, user: '', session: '', tags: [] }))
-        return { file: f.name, token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1) }
+        return { file: f.name, kind: 'traces', token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1) }
       }
       const nl2 = bytes.indexOf(0x0a, nl + 1)
       if (nl2 < 0) throw new Error('no columns line')
+      const tsv = bytes.subarray(nl2 + 1)
+      // The columns line goes into the INSERT's text: only these names are taken.
+      if (m[3] === '.usage') {
+        if (summaries.length !== 0 || bytes.toString('utf8', nl + 1, nl2) !== JSON.stringify(USAGE_COLUMNS)) throw new Error('not a usage rollup')
+        return { file: f.name, kind: 'usage', token: m[2]!, columns: USAGE_COLUMNS, summaries, tsv }
+      }
       const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
-      return { file: f.name, token: m[2]!, columns, summaries, tsv: bytes.subarray(nl2 + 1) }
+      return { file: f.name, kind: 'traces', token: m[2]!, columns, summaries, tsv }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }

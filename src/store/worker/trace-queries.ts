@@ -3,6 +3,7 @@
 // sort order after account_id, so page N costs what page 1 costs (never OFFSET).
 import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
+import { newestFirst } from './recent-traces.js'
 import type { TraceSummary } from '../trace-types.js'
 
 export interface TraceCursor {
@@ -87,7 +88,13 @@ function where (f: TraceFilter): { sql: string; params: Record<string, unknown> 
   return { sql: parts.join(' AND '), params }
 }
 
-export async function listTraces (ch: ClickHouseClient, f: TraceFilter): Promise<TracePage> {
+/**
+ * A page of the list. `recent`: the rows of the page's filter still held in memory, newest first, at most
+ * limit + 1 (recent-traces.ts; null when they cannot be filtered exactly). Both answers hold every row
+ * of the true page that each knows of, so their union by trace id, newest first, is the page: a row not
+ * inserted yet shows, a row in both shows once.
+ */
+export async function listTraces (ch: ClickHouseClient, f: TraceFilter, recent: readonly TraceSummary[] | null = null): Promise<TracePage> {
   const w = where(f)
   // One row more than asked tells whether another page exists.
   const rs = await ch.query({
@@ -96,11 +103,20 @@ export async function listTraces (ch: ClickHouseClient, f: TraceFilter): Promise
     query_params: { ...w.params, limit: f.limit + 1 },
     format: 'JSONEachRow',
   })
-  const rows = await rs.json<TraceSummary>()
+  const stored = await rs.json<TraceSummary>()
+  const rows = recent === null || recent.length === 0 ? stored : merged(stored, recent, f.limit + 1)
   const more = rows.length > f.limit
   const traces = more ? rows.slice(0, f.limit) : rows
   const last = traces[traces.length - 1]
   return { traces, next: more && last !== undefined ? { time: last.time, traceId: last.trace_id } : null }
+}
+
+/** The union of two newest-first lists by trace id (ClickHouse's row wins), newest first, at most `n`. */
+function merged (stored: readonly TraceSummary[], recent: readonly TraceSummary[], n: number): TraceSummary[] {
+  const ids = new Set(stored.map((r) => r.trace_id))
+  const all = [...stored]
+  for (const r of recent) if (!ids.has(r.trace_id)) all.push(r)
+  return all.sort(newestFirst).slice(0, n)
 }
 
 /** The last minute each key of the account was used in, from the usage rollup (no write per request). */
