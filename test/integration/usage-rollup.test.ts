@@ -109,7 +109,7 @@ t.test('a spooled batch replayed twice is counted once; one whose rows ClickHous
   let r = await start()
   const accountId = r.accountId
   // Rows built by this version and spooled (the store points nowhere), then kept for a second replay.
-  await r.tg.store.call('testSwitchConnection', { server: { url: 'http://127.0.0.1:9', username: 'default', password: '', database: 'default' } })
+  await r.tg.store.call('testSwitchConnection', { server: { url: 'http://127.0.0.1:9', username: 'default', password: '', database: 'default', compression: false } })
   const owner = { accountId, keyId: r.keys[0]!.id }
   handOver(r.tg, [traceMeta(owner, null), traceMeta(owner, null), traceMeta(owner, null)])
   await until(async () => (await r.tg.store.call('flushTraces'))!.spooled >= 3, { ms: 10_000, everyMs: 50, what: 'the rows spooled' })

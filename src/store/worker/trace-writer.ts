@@ -1,8 +1,12 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
 // in memory as bytes, and are inserted once a batch of rows or FLUSH_BYTES waits and at least every flush
 // interval, each batch with its own insert_deduplication_token and, right after it, its usage rollup with
-// the same token. A batch ClickHouse refuses goes to the spool, and while the spool holds anything new
-// batches follow it there, so replay keeps their order. A replay loop drains the spool once ClickHouse
+// the same token. Each batch is also a write-ahead segment in the spool directory (spool.ts, SegmentFile):
+// its rows are appended there as they arrive, before anything else sees them, and the file goes once the
+// batch is inserted, so a process that dies loses no row it took (an operating system crash can: there
+// is no fsync); the next start replays the segment under the same token, a no-op for a batch ClickHouse
+// already has. A batch ClickHouse refuses goes to the spool (its segment is renamed into it), and while
+// the spool holds anything new batches follow it there, so replay keeps their order. A replay loop drains the spool once ClickHouse
 // answers again. When memory and spool are both full, rows are dropped, counted and logged: never silently.
 // The rows waiting in memory (the queue and the batch being inserted) are what `held()` gives the
 // dashboard's queries (recent-traces.ts): a trace shows from the moment its row is built.
@@ -12,7 +16,7 @@ import type { Pricing } from '../../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from './rows.js'
 import { TraceMetrics } from './trace-metrics.js'
-import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
+import { SpoolReadError, type SegmentFile, type Spool, type SpooledBatch } from './spool.js'
 import { decodeTraces, type EncodedTraces } from '../trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
@@ -143,10 +147,16 @@ class RowBufferPool {
 const POOL_MIN_BYTES = 64 * 1024
 const POOL_BYTES = 32 * 1024 * 1024
 
-/** One insert's rows: their segments, in order, and how many rows they hold. */
-interface InsertBatch {
-  readonly segments: EncodedRows[]
-  readonly rows: number
+/**
+ * One insert's rows, in order, under its deduplication token, and the write-ahead file that holds them
+ * until ClickHouse or the spool does (null when it could not be written: the rows are then in memory only).
+ */
+class InsertBatch {
+  readonly token = randomUUID()
+  readonly segments: EncodedRows[] = []
+  rows = 0
+  bytes = 0
+  constructor (public file: SegmentFile | null) {}
 }
 
 export class TraceWriter {
@@ -159,10 +169,12 @@ export class TraceWriter {
   readonly #onRows: RowsListener
   readonly #onBuilt: BuiltListener | null
   readonly #warn: Warn
-  /** Rows waiting for an insert, oldest first, and how many. */
-  #queue: EncodedRows[] = []
+  /** Batches waiting for an insert, oldest first, then the one rows are added to; and how many rows all hold. */
+  #queue: InsertBatch[] = []
+  #open: InsertBatch | null = null
   #queued = 0
-  #queuedBytes = 0
+  /** The write-ahead segments cannot be written: logged once, until one can again. */
+  #walError: string | null = null
   /** The batch an insert is sending now: its rows are not in ClickHouse yet, nor in the queue. */
   #sending: InsertBatch | null = null
   /** Usage rollups of inserted rows that neither ClickHouse nor the spool took (usageAside). */
@@ -230,22 +242,98 @@ export class TraceWriter {
       }
       this.#onBuilt?.(raw, row)
     }
+    let full = false
     if (ends.length > 0) {
-      this.#push(new EncodedRows(w.view(), ends, usage.build()))
-      // Shown from now on: the rows are held (held()) until ClickHouse has them.
+      // On disk first, then shown: the rows are held (held()) until ClickHouse has them.
+      full = this.#push(new EncodedRows(w.view(), ends, usage.build()))
       this.#onRows(summaries)
     }
-    // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
-    // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
-    while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
-    if (this.#queued >= this.#opts.batchRows || this.#queuedBytes >= FLUSH_BYTES) void this.flush()
+    // ClickHouse slower than the traffic: past the memory bound, the oldest batches go to the spool, or
+    // are dropped when it refuses them (memory is what is full).
+    while (this.#queued > this.#opts.queueRows) this.#toSpool(this.#takeBatch())
+    if (full) {
+      const next = this.#chain.then(() => this.#flushOnce(false, false))
+      this.#chain = next.catch((err: unknown) => { this.#fault('flush', err) })
+    }
   }
 
-  #push (segment: EncodedRows): void {
-    this.#queue.push(segment)
-    this.#queued += segment.rows
-    this.#queuedBytes += segment.tsv.length
+  /**
+   * Adds rows to the open batch, and to its write-ahead segment, closing the batch once it holds
+   * batchRows rows or FLUSH_BYTES (the rows of a message are split across batches to keep to that).
+   * True when a batch was closed: it is inserted now rather than at the next interval.
+   */
+  #push (rows: EncodedRows): boolean {
+    let closed = false
+    let rest: EncodedRows | null = rows
+    while (rest !== null) {
+      const batch: InsertBatch = this.#open ??= new InsertBatch(this.#segment())
+      // How many rows fit, by count and by bytes (the first row of a batch always does).
+      let n = Math.min(rest.rows, this.#opts.batchRows - batch.rows)
+      while (n > 0 && batch.bytes + rest.bytesOf(n) > MAX_INSERT_BYTES && !(batch.rows === 0 && n === 1)) n--
+      if (n > 0) {
+        let part = rest
+        if (n < rest.rows) [part, rest] = rest.split(n)
+        else rest = null
+        this.#write(batch, part)
+        batch.segments.push(part)
+        batch.rows += part.rows
+        batch.bytes += part.tsv.length
+        this.#queued += part.rows
+      }
+      if (rest !== null || batch.rows >= this.#opts.batchRows || batch.bytes >= FLUSH_BYTES) {
+        this.#closeOpen()
+        closed = true
+      }
+    }
     this.stats.queued = this.#queued
+    return closed
+  }
+
+  /** A write-ahead segment for a new batch; null (logged once) when none can be written. */
+  #segment (): SegmentFile | null {
+    try {
+      const seg = this.#spool.openSegment(randomUUID())
+      if (this.#walError !== null) this.#warn('trace rows are written ahead to disk again', { was: this.#walError })
+      this.#walError = null
+      return seg
+    } catch (err) {
+      this.#walFailed(err)
+      return null
+    }
+  }
+
+  /** The rows appended to the batch's segment; when that fails, the batch is held in memory only. */
+  #write (batch: InsertBatch, rows: EncodedRows): void {
+    if (batch.file === null) return
+    try {
+      batch.file.append(rows.tsv)
+    } catch (err) {
+      batch.file.discard()
+      batch.file = null
+      this.#walFailed(err)
+    }
+  }
+
+  #walFailed (err: unknown): void {
+    if (this.#walError === null) {
+      this.#walError = (err as Error).message
+      this.#warn('trace rows cannot be written ahead to disk; they wait for their insert in memory only', { err: this.#walError })
+    }
+  }
+
+  /** The open batch joins the queue: no more rows are added to it. */
+  #closeOpen (): void {
+    const batch = this.#open
+    if (batch === null) return
+    this.#open = null
+    try {
+      batch.file?.close()
+    } catch (err) {
+      batch.file?.discard()
+      batch.file = null
+      this.#walFailed(err)
+    }
+    this.#queue.push(batch)
   }
 
   /**
@@ -254,35 +342,24 @@ export class TraceWriter {
    */
   * held (): Iterable<HeldRows> {
     if (this.#sending !== null) yield * this.#sending.segments
-    yield * this.#queue
+    for (const batch of this.#queue) yield * batch.segments
+    if (this.#open !== null) yield * this.#open.segments
   }
 
-  /** The oldest queued rows, up to the batch's row count and byte size (at least one row). */
+  /** The oldest batch off the queue (the open one is closed first if it is the only one). */
   #takeBatch (): InsertBatch {
-    const segments: EncodedRows[] = []
-    let rows = 0
-    let bytes = 0
-    while (this.#queue.length > 0 && rows < this.#opts.batchRows) {
-      let seg = this.#queue[0]!
-      // How many of this segment's rows fit, by count and by bytes (the first row of a batch always does).
-      let n = Math.min(seg.rows, this.#opts.batchRows - rows)
-      while (n > 0 && bytes + seg.bytesOf(n) > MAX_INSERT_BYTES && !(rows === 0 && n === 1)) n--
-      if (n === 0) break
-      if (n < seg.rows) {
-        const [head, rest] = seg.split(n)
-        this.#queue[0] = rest
-        seg = head
-      } else {
-        this.#queue.shift()
-      }
-      segments.push(seg)
-      rows += seg.rows
-      bytes += seg.tsv.length
-    }
-    this.#queued -= rows
-    this.#queuedBytes -= bytes
+    if (this.#queue.length === 0) this.#closeOpen()
+    const batch = this.#queue.shift()!
+    this.#queued -= batch.rows
     this.stats.queued = this.#queued
-    return { segments, rows }
+    return batch
+  }
+
+  /** Rows of a batch that are stored (in ClickHouse or the spool) leave memory and its segment. */
+  #stored (batch: InsertBatch): void {
+    this.#buffers.give(batch.segments)
+    try { batch.file?.discard() } catch (err) { this.#fault('removing a write-ahead segment', err) }
+    batch.file = null
   }
 
   /**
@@ -300,13 +377,18 @@ export class TraceWriter {
     this.#warn(`trace writer ${what} failed`, { err: (err as Error).message })
   }
 
-  /** `probe`: try ClickHouse even though the last insert failed (the replay loop's attempt). */
-  async #flushOnce (probe: boolean): Promise<void> {
-    while (this.#queued > 0) {
+  /**
+   * `probe`: try ClickHouse even though the last insert failed (the replay loop's attempt). `open`: the
+   * batch rows are still added to goes too (a flush), not only the full ones (a batch that filled up).
+   */
+  async #flushOnce (probe: boolean, open = true): Promise<void> {
+    // What waits now goes; rows that arrive meanwhile wait for the next flush.
+    if (open) this.#closeOpen()
+    while (this.#queue.length > 0) {
       const batch = this.#takeBatch()
-      const token = randomUUID()
+      const token = batch.token
       if ((!this.stats.clickhouseUp && !probe) || this.#spool.batches > 0) {
-        if (!this.#toSpool(token, batch)) return
+        if (!this.#toSpool(batch)) return
         continue
       }
       probe = false
@@ -319,20 +401,22 @@ export class TraceWriter {
         this.#down(err)
         // Spooled rows leave memory: they show again once replayed into ClickHouse.
         this.#sending = null
-        if (!this.#toSpool(token, batch)) return
+        if (!this.#toSpool(batch)) return
         continue
       }
       this.#sending = null
-      this.#buffers.give(batch.segments)
       this.stats.written += batch.rows
       try {
         await this.#insertUsage(token, usage.tsv())
       } catch (err) {
         // The rows are in; their rollup waits in the spool (or memory) and is replayed under the same token.
+        // Until it is put aside, the segment still holds the batch: a restart would count it from there.
         this.#down(err)
         this.#usageAside(token, usage.tsv(), batch.rows)
+        this.#stored(batch)
         continue
       }
+      this.#stored(batch)
       this.#up()
     }
   }
@@ -387,12 +471,17 @@ export class TraceWriter {
    * rows go back to the front of the queue while memory allows and are dropped, counted and logged past
    * that (or at close). False when the spool refused: the caller stops flushing then.
    */
-  #toSpool (token: string, batch: InsertBatch): boolean {
+  #toSpool (batch: InsertBatch): boolean {
     const rows = batch.rows
     let refusal: string
     try {
-      if (this.#spool.append(token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv))) {
-        this.#buffers.give(batch.segments)
+      // A batch with its segment on disk is renamed into the spool; one without is written there.
+      const taken = batch.file !== null
+        ? this.#spool.adopt(batch.file, rows)
+        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv))
+      if (taken) {
+        batch.file = null
+        this.#stored(batch)
         this.stats.spooled += rows
         this.stats.spoolBytes = this.#spool.bytes
         if (this.stats.spoolError !== null) this.#warn('the trace spool takes batches again', { was: this.stats.spoolError })
@@ -408,22 +497,19 @@ export class TraceWriter {
     if (this.stats.spoolError === null) this.#warn('the trace spool refused a batch', { rows, cause: refusal })
     this.stats.spoolError = refusal
     this.stats.spoolRefused++
-    const room = this.#closed ? 0 : Math.max(0, Math.min(this.#opts.queueRows - this.#queued, rows))
-    const back: EncodedRows[] = []
-    for (let left = room, k = 0; left > 0; k++) {
-      const seg = batch.segments[k]!
-      back.push(left >= seg.rows ? seg : seg.split(left)[0])
-      left -= Math.min(left, seg.rows)
-    }
-    this.#queue.unshift(...back)
-    this.#queued += room
-    for (const seg of back) this.#queuedBytes += seg.tsv.length
-    this.stats.queued = this.#queued
-    if (rows > room) {
+    // The batch goes back to the front of the queue, whole (it is one segment under one token), while
+    // memory allows; past that it is dropped.
+    if (!this.#closed && this.#queued + rows <= this.#opts.queueRows) {
+      this.#queue.unshift(batch)
+      this.#queued += rows
+      this.stats.queued = this.#queued
+    } else {
+      try { batch.file?.discard() } catch { /* its rows are counted as dropped either way */ }
+      batch.file = null
       const why = this.#closed ? 'closing' : this.stats.insertError === null
         ? 'ClickHouse inserts slower than traces arrive'
         : `ClickHouse does not take inserts (${this.stats.insertError})`
-      this.#drop(rows - room, `${why}, ${refusal}, and the memory queue is full`)
+      this.#drop(rows, `${why}, ${refusal}, and the memory queue is full`)
     }
     this.#scheduleReplay(this.#retryMs)
     return false
@@ -508,6 +594,12 @@ export class TraceWriter {
         return
       }
       if (batch === null) break
+      if (batch.cut > 0) this.#drop(1, `the last row of ${batch.file} was not written whole (${batch.cut} bytes left out)`)
+      if (batch.summaries.length === 0 && batch.kind === 'traces') {
+        this.#spool.remove(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        continue
+      }
       if (batch.kind === 'usage') {
         try {
           await this.#insertUsage(batch.token, batch.tsv)
@@ -570,9 +662,11 @@ export class TraceWriter {
     if (this.#queued > 0) await this.#flushOnce(true).catch((err: unknown) => { this.#fault('flush at close', err) })
     if (this.#queued > 0) {
       const rows = this.#queued
+      for (const batch of this.#queue) {
+        try { batch.file?.discard() } catch { /* counted as dropped below */ }
+      }
       this.#queue = []
       this.#queued = 0
-      this.#queuedBytes = 0
       this.stats.queued = 0
       this.#drop(rows, `closing while ${this.stats.spoolError ?? 'the spool refuses batches'}`)
     }
