@@ -2,8 +2,8 @@
 // filtered by the caller's account. The list pages with a keyset on (time, trace_id), the table's own
 // sort order after account_id, so page N costs what page 1 costs (never OFFSET).
 import type { ClickHouseClient } from '@clickhouse/client'
-import { chTime } from './connect.js'
 import { newestFirst } from './recent-traces.js'
+import { where } from './trace-filters.js'
 import type { TraceSummary } from '../trace-types.js'
 
 export interface TraceCursor {
@@ -12,6 +12,7 @@ export interface TraceCursor {
   readonly traceId: string
 }
 
+/** The list's filters; each is described once, for ClickHouse and for rows in memory, in trace-filters.ts. */
 export interface TraceFilter {
   readonly accountId: string
   /** Epoch ms, inclusive; null: no bound. */
@@ -43,50 +44,6 @@ export interface TracePage {
 const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
   outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd,
   user, session, tags`
-
-/** Filters that are one test each: the filter's field, and its clause naming that same parameter. */
-const EQUALS: ReadonlyArray<readonly ['provider' | 'model' | 'outcome' | 'keyId' | 'user' | 'session' | 'tag', string]> = [
-  ['provider', 'provider = {provider:String}'],
-  ['model', 'model = {model:String}'],
-  ['outcome', 'outcome = {outcome:String}'],
-  ['keyId', 'key_id = {keyId:UUID}'],
-  ['user', 'user = {user:String}'],
-  ['session', 'session = {session:String}'],
-  ['tag', 'has(tags, {tag:String})'],
-]
-
-/** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */
-function where (f: TraceFilter): { sql: string; params: Record<string, unknown> } {
-  const parts = ['account_id = {accountId:UUID}']
-  const params: Record<string, unknown> = { accountId: f.accountId }
-  if (f.from !== null) {
-    parts.push("time >= {from:DateTime64(3, 'UTC')}")
-    params.from = chTime(f.from)
-  }
-  if (f.to !== null) {
-    parts.push("time < {to:DateTime64(3, 'UTC')}")
-    params.to = chTime(f.to)
-  }
-  for (const [field, clause] of EQUALS) {
-    const value = f[field]
-    if (value === null) continue
-    parts.push(clause)
-    params[field] = value
-  }
-  if (f.cursor !== null) {
-    // Spelled out rather than as a tuple comparison: `time <= …` lets the primary key skip every granule
-    // newer than the cursor, so a deep page costs what the first one does (a tuple `<` scans them).
-    parts.push("time <= {cursorTime:DateTime64(3, 'UTC')}")
-    parts.push("(time < {cursorTime:DateTime64(3, 'UTC')} OR trace_id < {cursorId:UUID})")
-    params.cursorTime = f.cursor.time
-    params.cursorId = f.cursor.traceId
-  }
-  if (f.q !== null) {
-    parts.push('(positionCaseInsensitiveUTF8(prompt, {q:String}) > 0 OR positionCaseInsensitiveUTF8(response, {q:String}) > 0)')
-    params.q = f.q
-  }
-  return { sql: parts.join(' AND '), params }
-}
 
 /**
  * A page of the list. `recent`: the rows of the page's filter still held in memory, newest first, at most
