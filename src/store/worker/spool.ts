@@ -12,8 +12,9 @@
 // USAGE_COLUMNS; it replays into usage_batches under its batch's token, in its place in the order.
 // A `.rows.tsv` file is a write-ahead segment (SegmentFile) the spool took over: its columns line, then
 // the rows exactly as they were appended when they arrived, with no summaries line (they are read back from
-// the rows). Segments still being written are `wal-<seq>-<token>.tsv`; one left by a process that ended
-// without inserting it is taken over at start, so its rows are replayed under their batch's token.
+// the rows). Segments still being written are `wal-<seq>-<token>.tsv`; they count against the byte bound
+// only once taken over (the memory queue's row bound limits them before that). One left by a process that
+// ended without inserting it is taken over at start, so its rows are replayed under their batch's token.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
