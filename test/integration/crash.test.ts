@@ -4,15 +4,23 @@
 // the next flush, written ahead to the spool directory). The test then opens the data directory itself
 // (its own store worker, as the next start would) and finds every call in ClickHouse once and counted
 // once in usage_minute; putting the segments back and starting once more changes nothing (a batch that
-// reached ClickHouse replays as a no-op). A separate file: chDB allows one data directory per process.
+// reached ClickHouse replays as a no-op). A segment whose last row was cut short (a write that did not
+// finish) replays its whole rows and counts the cut one as dropped. A separate file: chDB allows one data
+// directory per process.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.js'
 import { StoreClient } from '../../src/store/client.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
+import { Pricing } from '../../src/pricing/index.js'
+import { decodeTraces, TraceBatchWriter } from '../../src/store/trace-codec.js'
+import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
+import { TsvWriter } from '../../src/store/worker/tsv.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
+import { ANSWER, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { send } from '../helpers/http.js'
@@ -141,4 +149,35 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
   const again = await counts(second.store)
   t.same(again, c, 'a batch ClickHouse already has is a no-op in traces and in usage_minute')
   await second.store.close()
+})
+
+t.test('a segment whose last row was not written whole: the whole rows are replayed, the cut one counted as dropped', async (t) => {
+  // Three rows of a new account as the store worker encodes them; the file ends halfway through the third.
+  const owner = { accountId: randomUUID(), keyId: randomUUID() }
+  const metas = [traceMeta(owner, null), traceMeta(owner, null), traceMeta(owner, null)]
+  const w = new TraceBatchWriter(1024)
+  for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
+  const tsv = new TsvWriter(1024)
+  const ends: number[] = []
+  for (const raw of decodeTraces(w.take())) {
+    encodeRecord(tsv, buildRecord(raw, Pricing.load(null)))
+    ends.push(tsv.size)
+  }
+  const rows = tsv.view()
+  const cut = ends[1]! + Math.floor((ends[2]! - ends[1]!) / 2)
+  writeFileSync(join(spoolDir, `wal-0000000000000001-${randomUUID()}.tsv`),
+    Buffer.concat([Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n'), rows.subarray(0, cut)]))
+
+  const { store, stats } = await reopened()
+  t.equal(stats.replayed, 2, 'the two whole rows are replayed')
+  t.equal(stats.dropped, 1, 'the cut row is counted as dropped')
+  const stored = await store.call('testQuery', {
+    query: 'SELECT toString(trace_id) AS id FROM traces WHERE account_id = {a:UUID} ORDER BY id',
+    params: { a: owner.accountId },
+  })
+  t.same(stored.map((r) => String(r.id)), metas.slice(0, 2).map((m) => m.traceId).sort(), 'the two whole rows are stored')
+  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute WHERE account_id = {a:UUID}', params: { a: owner.accountId } })
+  t.equal(Number(usage!.r), 2, 'and counted')
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv')), [], 'the segment is gone')
+  await store.close()
 })
