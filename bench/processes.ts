@@ -91,9 +91,10 @@ export interface TracegateProc {
 /** Extra node flags for the tracegate process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const TRACEGATE_NODE_ARGS = (process.env.BENCH_TRACEGATE_NODE_ARGS ?? '').split(' ').filter(Boolean)
 
-export async function startTracegate (mockUrl: string, env: Record<string, string> = {}): Promise<TracegateProc> {
+/** `cli`: another build's src/cli.js (a baseline to compare with), by default this one. */
+export async function startTracegate (mockUrl: string, env: Record<string, string> = {}, cli: string = CLI): Promise<TracegateProc> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-'))
-  const { proc, matches } = await spawnUntil(process.execPath, [...TRACEGATE_NODE_ARGS, CLI, 'serve'], {
+  const { proc, matches } = await spawnUntil(process.execPath, [...TRACEGATE_NODE_ARGS, cli, 'serve'], {
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_PROXY_PORT: '0',
     TRACEGATE_DASHBOARD_PORT: '0',

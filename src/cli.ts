@@ -33,10 +33,13 @@ const USAGE = `usage: tracegate <command> [options]
     run of characters); on update, a flag left out keeps its limit and the value none removes it
 
   DETECTION: [--detection-policy block|monitor|off] [--detection-threshold 0.001-1|none]
-    [--detection-allow 'phrase one,phrase two'|none]
+    [--detection-allow 'phrase one,phrase two'|none] [--pii-at-rest keep|mask]
     block answers an injection with 403; monitor records the verdict and forwards the call; off skips
     detection. The threshold is the score that blocks (none: the detector's own). Allow phrases never
-    count as injection (case-insensitive, whole phrase); none clears them. A flag left out keeps its value
+    count as injection (case-insensitive, whole phrase); none clears them. --pii-at-rest mask stores
+    prompt and response with e-mails, phone numbers, card numbers, IBANs, SSNs and secrets replaced by
+    placeholders ([EMAIL], [PHONE], [CARD], [IBAN], [SSN], [SECRET]); keep stores them as sent. A flag
+    left out keeps its value
 
   --json    print one JSON object (admin commands, doctor)
   --version print the version
@@ -134,6 +137,7 @@ function detectionArgs (values: Record<string, string | boolean | undefined>): R
     detection_policy: values['detection-policy'],
     detection_threshold: values['detection-threshold'],
     detection_allow: values['detection-allow'],
+    pii_at_rest: values['pii-at-rest'],
   }
 }
 
@@ -141,7 +145,7 @@ function detectionArgs (values: Record<string, string | boolean | undefined>): R
 function detectionText (d: AccountDetection): string {
   const parts = [`threshold ${d.threshold === null ? 'default' : d.threshold}`]
   if (d.allowPhrases.length > 0) parts.push(`allow ${d.allowPhrases.map((p) => JSON.stringify(p)).join(', ')}`)
-  return `detection ${d.policy} (${parts.join(', ')})`
+  return `detection ${d.policy} (${parts.join(', ')}), PII at rest: ${d.piiAtRest}`
 }
 
 /** One line of limits for the text listings. */
@@ -184,6 +188,7 @@ async function main (argv: string[]): Promise<void> {
       'detection-policy': { type: 'string' },
       'detection-threshold': { type: 'string' },
       'detection-allow': { type: 'string' },
+      'pii-at-rest': { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'ttft-ms': { type: 'string' },

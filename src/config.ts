@@ -67,6 +67,8 @@ export interface Config {
   readonly metrics: MetricsConfig
   /** null: embedded chDB in `dataDir`. */
   readonly clickhouse: ClickHouseServerConfig | null
+  /** Front threads serving the proxy port (TRACEGATE_THREADS): 1 serves it on the main thread. */
+  readonly threads: number
 }
 
 export interface TraceConfig {
@@ -174,6 +176,15 @@ function metricsToken (env: Env): string | null {
   return token
 }
 
+/**
+ * TRACEGATE_THREADS' default: half the cores, at most 8, and 1 up to 3 cores. A call's CPU is shared by its
+ * front thread (HTTP both ways, undici), the detection workers and the one store worker with ClickHouse, so
+ * front threads beyond half the cores would take it from those; past 8 the single store worker limits.
+ */
+export function defaultThreads (cores: number = availableParallelism()): number {
+  return cores <= 3 ? 1 : Math.min(8, Math.floor(cores / 2))
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
@@ -263,5 +274,6 @@ export function loadConfig (env: Env = process.env): Config {
     clickhouse,
     otel: otelSettings(env),
     limits: Object.freeze({ redisUrl: redisUrl(env) }),
+    threads: int(env, 'TRACEGATE_THREADS', defaultThreads(), 1, 64),
   })
 }

@@ -54,6 +54,7 @@ export const ERRORS = {
   invalid_parameter: { status: 400, type: 'invalid_request_error', message: 'A parameter has a value that is not allowed.' },
   trace_not_found: { status: 404, type: 'not_found_error', message: 'No such trace.' },
   key_not_found: { status: 404, type: 'not_found_error', message: 'No such key.' },
+  session_not_found: { status: 404, type: 'not_found_error', message: 'No call of this account carries that session id.' },
   // Admin commands (the CLI, the local admin socket) and the store behind them.
   missing_argument: { status: 400, type: 'invalid_request_error', message: 'A required argument is missing.' },
   invalid_argument: { status: 400, type: 'invalid_request_error', message: 'An argument has a value that is not allowed.' },

@@ -21,17 +21,27 @@ const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 const FOLD_CACHE_MAX = 10_000
 
 export interface MetricsSources {
-  readonly traceStats: () => Promise<TraceStats | null>
+  /**
+   * The store worker's numbers; null on a front thread, whose registry holds only what its calls count
+   * (the main thread's holds the process, the store and detection, and sums the threads' on scrape).
+   */
+  readonly traceStats: (() => Promise<TraceStats | null>) | null
   readonly pricing: Pricing
   /** Adds an `account` label to the call metrics (TRACEGATE_METRICS_ACCOUNT_LABELS). */
   readonly accountLabels: boolean
+  /**
+   * The front thread these metrics count for, as the served-requests counter labels it: '0' by default (the
+   * main thread serves the proxy), null on the main thread when front threads serve it (they count).
+   */
+  readonly thread?: string | null
 }
 
 /** What the key cache and the upstream pool tell on scrape; set once they exist. */
 export interface LateSources {
-  readonly keyCache: { readonly hits: number; readonly misses: number }
-  /** undici's Agent#stats: per origin, connections open and requests running and waiting. */
-  readonly upstream: () => Record<string, { connected: number | boolean; running: number; pending: number }>
+  /** Absent on the main thread when front threads serve the proxy (each counts its own). */
+  readonly keyCache?: { readonly hits: number; readonly misses: number }
+  /** undici's Agent#stats: per origin, connections open and requests running and waiting. Absent as keyCache. */
+  readonly upstream?: () => Record<string, { connected: number | boolean; running: number; pending: number }>
   readonly inflight: () => number
   /** How the limits count: each instance alone (no Redis), shared through Redis, or alone because Redis is away. */
   readonly limitsMode?: () => 'local' | 'shared' | 'fallback'
@@ -61,7 +71,8 @@ export class Metrics {
   readonly #ttft: HistogramFamily
   readonly #verdicts: Record<DetectionResult, CounterSeries>
   readonly #detection: HistogramSeries
-  readonly #traceStats: () => Promise<TraceStats | null>
+  readonly #traceStats: (() => Promise<TraceStats | null>) | null
+  readonly #served: CounterSeries | null
   /** The store worker's numbers for the scrape under way (one traceStats call per scrape). */
   #snapshot: Promise<TraceStats | null> | null = null
   #late: LateSources | null = null
@@ -71,9 +82,10 @@ export class Metrics {
     this.#pricing = sources.pricing
     this.#accountLabels = sources.accountLabels
     this.#traceStats = sources.traceStats
+    const front = sources.traceStats === null
     // The standard names (process_cpu_user_seconds_total, nodejs_eventloop_lag_seconds, …) that
-    // dashboards made for any Node process expect.
-    collectDefaultMetrics({ register: this.registry })
+    // dashboards made for any Node process expect: the process's, counted once on the main thread.
+    if (!front) collectDefaultMetrics({ register: this.registry })
 
     const callLabels = 'provider, model (price table id or other), route, outcome and status class (2xx…5xx, none when nothing was answered)'
     this.#requests = new CounterFamily('tracegate_requests_total', `Proxied calls that got past authentication (each one is traced), by ${callLabels}.`).register(this.registry)
@@ -92,8 +104,17 @@ export class Metrics {
     this.#detection = new HistogramFamily('tracegate_detection_duration_seconds', 'Time from a request entering detection to its verdict (queueing included).', FAST_BUCKETS)
       .register(this.registry).series('', {})
 
-    this.#storeMetrics(registers)
-    this.#lateMetrics(registers)
+    const served = new CounterFamily('tracegate_thread_requests_total', 'Requests the proxy routes took, by the front thread that served them (0 alone when TRACEGATE_THREADS is 1).').register(this.registry)
+    const thread = sources.thread === undefined ? '0' : sources.thread
+    this.#served = thread === null ? null : served.series('', { thread })
+
+    if (!front) this.#storeMetrics(registers)
+    this.#lateMetrics(registers, front)
+  }
+
+  /** Once per request the proxy routes take, when it begins. */
+  started (): void {
+    if (this.#served !== null) this.#served.value++
   }
 
   /** The key cache, upstream pool and in-flight count, once they exist (they are made after this). */
@@ -102,7 +123,9 @@ export class Metrics {
   }
 
   #stats (): Promise<TraceStats | null> {
-    this.#snapshot ??= this.#traceStats().catch(() => null)
+    const read = this.#traceStats
+    if (read === null) return Promise.resolve(null)
+    this.#snapshot ??= read().catch(() => null)
     return this.#snapshot
   }
 
@@ -175,7 +198,7 @@ export class Metrics {
     })
   }
 
-  #lateMetrics (registers: Registry[]): void {
+  #lateMetrics (registers: Registry[], front: boolean): void {
     const late = (): LateSources | null => this.#late
     new Counter({
       name: 'tracegate_key_cache_lookups_total',
@@ -183,11 +206,11 @@ export class Metrics {
       labelNames: ['result'],
       registers,
       collect () {
-        const l = late()
-        if (l === null) return
+        const cache = late()?.keyCache
+        if (cache === undefined) return
         this.reset()
-        this.inc({ result: 'hit' }, l.keyCache.hits)
-        this.inc({ result: 'miss' }, l.keyCache.misses)
+        this.inc({ result: 'hit' }, cache.hits)
+        this.inc({ result: 'miss' }, cache.misses)
       },
     })
     new Gauge({
@@ -196,10 +219,10 @@ export class Metrics {
       labelNames: ['origin', 'state'],
       registers,
       collect () {
-        const l = late()
-        if (l === null) return
+        const upstream = late()?.upstream
+        if (upstream === undefined) return
         this.reset()
-        for (const [origin, s] of Object.entries(l.upstream())) {
+        for (const [origin, s] of Object.entries(upstream())) {
           this.set({ origin, state: 'open' }, Number(s.connected))
           this.set({ origin, state: 'busy' }, s.running)
         }
@@ -211,13 +234,14 @@ export class Metrics {
       labelNames: ['origin'],
       registers,
       collect () {
-        const l = late()
-        if (l === null) return
+        const upstream = late()?.upstream
+        if (upstream === undefined) return
         this.reset()
-        for (const [origin, s] of Object.entries(l.upstream())) this.set({ origin }, s.pending)
+        for (const [origin, s] of Object.entries(upstream())) this.set({ origin }, s.pending)
       },
     })
-    new Gauge({
+    // The limits are the main thread's: counted there only, or the threads' sum would say `local` N times.
+    if (!front) new Gauge({
       name: 'tracegate_limits_mode',
       help: 'How the per-key limits count, 1 for the current mode: local (no Redis configured), shared (through Redis), fallback (Redis configured but away: each instance counts alone).',
       labelNames: ['mode'],
@@ -287,6 +311,15 @@ export class Metrics {
   async render (): Promise<string> {
     try {
       return await this.registry.metrics()
+    } finally {
+      this.#snapshot = null
+    }
+  }
+
+  /** The same as prom-client's JSON, for summing with the front threads' (front/threads.ts). */
+  async json (): Promise<object> {
+    try {
+      return await this.registry.getMetricsAsJSON()
     } finally {
       this.#snapshot = null
     }

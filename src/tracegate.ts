@@ -25,6 +25,7 @@ import { DashboardServer } from './dashboard/server.js'
 import { recordPasswordReset } from './dashboard/session.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
+import { FrontThreads } from './front/threads.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -34,9 +35,9 @@ export interface ServeOptions {
   readonly log?: Logger
   /** Test seams in the store worker (connection switch, raw queries). */
   readonly testSeams?: boolean
-  /** Test seam: another detection worker file (one that crashes or hangs). */
+  /** Test seam: another detection worker file (one that crashes or hangs). The pool is the main thread's, so it serves every front thread. */
   readonly detectionWorker?: string
-  /** Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. */
+  /** Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. The counts are the main thread's, so it holds with front threads too. */
   readonly limitsClock?: () => number
 }
 
@@ -68,8 +69,11 @@ export class Tracegate {
   readonly metricsPort: number | null
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
-  readonly #upstream: Agent
+  /** The main thread's own proxy app's pool; null when front threads serve the proxy. */
+  readonly #upstream: Agent | null
   readonly #sink: TraceSink | null
+  /** The front threads (TRACEGATE_THREADS above 1), or null: the main thread serves the proxy. */
+  readonly #threads: FrontThreads | null
   readonly #detection: DetectionPool | null
   readonly metrics: Metrics
   readonly #adminServer: AdminServer
@@ -83,10 +87,10 @@ export class Tracegate {
   #closed: Promise<void> | null = null
 
   private constructor (parts: {
-    config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent
-    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
+    config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent | null
+    threads: FrontThreads | null; mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
     detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter
-  }, listen: { socket: unknown; port: number }, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
+  }, listen: { socket: unknown; port: number } | null, proxyPort: number, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
     this.keys = parts.keys
@@ -94,6 +98,7 @@ export class Tracegate {
     this.#adminServer = parts.adminServer
     this.#dashboard = parts.dashboard
     this.#upstream = parts.upstream
+    this.#threads = parts.threads
     this.#sink = parts.sink
     this.#detection = parts.detection
     this.#calls = parts.calls
@@ -102,16 +107,22 @@ export class Tracegate {
     this.mock = parts.mock
     this.firstStart = parts.firstStart
     this.#log = parts.log
-    this.#listenSocket = listen.socket
-    this.proxyPort = listen.port
+    this.#listenSocket = listen?.socket ?? null
+    this.proxyPort = proxyPort
     this.dashboardPort = parts.dashboard.port
     this.adminPort = adminPort
     this.#metricsSocket = metricsListen?.socket ?? null
     this.metricsPort = metricsListen?.port ?? null
   }
 
+  /** Calls in flight on the main thread and every front thread. */
   get inflight (): number {
-    return this.#calls.inflight
+    return this.#calls.inflight + (this.#threads?.inflight ?? 0)
+  }
+
+  /** The threads serving the proxy port: 1 is the main thread itself. */
+  get threads (): number {
+    return this.#threads?.count ?? 1
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
@@ -125,6 +136,8 @@ export class Tracegate {
       if (err instanceof PricingError) throw new ConfigError('TRACEGATE_PRICING_FILE', err.message)
       throw err
     }
+    // With front threads, each gets its own channel to the store worker, made before the worker starts.
+    const channels = baseConfig.threads > 1 ? FrontThreads.channels(baseConfig.threads) : null
     const store = new StoreClient({
       dataDir: baseConfig.dataDir,
       clickhouse: baseConfig.clickhouse,
@@ -133,10 +146,12 @@ export class Tracegate {
       pricingFile: baseConfig.pricingFile,
       testSeams: options.testSeams === true,
       warn: (msg, fields) => { log?.warn(fields, msg) },
+      ...(channels === null ? {} : { frontPorts: channels.worker }),
     })
     let mock: MockProvider | null = null
     let detection: DetectionPool | null = null
     let limiter: Limiter | null = null
+    let threads: FrontThreads | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -146,23 +161,29 @@ export class Tracegate {
         config = withMock(baseConfig, mock)
         log?.info({ url: mock.url }, 'mock provider started')
       }
-      // The proxy's cache learns of revocations made through this process at once.
+      // The proxy's cache learns of revocations made through this process at once: the main thread's (the
+      // read API's, and the proxy's without front threads) and every front thread's, before the change returns.
       let keys: KeyCache | null = null
+      let fronts: FrontThreads | null = null
       // A password reset ends the user's sessions: through the dashboard once it runs, before that in the
       // file the dashboard reads when it starts.
       let endSessions = (userId: string): void => { recordPasswordReset(config.dataDir, userId) }
       // A change of limits drops the account's keys from the cache: the next call reads them anew.
-      const admin = new AdminOps(store, (hash) => keys?.invalidate(hash), (userId) => { endSessions(userId) }, (accountId) => keys?.invalidateAccount(accountId))
+      const admin = new AdminOps(store,
+        async (hash) => { keys?.invalidate(hash); await fronts?.invalidate(hash) },
+        (userId) => { endSessions(userId) },
+        async (accountId) => { keys?.invalidateAccount(accountId); await fronts?.invalidateAccount(accountId) })
       keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
       const firstStart = options.bootstrap === false ? null : await bootstrap(store, admin)
-      const upstream = createUpstreamAgent(config)
       const adminServer = new AdminServer(admin)
       const endpoint = await adminServer.start(config.dataDir)
+      const local = channels === null
+      const upstream = local ? createUpstreamAgent(config) : null
       // With traces off the sink still carries spans when they are exported (the store worker builds them).
-      const sink = config.traces.enabled || config.otel !== null
+      const sink = local && (config.traces.enabled || config.otel !== null)
         ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes, config.traces.enabled)
         : null
-      const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels })
+      const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels, thread: local ? '0' : null })
       const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
       // The limits count from what is already stored (a restart keeps them), then from each built trace.
       const now = options.limitsClock ?? Date.now
@@ -174,32 +195,45 @@ export class Tracegate {
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter
       store.onUsage((entries) => { for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs) })
-      metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
+      metrics.attach(upstream === null
+        ? { inflight: () => calls.inflight, limitsMode: () => limits.mode }
+        : { keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
-      const scrape: MetricsEndpoint = { render: () => metrics.render(), contentType: metrics.contentType, token: config.metrics.token }
+      // With front threads, a scrape sums the main thread's metrics and every thread's.
+      const render = (): Promise<string> => fronts === null ? metrics.render() : metrics.json().then((json) => fronts!.aggregate(json))
+      const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
       // A pool that cannot warm up still starts: requests it cannot judge follow the failure mode.
       await detection?.warm().catch((err: unknown) => { log?.warn({ err }, 'detection workers did not warm up') })
-      const app = createProxyApp({
-        // Never open on the proxy port: only behind the bearer token.
-        metrics: config.metrics.token === null ? null : scrape,
-        config,
-        keys,
-        upstream,
-        captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
-        detection,
-        isClosing: calls.isClosing,
-        onStart: calls.started,
-        onFinish: calls.finished,
-        spans: config.otel !== null,
-        limiter,
-        ready: () => readiness(store, pool),
-        pricing,
-      })
-      const bound = await listen(app, config.host, config.proxyPort)
+      let bound: { socket: unknown; port: number } | null = null
+      if (upstream === null) {
+        threads = fronts = await FrontThreads.start(config, channels!.threads, {
+          detection, limiter: limits, log, metrics: render,
+          ready: async () => ({ not: await readiness(store, pool), limits: limits.mode }),
+        })
+      } else {
+        const app = createProxyApp({
+          // Never open on the proxy port: only behind the bearer token.
+          metrics: config.metrics.token === null ? null : scrape,
+          config,
+          keys,
+          upstream,
+          captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
+          detection,
+          isClosing: calls.isClosing,
+          onStart: calls.started,
+          onFinish: calls.finished,
+          spans: config.otel !== null,
+          limiter,
+          ready: () => readiness(store, pool),
+          pricing,
+        })
+        bound = await listen(app, config.host, config.proxyPort)
+      }
+      const proxyPort = bound?.port ?? threads!.port
       let dashboard: DashboardServer
       let metricsBound: { socket: unknown; port: number } | null = null
       try {
@@ -207,20 +241,22 @@ export class Tracegate {
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
           isClosing: calls.isClosing, limiter: limits,
+          proxy: { port: proxyPort, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKey !== null) },
         }, config.host, config.dashboardPort)
       } catch (err) {
-        uws.us_listen_socket_close(bound.socket as never)
+        if (bound !== null) uws.us_listen_socket_close(bound.socket as never)
         if (metricsBound !== null) uws.us_listen_socket_close(metricsBound.socket as never)
         adminServer.close()
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits }, bound, endpoint.port, metricsBound)
-      log?.info({ host: config.host, port: bound.port }, 'proxy listening')
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits }, bound, proxyPort, endpoint.port, metricsBound)
+      log?.info({ host: config.host, port: proxyPort, threads: self.threads }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
+      await threads?.close(0)
       await detection?.close()
       await limiter?.close()
       await store.close()
@@ -233,12 +269,13 @@ export class Tracegate {
   close (): Promise<void> {
     this.#closed ??= (async () => {
       const drained = this.#calls.drain(this.config.shutdownGraceMs)
-      uws.us_listen_socket_close(this.#listenSocket as never)
-      await drained
+      if (this.#listenSocket !== null) uws.us_listen_socket_close(this.#listenSocket as never)
+      // Every thread stops listening at once, finishes its calls and hands over its traces.
+      await Promise.all([drained, this.#threads?.close(this.config.shutdownGraceMs)])
       this.#adminServer.close()
       this.#dashboard.close()
       if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
-      await this.#upstream.destroy().catch(() => {})
+      await this.#upstream?.destroy().catch(() => {})
       await this.#detection?.close().catch(() => {})
       await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.

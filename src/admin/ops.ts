@@ -72,11 +72,15 @@ export type LimitFields = {
   max_body_bytes?: unknown
 }
 
-/** The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases (list or comma-separated, or 'none'). */
+/**
+ * The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases
+ * (list or comma-separated, or 'none'), and what the stored text keeps of PII and secrets (keep|mask).
+ */
 export type DetectionFields = {
   detection_policy?: unknown
   detection_threshold?: unknown
   detection_allow?: unknown
+  pii_at_rest?: unknown
 }
 
 const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).every((v) => v === undefined)
@@ -84,7 +88,7 @@ const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).ever
 /** An update must change something: a patch without a field is a missing argument, not a no-op. */
 function changes (patch: LimitsPatch, forAccount: boolean): LimitsPatch {
   if (isEmptyLimits(patch)) {
-    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold or --detection-allow' : ', --models or --max-body-bytes'}`
+    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold, --detection-allow or --pii-at-rest' : ', --models or --max-body-bytes'}`
     throw new TracegateError('missing_argument', { message: `give at least one of ${flags}` })
   }
   return patch
@@ -108,20 +112,20 @@ export interface CreatedKey extends KeyRow {
 
 export class AdminOps {
   readonly #store: StoreClient
-  readonly #onRevoke: (hash: string) => void
+  readonly #onRevoke: (hash: string) => void | Promise<void>
   readonly #onPasswordReset: (userId: string) => void
-  readonly #invalidateAccount: (accountId: string) => void
+  readonly #invalidateAccount: (accountId: string) => void | Promise<void>
 
   /**
    * `onPasswordReset` ends the user's dashboard sessions (dashboard/session.ts). `invalidateAccount` is told the
-   * account whose key or account limits or detection policy changed, so the key cache drops its keys
+   * account whose key or account limits, detection policy or PII at rest changed, so the key cache drops its keys
    * (KeyCache.invalidateAccount) and the proxy's next call reads the change.
    */
   constructor (
     store: StoreClient,
-    onRevoke: (hash: string) => void = () => {},
+    onRevoke: (hash: string) => void | Promise<void> = () => {},
     onPasswordReset: (userId: string) => void = () => {},
-    invalidateAccount: (accountId: string) => void = () => {},
+    invalidateAccount: (accountId: string) => void | Promise<void> = () => {},
   ) {
     this.#store = store
     this.#onRevoke = onRevoke
@@ -172,7 +176,7 @@ export class AdminOps {
     const id = uuid(args.id, 'id')
     const patch = changes(parseLimitsPatch(args, { forAccount: false, code: 'invalid_argument' }), false)
     const row = await this.#store.call('updateKeyLimits', { id, patch })
-    this.#invalidateAccount(row.account_id)
+    await this.#invalidateAccount(row.account_id)
     return row
   }
 
@@ -186,7 +190,7 @@ export class AdminOps {
     const detection = parseDetectionPatch(args, { names: ADMIN_NAMES, code: 'invalid_argument' })
     const patch = isEmptyPatch(detection) ? changes(limits, true) : limits
     const row = await this.#store.call('updateAccountLimits', { id, patch, ...(isEmptyPatch(detection) ? {} : { detection }) })
-    this.#invalidateAccount(row.id)
+    await this.#invalidateAccount(row.id)
     return row
   }
 
@@ -194,7 +198,8 @@ export class AdminOps {
     const id = uuid(args.id, 'id')
     const r = await this.#store.call('revokeKey', { id })
     if (r === null) throw new TracegateError('key_not_found', { message: `no key with id ${id}` })
-    this.#onRevoke(r.hash)
+    // Returns once every front thread's key cache has dropped it: the next call anywhere is refused.
+    await this.#onRevoke(r.hash)
     return r.key
   }
 

@@ -1,9 +1,10 @@
-// What the UI API and the read API both answer: the trace list, one trace, and usage. The caller's
+// What the UI API and the read API both answer: the trace list, one trace, usage, and sessions. The caller's
 // account comes from the session or the read key, never from the request.
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { listItem, type TraceDetail, type SeriesPoint, type TraceListItem, type UsageBody, type UsageMeasures } from '../store/trace-types.js'
-import { bucketMs, chEpoch, encodeCursor, traceFilter, usageWindow, UUID } from './params.js'
+import { listItem, type TraceDetail, type TraceListItem, type UsageMeasures } from '../store/trace-types.js'
+import type { SessionBody, SessionList, TtftMeasures, UsageAnswer } from '../store/insight-types.js'
+import { bucketMs, chEpoch, encodeCursor, encodeSessionCursor, sessionCallsQuery, sessionListFilter, traceFilter, usageScope, usageWindow, UUID } from './params.js'
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */
 function parsed (text: string): unknown {
@@ -40,31 +41,68 @@ function chSeconds (ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
 }
 
-export async function usage (store: StoreClient, accountId: string, q: URLSearchParams): Promise<UsageBody> {
+const NO_TTFT: TtftMeasures = { streams: 0, ttft_p50_ms: null, ttft_p95_ms: null, ttft_p99_ms: null }
+
+/**
+ * Usage over a window, narrowed to one key and/or one user when asked. Counts, tokens, cost and latency
+ * come from the usage_minute rollup; what it lacks (time to first token, users, anything about a user)
+ * from the traces of the same window.
+ */
+export async function usage (store: StoreClient, accountId: string, q: URLSearchParams): Promise<UsageAnswer> {
   const w = usageWindow(q)
-  const range = { accountId, from: w.from, to: w.to }
-  const [report, keys] = await Promise.all([
-    store.call('usageReport', { ...range, bucket: w.bucket }),
+  const scope = usageScope(q)
+  const s = { accountId, from: w.from, to: w.to, bucket: w.bucket, keyId: scope.keyId, user: scope.user }
+  const [rollup, extras, byUser, keys] = await Promise.all([
+    scope.user === null ? store.call('usageReport', { accountId, from: w.from, to: w.to, bucket: w.bucket, keyId: scope.keyId }) : null,
+    store.call('usageExtras', s),
+    store.call('usageByUser', { ...s, order: scope.usersBy }),
     store.call('listKeys', { accountId }),
   ])
+  const report = rollup ?? extras.report
+  if (report === null) throw new Error('the usage report is missing')
   const { totals, series, byKey, byModel, byProvider } = report
   const step = bucketMs(w.bucket)
   const have = new Map(series.map((p) => [chEpoch(p.t), p]))
-  const filled: SeriesPoint[] = []
+  const ttft = new Map(extras.series.map((p) => [chEpoch(p.t), p]))
+  const filled: UsageAnswer['series'] = []
   for (let t = Math.floor(w.from / step) * step; t < w.to; t += step) {
     const p = have.get(t)
     const { t: _t, ...m } = p ?? { t: '', ...zero() }
-    filled.push({ t: chSeconds(t), ts: t, ...m })
+    const { t: _t2, ...f } = ttft.get(t) ?? { t: '', ...NO_TTFT }
+    filled.push({ t: chSeconds(t), ts: t, ...m, ...f })
   }
   const names = new Map(keys.map((k) => [k.id, k.name]))
   return {
     from: w.from,
     to: w.to,
     bucket: w.bucket,
-    totals,
+    totals: { ...totals, ...extras.totals, users: byUser.users },
     series: filled,
     by_key: byKey.map((r) => ({ ...r, name: names.get(r.group) ?? null })),
     by_model: byModel,
     by_provider: byProvider,
+    by_user: byUser.top,
+    users_by: scope.usersBy,
+    filter: { key: scope.keyId, user: scope.user },
+  }
+}
+
+/** Sessions with calls in the window (default the last 7 days), the most recently active first. */
+export async function listSessions (store: StoreClient, accountId: string, q: URLSearchParams): Promise<SessionList> {
+  const page = await store.call('listSessions', sessionListFilter(accountId, q))
+  return { sessions: page.sessions, next_cursor: page.next === null ? null : encodeSessionCursor(page.next) }
+}
+
+/** One session: its totals over all its calls, and its calls oldest first. Another account's is unknown. */
+export async function getSession (store: StoreClient, accountId: string, id: string, q: URLSearchParams): Promise<SessionBody> {
+  const query = sessionCallsQuery(accountId, id, q)
+  if (query === null) throw new TracegateError('session_not_found')
+  const r = await store.call('sessionCalls', query)
+  if (r.totals === null) throw new TracegateError('session_not_found')
+  return {
+    session: id,
+    totals: r.totals,
+    calls: r.calls,
+    next_cursor: r.next === null ? null : encodeCursor(r.next),
   }
 }

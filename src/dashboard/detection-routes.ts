@@ -1,10 +1,11 @@
-// Settings → Account, the detection policy: read by any user of the account, changed by its admins only
-// (monitor or off lets injections through to the provider for every key of the account). Changes go
-// through AdminOps, so the dashboard and the CLI refuse the same values, and the key cache drops the
-// account's keys, so the proxy applies the change from its next call.
+// Settings → Account, the detection policy and the PII at rest: read by any user of the account, changed
+// by its admins only (monitor or off lets injections through to the provider for every key of the
+// account; keep stores personal data the account may have chosen not to). Changes go through AdminOps,
+// so the dashboard and the CLI refuse the same values, and the key cache drops the account's keys, so
+// the proxy applies the change from its next call.
 import type { AdminOps } from '../admin/ops.js'
-import type { AccountDetection, DetectionPolicy } from '../detection/policy.js'
-import { parseDetectionPatch, UI_NAMES } from '../detection/policy.js'
+import type { AccountDetection, DetectionPolicy, PiiAtRest } from '../detection/policy.js'
+import { parseDetectionPatch, UI_NAMES, UI_PII_NAMES } from '../detection/policy.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import type { Guards } from './guards.js'
@@ -44,6 +45,22 @@ function detectionUpdate (body: Record<string, unknown>): Record<string, unknown
   return args
 }
 
+/** `/api/ui/account/pii-at-rest`: what the stored prompt and response keep of PII and secrets. */
+export interface PiiAtRestView {
+  readonly pii_at_rest: PiiAtRest
+  readonly editable: boolean
+}
+
+/** An update's body: exactly `pii_at_rest`, keep or mask (400 invalid_parameter naming the member otherwise). */
+function piiUpdate (body: Record<string, unknown>): Record<string, unknown> {
+  for (const name of Object.keys(body)) {
+    if (name !== 'pii_at_rest') throw new TracegateError('invalid_parameter', { param: name, message: `${name} is not a setting here; it is pii_at_rest` })
+  }
+  const patch = parseDetectionPatch(body, { names: UI_PII_NAMES, code: 'invalid_parameter' })
+  if (patch.piiAtRest === undefined) throw new TracegateError('invalid_parameter', { param: 'pii_at_rest', message: 'give pii_at_rest: keep or mask' })
+  return { pii_at_rest: patch.piiAtRest }
+}
+
 export class DetectionRoutes {
   readonly #store: StoreClient
   readonly #admin: AdminOps
@@ -75,5 +92,29 @@ export class DetectionRoutes {
     const args = detectionUpdate(req.body as Record<string, unknown>)
     const row = await this.#admin.updateAccount({ id: s.accountId, ...args })
     return { status: 200, body: { detection: detectionView(row.detection), editable: true } }
+  }
+
+  /** The account's PII at rest, and whether this user may change it. */
+  piiAtRest = async (req: Req): Promise<Reply> => {
+    const s = this.#guards.session(req)
+    const [account, user] = await Promise.all([
+      this.#store.call('getAccount', { id: s.accountId }),
+      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
+    ])
+    if (account === null || user === null || user.disabled) throw new TracegateError('unauthenticated')
+    const body: PiiAtRestView = { pii_at_rest: account.detection.piiAtRest, editable: user.role === 'admin' }
+    return { status: 200, body }
+  }
+
+  /** Admins only: a member must not be able to store personal data an account chose to mask, nor the reverse. */
+  updatePiiAtRest = async (req: Req): Promise<Reply> => {
+    const s = this.#guards.change(req)
+    const user = await this.#store.call('getUser', { accountId: s.accountId, id: s.userId })
+    if (user === null || user.disabled) throw new TracegateError('unauthenticated')
+    if (user.role !== 'admin') throw new TracegateError('not_allowed', { message: 'Only an admin of the account may change what its stored traces keep of PII.' })
+    const args = piiUpdate(req.body as Record<string, unknown>)
+    const row = await this.#admin.updateAccount({ id: s.accountId, ...args })
+    const body: PiiAtRestView = { pii_at_rest: row.detection.piiAtRest, editable: true }
+    return { status: 200, body }
   }
 }

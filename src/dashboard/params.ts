@@ -4,6 +4,8 @@ import { PROVIDERS } from '../providers/index.js'
 import { TracegateError } from '../errors.js'
 import type { TraceCursor, TraceFilter } from '../store/worker/trace-queries.js'
 import type { Bucket } from '../store/worker/usage-queries.js'
+import type { UsersOrder } from '../store/insight-types.js'
+import type { SessionCallsQuery, SessionCursor, SessionListFilter } from '../store/worker/session-queries.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'limited', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
@@ -150,4 +152,73 @@ export function usageWindow (q: URLSearchParams, now = Date.now()): UsageWindow 
   const bucket = (rawBucket as Bucket | null) ?? (span <= 3 * 3_600_000 ? 'minute' : span <= 3 * 86_400_000 ? 'hour' : 'day')
   if (span / BUCKET_MS[bucket] > MAX_POINTS) throw bad('bucket')
   return { from, to, bucket }
+}
+
+/** The usage answer's drill-down: `key` (a key id), `user` (a user label), `users_by=requests|cost`. */
+export function usageScope (q: URLSearchParams): { keyId: string | null; user: string | null; usersBy: UsersOrder } {
+  const keyId = get(q, 'key')
+  if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  const user = label(q, 'user', MAX_USER)
+  const usersBy = get(q, 'users_by') ?? 'requests'
+  if (usersBy !== 'requests' && usersBy !== 'cost') throw bad('users_by')
+  return { keyId: keyId?.toLowerCase() ?? null, user, usersBy }
+}
+
+/** `limit`: 1..max, `fallback` when not given. */
+function limitOf (q: URLSearchParams, fallback: number, max: number): number {
+  const raw = get(q, 'limit')
+  const limit = raw === null ? fallback : /^\d{1,4}$/.test(raw) ? Number(raw) : NaN
+  if (!(limit >= 1 && limit <= max)) throw bad('limit')
+  return limit
+}
+
+export const SESSION_LIST_MAX = 200
+export const SESSION_CALLS_DEFAULT = 100
+export const SESSION_CALLS_MAX = 500
+
+/**
+ * The session list: a window (`range=hour|day|7d|30d`, default 7d, or `from` [, `to`]) that bounds the
+ * scan, `user`, `limit` (default 50, max 200) and `cursor`.
+ */
+export function sessionListFilter (accountId: string, q: URLSearchParams, now = Date.now()): SessionListFilter {
+  let from = parseTime(q, 'from')
+  const to = parseTime(q, 'to') ?? now
+  if (from === null) {
+    if (get(q, 'to') !== null) throw bad('from')
+    const name = get(q, 'range') ?? '7d'
+    const range = Object.hasOwn(RANGES, name) ? RANGES[name] : undefined
+    if (range === undefined) throw bad('range')
+    from = to - range.span
+  }
+  if (from >= to) throw bad('to')
+  const user = label(q, 'user', MAX_USER)
+  const limit = limitOf(q, DEFAULT_LIMIT, SESSION_LIST_MAX)
+  const raw = get(q, 'cursor')
+  let cursor: SessionCursor | null = null
+  if (raw !== null) {
+    try {
+      const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown
+      if (Array.isArray(v) && typeof v[0] === 'string' && CH_TIME.test(v[0]) && typeof v[1] === 'string' && v[1] !== '') {
+        cursor = { last: v[0], session: v[1] }
+      }
+    } catch { /* refused below */ }
+    if (cursor === null) throw bad('cursor')
+  }
+  return { accountId, from, to, user, limit, cursor }
+}
+
+export function encodeSessionCursor (c: SessionCursor): string {
+  return Buffer.from(JSON.stringify([c.last, c.session])).toString('base64url')
+}
+
+/**
+ * One session's page of calls: `limit` (default 100, max 500) and `cursor` (the trace list's cursor form).
+ * Null for an id no stored call can carry ('' or longer than a session label can be).
+ */
+export function sessionCallsQuery (accountId: string, id: string, q: URLSearchParams): SessionCallsQuery | null {
+  const limit = limitOf(q, SESSION_CALLS_DEFAULT, SESSION_CALLS_MAX)
+  const cursor = get(q, 'cursor')
+  const c = cursor === null ? null : decodeCursor(cursor)
+  if (id === '' || [...id].length > MAX_SESSION) return null
+  return { accountId, session: id, limit, cursor: c }
 }

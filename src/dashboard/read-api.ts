@@ -5,7 +5,7 @@ import { authenticate } from '../auth/authenticate.js'
 import type { KeyCache } from '../auth/cache.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { getTrace, listTraces, usage } from './data-routes.js'
+import { getSession, getTrace, listSessions, listTraces, usage } from './data-routes.js'
 import { HttpError, type Reply, type Req } from './http.js'
 
 const CHALLENGE: ReadonlyArray<readonly [string, string]> = [['www-authenticate', 'Bearer realm="tracegate"']]
@@ -49,5 +49,15 @@ export class ReadApi {
   usage = async (req: Req): Promise<Reply> => {
     const accountId = await this.#account(req)
     return { status: 200, body: await usage(this.#store, accountId, req.query) }
+  }
+
+  sessions = async (req: Req): Promise<Reply> => {
+    const accountId = await this.#account(req)
+    return { status: 200, body: await listSessions(this.#store, accountId, req.query) }
+  }
+
+  session = async (req: Req): Promise<Reply> => {
+    const accountId = await this.#account(req)
+    return { status: 200, body: await getSession(this.#store, accountId, req.params[0] ?? '', req.query) }
   }
 }

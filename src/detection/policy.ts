@@ -1,6 +1,7 @@
 // Per-account detection policy (issue 16): what a verdict does (block, monitor, off), the score at which
-// it blocks, and the phrases that never count as injection for that account. The values, how a change
-// is read from loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
+// it blocks, the phrases that never count as injection for that account, and whether the PII and secrets
+// found in its calls are masked in the stored prompt and response. The values, how a change is read from
+// loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
 import { TracegateError } from '../errors.js'
 import type { Verdict } from './types.js'
 
@@ -11,22 +12,32 @@ import type { Verdict } from './types.js'
 export type DetectionPolicy = 'block' | 'monitor' | 'off'
 export const DETECTION_POLICIES: readonly DetectionPolicy[] = ['block', 'monitor', 'off']
 
+/**
+ * `keep`: the prompt and response are stored as sent. `mask`: the store worker replaces every e-mail,
+ * phone number, card number, IBAN, SSN and secret in them with a placeholder before the row is written.
+ */
+export type PiiAtRest = 'keep' | 'mask'
+export const PII_AT_REST: readonly PiiAtRest[] = ['keep', 'mask']
+
 export interface AccountDetection {
   readonly policy: DetectionPolicy
   /** Injection at or above this score (0 < t <= 1); null = the detector's own threshold. */
   readonly threshold: number | null
   /** Matched case-insensitively as whole phrases and blanked before injection scoring; [] = none. */
   readonly allowPhrases: readonly string[]
+  /** What the stored prompt and response keep of the PII and secrets in them. */
+  readonly piiAtRest: PiiAtRest
 }
 
-/** What an account without a setting has: today's behaviour. Rows from before migration 010 read as this. */
-export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, allowPhrases: Object.freeze([]) })
+/** What an account without a setting has: today's behaviour. Rows from before migrations 010 and 011 read as this. */
+export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, allowPhrases: Object.freeze([]), piiAtRest: 'keep' })
 
 /** A change: a member absent = unchanged; threshold null = the detector's own; allowPhrases [] = none. */
 export interface DetectionPatch {
   policy?: DetectionPolicy
   threshold?: number | null
   allowPhrases?: readonly string[]
+  piiAtRest?: PiiAtRest
 }
 
 /** Bounded so the worker's per-list expression stays small and a list fits the admin socket's 64 KiB. */
@@ -48,13 +59,17 @@ export const ADMIN_NAMES: DetectionNames = {
   policy: ['detection_policy', 'detection-policy'],
   threshold: ['detection_threshold', 'detection-threshold'],
   allowPhrases: ['detection_allow', 'detection-allow'],
+  piiAtRest: ['pii_at_rest', 'pii-at-rest'],
 }
 /** The dashboard API's members (`/api/ui/account/detection`). */
 export const UI_NAMES: DetectionNames = {
   policy: ['policy'],
   threshold: ['threshold'],
   allowPhrases: ['allow_phrases'],
+  piiAtRest: [],
 }
+/** The dashboard API's member for the stored text (`/api/ui/account/pii-at-rest`). */
+export const UI_PII_NAMES: DetectionNames = { policy: [], threshold: [], allowPhrases: [], piiAtRest: ['pii_at_rest'] }
 
 function refuse (code: Code, param: string, message: string): TracegateError {
   return new TracegateError(code, { param, message })
@@ -68,7 +83,7 @@ const isNone = (v: unknown): boolean => v === null || (typeof v === 'string' && 
  */
 export function parseDetectionPatch (input: Record<string, unknown>, opts: { names: DetectionNames; code: Code }): DetectionPatch {
   const patch: DetectionPatch = {}
-  for (const field of ['policy', 'threshold', 'allowPhrases'] as const) {
+  for (const field of ['policy', 'threshold', 'allowPhrases', 'piiAtRest'] as const) {
     const names = opts.names[field]
     const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
     if (given.length === 0) continue
@@ -79,6 +94,7 @@ export function parseDetectionPatch (input: Record<string, unknown>, opts: { nam
       case 'policy': patch.policy = policy(value, name, opts.code); break
       case 'threshold': patch.threshold = isNone(value) ? null : threshold(value, name, opts.code); break
       case 'allowPhrases': patch.allowPhrases = isNone(value) ? Object.freeze([]) : phrases(value, name, opts.code); break
+      case 'piiAtRest': patch.piiAtRest = piiAtRest(value, name, opts.code); break
     }
   }
   return patch
@@ -89,15 +105,23 @@ export function applyDetectionPatch (base: AccountDetection, patch: DetectionPat
     policy: patch.policy ?? base.policy,
     threshold: patch.threshold === undefined ? base.threshold : patch.threshold,
     allowPhrases: patch.allowPhrases ?? base.allowPhrases,
+    piiAtRest: patch.piiAtRest ?? base.piiAtRest,
   })
 }
 
-export const isEmptyPatch = (p: DetectionPatch): boolean => p.policy === undefined && p.threshold === undefined && p.allowPhrases === undefined
+export const isEmptyPatch = (p: DetectionPatch): boolean =>
+  p.policy === undefined && p.threshold === undefined && p.allowPhrases === undefined && p.piiAtRest === undefined
 
 function policy (value: unknown, name: string, code: Code): DetectionPolicy {
   const v = typeof value === 'string' ? value.trim().toLowerCase() : ''
   if (!DETECTION_POLICIES.includes(v as DetectionPolicy)) throw refuse(code, name, `${name} must be one of ${DETECTION_POLICIES.join(', ')}`)
   return v as DetectionPolicy
+}
+
+function piiAtRest (value: unknown, name: string, code: Code): PiiAtRest {
+  const v = typeof value === 'string' ? value.trim().toLowerCase() : ''
+  if (!PII_AT_REST.includes(v as PiiAtRest)) throw refuse(code, name, `${name} must be one of ${PII_AT_REST.join(', ')}`)
+  return v as PiiAtRest
 }
 
 function threshold (value: unknown, name: string, code: Code): number {

@@ -15,6 +15,11 @@ import type { DetectTask, Verdict } from './types.js'
 export type DetectionFailure = 'error' | 'deadline' | 'queue_full'
 export type DetectionOutcome = { readonly ok: true; readonly verdict: Verdict } | { readonly ok: false; readonly failure: DetectionFailure }
 
+/** What the proxy asks of detection: the pool itself, or a front thread's client of it (front/detection.ts). */
+export interface Detector {
+  check (provider: ProviderName, body: Buffer, allow?: readonly string[] | null): Promise<DetectionOutcome>
+}
+
 export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
 
 export interface DetectionPoolOptions {

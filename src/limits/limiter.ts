@@ -17,6 +17,12 @@ export interface LimitCall {
   readonly account: Limits
 }
 
+/** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
+export interface Admission {
+  admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null | Promise<Refusal | null>
+  readonly mode: 'local' | 'shared' | 'fallback'
+}
+
 export interface Refusal {
   readonly code: 'rate_limited' | 'budget_exceeded' | 'model_not_allowed' | 'body_too_large'
   /** Names the limit ("the key's limit of 60 requests per minute"), never a key. */
@@ -51,6 +57,11 @@ export interface LimiterOptions {
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+/** True when a call under these limits must be counted to be judged (requests, tokens or spend). */
+export function hasCounters (l: Limits): boolean {
+  return l.rpm !== null || l.tpm !== null || l.budgetDayUsd !== null || l.budgetMonthUsd !== null
+}
 
 const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
 const tokens = (s: Subject): number => s.tokBase + s.tokFly + s.tokOwn
@@ -89,6 +100,11 @@ export class Limiter {
 
   /** O(1) (plus the model matcher); counts the request when admitted. null = admitted. */
   admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null {
+    return this.check(call, model, bodyBytes) ?? this.count(call)
+  }
+
+  /** The limits that need no count: the models allowed and the key's body size. null = they pass. */
+  check (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null {
     const key = call.key
     const account = call.account
     // No model named (nothing to check it against): the allowlist does not apply.
@@ -99,17 +115,34 @@ export class Limiter {
     if (key.maxBodyBytes !== null && bodyBytes > key.maxBodyBytes) {
       return refusal('body_too_large', `The request body is ${bodyBytes} bytes, over the key's limit of ${key.maxBodyBytes} bytes.`, null, null, null, null, NO_HEADERS)
     }
+    return null
+  }
+
+  /** The counted limits (requests, tokens, spend of key and account): counts the request when admitted. */
+  count (call: LimitCall): Refusal | null {
     const now = this.#now()
     if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
-    const refused = this.#check(key, k, account, a, now)
+    const refused = this.#check(call.key, k, call.account, a, now)
     if (refused !== null) return refused
     k.reqOwn++
     a.reqOwn++
     this.#touch(k, now)
     this.#touch(a, now)
     return null
+  }
+
+  /** Requests already admitted elsewhere (a front thread, for a key without counted limits): counted, not judged. */
+  counted (keyId: string, accountId: string, n: number): void {
+    const now = this.#now()
+    if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
+    const k = this.#subject(this.#keys, keyId, 'k:')
+    const a = this.#subject(this.#accounts, accountId, 'a:')
+    k.reqOwn += n
+    a.reqOwn += n
+    this.#touch(k, now)
+    this.#touch(a, now)
   }
 
   /**

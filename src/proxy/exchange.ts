@@ -43,6 +43,8 @@ export class Exchange {
   confidential = false
   /** The caller's x-tracegate-* labels; null when it sent none. */
   labels: CallLabels | null = null
+  /** The account stores its text with PII and secrets masked (its setting when the key was checked). */
+  maskPii = false
   aborted = false
   /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false

@@ -2,7 +2,7 @@
 import { newRequestId } from '../ids.js'
 import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
-import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
+import { authenticate, type KeyInfo, type KeyVerdict } from '../auth/authenticate.js'
 import type { Config } from '../config.js'
 import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
@@ -13,10 +13,10 @@ import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
-import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
+import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { atThreshold, type AccountDetection } from '../detection/policy.js'
-import type { Limiter, Refusal } from '../limits/limiter.js'
+import type { Admission, Refusal } from '../limits/limiter.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
@@ -31,11 +31,11 @@ export interface ProxyDeps {
   readonly onStart: () => void
   readonly onFinish: FinishListener
   /** Null when detection is off. */
-  readonly detection: DetectionPool | null
+  readonly detection: Detector | null
   /** Bytes of a response the trace keeps; null: tracing is off and nothing is captured. */
   readonly captureLimit: number | null
   /** The per-key and per-account limits (src/limits); null or absent: none are enforced. */
-  readonly limiter?: Limiter | null
+  readonly limiter?: Admission | null
   /** True when spans are exported over OTLP: each call gets a span id and passes a traceparent on. */
   readonly spans?: boolean
   /** True once shutdown began: new requests get 503. */
@@ -258,6 +258,7 @@ class ProxyRoute {
     x.forwarded = body
     x.accountId = verdict.accountId
     x.keyId = verdict.keyId
+    x.maskPii = verdict.detection.piiAtRest === 'mask'
     let out: Outbound
     let checked: CheckedRequest
     try {
@@ -281,11 +282,21 @@ class ProxyRoute {
     const limiter = this.#deps.limiter
     if (limiter != null) {
       const refusal = limiter.admit({ keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits }, x.model, raw.length)
+      if (refusal instanceof Promise) {
+        // A front thread asks the main thread's counts (limits/front.ts).
+        refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#admitted(x, out, verdict) }).catch((err: unknown) => { x.fail(err) })
+        return
+      }
       if (refusal !== null) {
         refuse(x, refusal)
         return
       }
     }
+    this.#admitted(x, out, verdict)
+  }
+
+  /** Past the limits: detection, or the call. */
+  #admitted (x: Exchange, out: Outbound, verdict: KeyInfo): void {
     if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
     if (this.#deps.detection === null || x.confidential) {
       this.#dispatch(x, out)
@@ -321,7 +332,7 @@ class ProxyRoute {
   }
 
   /** Step 8: detection on every non-confidential request of an account whose policy is not `off`, before anything is sent. */
-  #detect (x: Exchange, detection: DetectionPool, out: Outbound, policy: AccountDetection): void {
+  #detect (x: Exchange, detection: Detector, out: Outbound, policy: AccountDetection): void {
     detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases)
       .then((outcome) => { this.#judged(x, outcome, out, policy) })
       .catch((err: unknown) => { x.fail(err) })
@@ -337,7 +348,10 @@ class ProxyRoute {
       const v = atThreshold(policy, outcome.verdict)
       x.verdict = v
       if (v.blocked && policy.policy === 'block') {
-        x.fail(new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } }), 'blocked')
+        const refusal = new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } })
+        // The trace's response is the 403 body the client gets (the shape is pure: the same bytes fail sends).
+        x.capture?.add(Buffer.from(x.shape(refusal, x.requestId).body), performance.now() - x.startedAt)
+        x.fail(refusal, 'blocked')
         return
       }
     } else {

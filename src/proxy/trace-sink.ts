@@ -62,6 +62,7 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
     detection: detectionJson(x),
     issues: x.verdict === null || x.verdict.issues.length === 0 ? '' : JSON.stringify(x.verdict.issues),
     labels: x.labels,
+    maskPii: x.maskPii,
     span: x.span === null || !x.span.sampled ? null : x.span,
     stored,
   }

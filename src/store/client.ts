@@ -1,11 +1,12 @@
 // The front thread's handle on the store worker: typed calls over postMessage, one promise per call.
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { Worker } from 'node:worker_threads'
+import { MessagePort, Worker } from 'node:worker_threads'
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
 import type { OtelSettings } from '../otel/settings.js'
 import { isErrorCode, TracegateError } from '../errors.js'
 import { moduleFile, repoFile } from '../paths.js'
+import type { FrontPortsData } from './worker/ports.js'
 import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { LiveBatch, UsageFeedback } from './trace-types.js'
@@ -21,6 +22,8 @@ export interface StoreOptions {
   readonly migrationsDir?: string
   /** Where the worker's warnings go. */
   readonly warn?: (msg: string, fields: Record<string, unknown>) => void
+  /** One end of each front thread's channel (TRACEGATE_THREADS above 1), moved to the worker (worker/ports.ts). */
+  readonly frontPorts?: readonly MessagePort[]
 }
 
 type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[] }
@@ -54,7 +57,8 @@ function pinChdb (): void {
 }
 
 export class StoreClient {
-  readonly #worker: Worker
+  /** The store worker itself, or a front thread's port to it (no live lists, no usage, no close of the worker). */
+  readonly #worker: Worker | MessagePort
   readonly #pending = new Map<number, PendingCall>()
   readonly #written = new Set<LiveListener>()
   #usage: UsageListener | null = null
@@ -62,8 +66,16 @@ export class StoreClient {
   #closed = false
   #exited: Promise<void>
 
-  constructor (options: StoreOptions) {
-    const workerData: StoreWorkerData = {
+  /** Starts the store worker; or, given a front thread's port, speaks to the one already running. */
+  constructor (options: StoreOptions | MessagePort) {
+    if (options instanceof MessagePort) {
+      this.#worker = options
+      this.#worker.on('message', (msg: StoreResponse) => { this.#answer(msg) })
+      this.#exited = new Promise((resolve) => { options.once('close', () => { this.#stopped(); resolve() }) })
+      return
+    }
+    const frontPorts = options.frontPorts ?? []
+    const workerData: StoreWorkerData & FrontPortsData = {
       dataDir: options.dataDir,
       clickhouse: options.clickhouse,
       migrationsDir: options.migrationsDir ?? MIGRATIONS_DIR,
@@ -71,11 +83,13 @@ export class StoreClient {
       otel: options.otel ?? null,
       pricingFile: options.pricingFile,
       testSeams: options.testSeams === true,
+      ...(frontPorts.length === 0 ? {} : { frontPorts }),
     }
     const warn = options.warn ?? (() => {})
     if (options.clickhouse === null) pinChdb()
-    this.#worker = new Worker(moduleFile('./worker/main.js', import.meta.url), { workerData })
-    this.#worker.on('message', (msg: WorkerMessage) => {
+    const worker = new Worker(moduleFile('./worker/main.js', import.meta.url), { workerData, transferList: [...frontPorts] })
+    this.#worker = worker
+    worker.on('message', (msg: WorkerMessage) => {
       if (msg === 'closed') return
       if ('log' in msg) {
         warn(msg.msg, msg.fields)
@@ -89,21 +103,26 @@ export class StoreClient {
         for (const fn of this.#written) fn(msg.written)
         return
       }
-      const p = this.#pending.get(msg.id)
-      if (p === undefined) return
-      this.#pending.delete(msg.id)
-      if (msg.ok) p.resolve(msg.value)
-      else p.reject(isErrorCode(msg.error.code) ? new TracegateError(msg.error.code, { message: msg.error.message }) : new StoreError(msg.error.message, msg.error.code))
+      this.#answer(msg)
     })
     this.#exited = new Promise((resolve) => {
-      this.#worker.once('exit', () => {
-        this.#closed = true
-        for (const p of this.#pending.values()) p.reject(new StoreError('the store worker stopped', 'store_stopped'))
-        this.#pending.clear()
-        resolve()
-      })
+      worker.once('exit', () => { this.#stopped(); resolve() })
     })
-    this.#worker.on('error', () => { /* the exit handler fails whatever is pending */ })
+    worker.on('error', () => { /* the exit handler fails whatever is pending */ })
+  }
+
+  #answer (msg: StoreResponse): void {
+    const p = this.#pending.get(msg.id)
+    if (p === undefined) return
+    this.#pending.delete(msg.id)
+    if (msg.ok) p.resolve(msg.value)
+    else p.reject(isErrorCode(msg.error.code) ? new TracegateError(msg.error.code, { message: msg.error.message }) : new StoreError(msg.error.message, msg.error.code))
+  }
+
+  #stopped (): void {
+    this.#closed = true
+    for (const p of this.#pending.values()) p.reject(new StoreError('the store worker stopped', 'store_stopped'))
+    this.#pending.clear()
   }
 
   call<K extends keyof StoreOps> (op: K, ...args: Parameters<StoreOps[K]>): Promise<ReturnType<StoreOps[K]>> {
@@ -146,8 +165,15 @@ export class StoreClient {
 
   async close (): Promise<void> {
     if (this.#closed) return
-    this.#worker.postMessage('close')
-    const timer = setTimeout(() => { void this.#worker.terminate() }, 10_000)
+    if (this.#worker instanceof MessagePort) {
+      // A front thread's port: closing it ends this thread's channel, never the worker.
+      this.#worker.close()
+      await this.#exited
+      return
+    }
+    const worker = this.#worker
+    worker.postMessage('close')
+    const timer = setTimeout(() => { void worker.terminate() }, 10_000)
     await this.#exited
     clearTimeout(timer)
   }

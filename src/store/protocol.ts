@@ -10,6 +10,9 @@ import type { TraceRow, UsageMeasures } from './trace-types.js'
 import type { KeyInfo } from '../auth/authenticate.js'
 import type { LimitUsageRow, Limits, LimitsPatch } from '../limits/types.js'
 import type { AccountDetection, DetectionPatch } from '../detection/policy.js'
+import type { UsageGroupRow, UsersOrder } from './insight-types.js'
+import type { UsageExtras, UsageScope } from './worker/usage-extra-queries.js'
+import type { SessionCalls, SessionCallsQuery, SessionListFilter, SessionPage } from './worker/session-queries.js'
 
 export type Plan = 'free' | 'pro' | 'enterprise'
 export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
@@ -96,7 +99,15 @@ export interface StoreOps {
   usageSeries (args: UsageRange & { bucket: Bucket }): Array<UsageMeasures & { t: string }>
   usageBreakdown (args: UsageRange & { by: Breakdown }): Array<UsageMeasures & { group: string }>
   /** Totals, series and breakdowns from one query (one snapshot, so they always agree). */
-  usageReport (args: UsageRange & { bucket: Bucket }): UsageReport
+  usageReport (args: UsageRange & { bucket: Bucket; keyId?: string | null }): UsageReport
+  /** From the traces: TTFT (and the whole report when a user is named), one query. */
+  usageExtras (args: UsageScope): UsageExtras
+  /** From the traces: the busiest users of the scope, and how many users it has. */
+  usageByUser (args: UsageScope & { order: UsersOrder }): { users: number; top: UsageGroupRow[] }
+  /** Sessions with calls in a window, most recently active first. */
+  listSessions (args: SessionListFilter): SessionPage
+  /** One session's totals and a page of its calls, oldest first. */
+  sessionCalls (args: SessionCallsQuery): SessionCalls
   /** Test seam: point the store at another ClickHouse (null: the embedded one) at the connection level. */
   testSwitchConnection (args: { server: ClickHouseServerConfig | null }): boolean
   /** Test seam: a read query, for tests that check what was stored. */

@@ -31,6 +31,8 @@ const LABELLED = 4
 const SPAN = 8
 /** The record only carries a span: no trace row is built from it (trace-types.ts `stored`). */
 const SPAN_ONLY = 16
+/** The account masks PII and secrets in its stored text (trace-types.ts `maskPii`). */
+const MASK_PII = 32
 
 export class TraceBatchWriter {
   #buf: Buffer
@@ -105,7 +107,7 @@ export class TraceBatchWriter {
     const labels = meta.labels
     const span = meta.span
     this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0) |
-      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY)
+      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY) | (meta.maskPii === true ? MASK_PII : 0)
     this.#room(4)
     this.#pos = this.#buf.writeInt32LE(markCount, this.#pos)
     if (marks !== null) {
@@ -223,7 +225,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
       confidential: (flags & CONFIDENTIAL) !== 0,
       status, outcome, errorCode, errorCause, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
       latencyMs, ttfbMs, providerMs, overheadMs, detection, issues, labels: callLabels,
-      span, stored: (flags & SPAN_ONLY) === 0,
+      span, stored: (flags & SPAN_ONLY) === 0, maskPii: (flags & MASK_PII) !== 0,
     })
   }
   return out

@@ -53,6 +53,11 @@ export interface RawTrace {
   readonly issues: string
   /** The caller's labels; null when it sent none. */
   readonly labels: CallLabels | null
+  /**
+   * The account's PII at rest is `mask` (its setting when the call's key was checked): the store worker
+   * masks PII and secrets in the stored prompt and response (store/worker/pii-at-rest.ts). Absent: false.
+   */
+  readonly maskPii?: boolean
   /** The call's span when OpenTelemetry export is on and the span is sampled, else null (store/worker/spans.ts). */
   readonly span: TraceSpan | null
   /** False for a record that only carries a span: a call refused before its key was known, or traces off. */

@@ -38,7 +38,7 @@ t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 const OLD_ACCOUNT = '0190b5a4-0000-7000-8000-00000000d010'
 
 // Before the server starts (chDB: one data directory per process, so the same one): a store migrated up
-// to 009 with an account written then, then 010, then 010's statements once more under another number.
+// to 009 with an account written then, then 010 and what follows, then 010's statements once more under another number.
 const migrations = tempDir('tracegate-migrations-')
 t.teardown(() => { rmSync(migrations, { recursive: true, force: true }) })
 const shipped = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()
@@ -52,9 +52,10 @@ const before = await (async () => {
         SELECT {a:UUID}, 'before', 'pro', false, now64(3), now64(3)`,
       params: { a: OLD_ACCOUNT },
     })
-    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '010_detection_policy.sql'))
+    // Every migration from 010 on: the account reads need the columns of the later ones too.
+    for (const f of shipped.filter((f) => f >= '010')) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f))
     const first = await store.call('migrate')
-    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '011_detection_again.sql'))
+    copyFileSync(join(MIGRATIONS_DIR, '010_detection_policy.sql'), join(migrations, '900_detection_again.sql'))
     const again = await store.call('migrate')
     return { upTo009, first, again, account: await store.call('getAccount', { id: OLD_ACCOUNT }) }
   } finally {
@@ -128,8 +129,8 @@ let detectorThreshold = NaN
 t.test('accounts from before migration 010 read as block with the detector\'s threshold; the migration runs twice', async (t) => {
   t.ok(shipped.includes('010_detection_policy.sql'), 'migration 010 ships')
   t.notOk(before.upTo009.includes('010_detection_policy.sql'), 'the store was migrated without 010 first')
-  t.same(before.first, ['010_detection_policy.sql'], '010 applied')
-  t.same(before.again, ['011_detection_again.sql'], 'its statements ran again without an error')
+  t.same(before.first, shipped.filter((f) => f >= '010'), '010 (and what follows it) applied')
+  t.same(before.again, ['900_detection_again.sql'], 'its statements ran again without an error')
   t.same(before.account?.detection, DEFAULT_DETECTION, 'the old account has the default policy')
   t.same(account.detection, DEFAULT_DETECTION, 'so has a new one')
 })
@@ -146,7 +147,7 @@ t.test('block (the default) refuses the injection; the trace names the policy an
 })
 
 t.test('monitor forwards the same injection and marks its trace; off does not judge it; each from the next call', async (t) => {
-  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'), { policy: 'monitor', threshold: null, allowPhrases: [] })
+  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'), { policy: 'monitor', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const m = await chat(INJECTION)
   t.equal(m.status, 200, 'forwarded at the next call, no restart')
   t.ok(m.received, 'the provider received it')
@@ -157,7 +158,7 @@ t.test('monitor forwards the same injection and marks its trace; off does not ju
   const bystander = await chat(INJECTION, otherKey, other.id)
   t.equal(bystander.status, 403, 'another account keeps blocking')
 
-  t.same(await update(t, ['--detection-policy', 'off'], 'off'), { policy: 'off', threshold: null, allowPhrases: [] })
+  t.same(await update(t, ['--detection-policy', 'off'], 'off'), { policy: 'off', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const o = await chat(`${INJECTION} Write to jane.doe@example.com.`)
   t.equal(o.status, 200, 'forwarded')
   t.ok(o.received)
@@ -176,7 +177,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const low = Math.floor((score - 0.05) * 1000) / 1000
   const high = Math.ceil((score + 0.05) * 1000) / 1000
 
-  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'), { policy: 'block', threshold: low, allowPhrases: [] })
+  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'), { policy: 'block', threshold: low, allowPhrases: [], piiAtRest: 'keep' })
   const blocked = await chat(BORDERLINE)
   t.same([blocked.status, blocked.code], [403, 'prompt_injection_detected'], `blocked at ${low}`)
   t.notOk(blocked.received)
@@ -191,7 +192,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const injection = await chat(INJECTION)
   t.equal(injection.status, 403, `an injection scores above ${high} too`)
 
-  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'), { policy: 'block', threshold: null, allowPhrases: [] })
+  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'), { policy: 'block', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const back = await chat(BORDERLINE)
   t.equal(back.det.threshold, detectorThreshold, 'the detector\'s own threshold again')
   t.equal(back.status, score >= detectorThreshold ? 403 : 200, 'and its verdict')
@@ -202,7 +203,7 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
   t.same([wrong.status, wrong.code], [403, 'prompt_injection_detected'], 'blocked without the phrase')
 
   const set = await update(t, ['--detection-allow', 'reveal your system prompt, developer mode'], 'allow phrases')
-  t.same(set, { policy: 'block', threshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'] })
+  t.same(set, { policy: 'block', threshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' })
   const ok = await chat(QUOTES_ATTACK)
   t.equal(ok.status, 200, 'let through at the next call')
   t.match(ok.det, { ran: true, policy: 'block', blocked: false, would_block: false, allow_applied: true })
@@ -222,7 +223,7 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
 
 t.test('the CLI sets, lists and resets the policy, through the admin socket and on its own', async (t) => {
   const set = await update(t, ['--detection-policy', 'MONITOR', '--detection-threshold', '0.35', '--detection-allow', ' developer   mode ,Developer Mode, pretend you are'], 'all three')
-  t.same(set, { policy: 'monitor', threshold: 0.35, allowPhrases: ['developer mode', 'pretend you are'] }, 'trimmed, spaces collapsed, duplicates (any case) dropped')
+  t.same(set, { policy: 'monitor', threshold: 0.35, allowPhrases: ['developer mode', 'pretend you are'], piiAtRest: 'keep' }, 'trimmed, spaces collapsed, duplicates (any case) dropped')
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   t.same(accounts.find((a: any) => a.id === account.id)?.detection, set, 'account list --json shows it')
   t.same(accounts.find((a: any) => a.id === other.id)?.detection, DEFAULT_DETECTION, 'another account keeps the default')
@@ -319,7 +320,7 @@ t.test('the dashboard API reads the policy for any user, and changes it for admi
     const r = await admin.post('/api/ui/account/detection', body)
     t.same([r.status, r.json?.error?.code, r.json?.error?.param ?? null], [400, 'invalid_parameter', param], `refused: ${JSON.stringify(body)}`)
   }
-  t.same(await stored(), { policy: 'monitor', threshold: null, allowPhrases: ['developer mode'] }, 'nothing changed')
+  t.same(await stored(), { policy: 'monitor', threshold: null, allowPhrases: ['developer mode'], piiAtRest: 'keep' }, 'nothing changed')
 
   const saved = await admin.post('/api/ui/account/detection', { policy: 'block', threshold: 0.9, allow_phrases: ['reveal your system prompt'] })
   t.equal(saved.status, 200)

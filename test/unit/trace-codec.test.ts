@@ -30,6 +30,7 @@ const meta = (i: number): TraceMeta => ({
   labels: i % 3 === 1 ? { user: `user-${i}`, session: 'sess-é', tags: i % 2 === 0 ? [] : ['a', `t${i}`], metadata: { i: String(i) } } : null,
   span: i % 4 === 1 ? { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: `00f067aa0ba902${String(i).padStart(2, '0')}`, parentSpanId: i % 8 === 1 ? '' : '00f067aa0ba902b7', tracestate: i % 8 === 1 ? '' : 'vendor=é?' } : null,
   stored: i % 6 !== 5,
+  maskPii: i % 3 === 2,
 })
 
 t.test('a batch round-trips, with growth past the initial buffer', async (t) => {

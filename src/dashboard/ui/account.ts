@@ -1,10 +1,12 @@
 // Settings → Account: the account's id (what the CLI's --account takes), its plan, whether server-side
 // provider keys may be used, its limits with their use (changed by an admin in the limits dialog), and
-// its safety detection policy (detection.ts).
+// its safety detection policy (detection.ts) and what its stored traces keep of PII (pii-at-rest.ts).
 import { get, post } from './api.js'
+import { copyButton } from './clipboard.js'
 import { detectionCard } from './detection.js'
 import { h, replace } from './dom.js'
 import { limitLines, limitsDialog } from './limits.js'
+import { piiAtRestCard } from './pii-at-rest.js'
 import type { Page } from './main.js'
 import type { Account, AccountLimits } from './types.js'
 
@@ -18,6 +20,7 @@ export const account: Page = (root, ctx) => {
   const limitsError = h('p', { class: 'error', hidden: true })
   const dialog = limitsDialog('edit-account-limits', true)
   const detection = detectionCard()
+  const piiAtRest = piiAtRestCard()
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Account')),
     facts,
@@ -26,14 +29,18 @@ export const account: Page = (root, ctx) => {
       h('p', { class: 'muted' }, 'They bind all the account\'s keys together; each key\'s own limits apply as well.'),
       lines, note, limitsError),
     detection.element,
+    piiAtRest.element,
     dialog.element)
 
   const draw = (a: Account): void => {
     const row = (label: string, testid: string | null, value: string, note?: string): HTMLElement =>
       h('div', null, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), note !== undefined ? h('span', { class: 'muted sub' }, note) : null))
+    const id = h('span', { class: 'mono', 'data-testid': 'account-id' }, a.id)
     replace(facts, h('dl', { class: 'facts vertical' },
       row('Account', 'account-name', a.name),
-      row('Account id', 'account-id', a.id, 'The id the CLI\'s --account option takes.'),
+      h('div', null, h('dt', null, 'Account id'), h('dd', { class: 'copyable' }, id,
+        copyButton(() => a.id, id, { 'data-testid': 'copy-account-id', class: 'copy quiet' }),
+        h('span', { class: 'muted sub' }, 'The id the CLI\'s --account option takes.'))),
       row('Plan', 'account-plan', a.plan, a.plan === 'free' ? 'The free plan cannot send calls through the proxy.' : undefined),
       row('Server-side provider keys', 'account-server-side-keys', a.server_side_keys ? 'enabled' : 'disabled',
         a.server_side_keys
@@ -72,5 +79,6 @@ export const account: Page = (root, ctx) => {
     gone = true
     dialog.close()
     detection.close()
+    piiAtRest.close()
   }
 }

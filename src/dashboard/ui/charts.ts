@@ -1,6 +1,14 @@
-// Time-series line charts on uPlot (served from the package: no CDN). One chart per measure group,
-// sized to its container and resized with it.
+// Time-series charts on uPlot (served from the package: no CDN). One chart per measure group, sized to
+// its container and resized with it. Never isolated dots, whatever the data's sparseness (points are
+// never drawn):
+// - `bars`: counts and sums (requests, errors, tokens, cost). A bucket's count is a bar over that bucket,
+//   so one busy minute in a quiet day is a visible bar, and empty buckets (the server sends zeros) none.
+// - `levels`: measures that do not exist for an empty bucket (percentiles, rates). Each bucket's value is
+//   drawn as a flat segment across the bucket, joined to the next busy bucket's segment when they touch,
+//   and broken (no line through a gap, spanGaps false) across empty ones: an empty bucket is not a zero
+//   latency, and a lone busy bucket is still a segment, not a dot.
 import uPlot from '/assets/vendor/uPlot.esm.js'
+import { axisTime, bucketTime } from './format.js'
 
 export interface Line {
   readonly label: string
@@ -19,6 +27,15 @@ export interface ChartSpec {
   readonly integer?: boolean
   /** The x range to show even where the series has no points: [from, to] in seconds. */
   readonly range: readonly [number, number]
+  /** How the series are drawn (see the top of this file); default `levels`. */
+  readonly style?: 'bars' | 'levels'
+  /** The bucket's length in seconds (each x is a bucket's start). */
+  readonly step: number
+  /**
+   * Bars: side by side within the bucket (separate quantities, like input and output tokens). Otherwise
+   * each later series is a narrower bar in front of the first (a part of it, like blocked of requests).
+   */
+  readonly grouped?: boolean
 }
 
 const HEIGHT = 180
@@ -28,6 +45,27 @@ function fillOf (color: string): string {
   // #rrggbb → a faint fill of the same colour.
   const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color)
   return m === null ? 'transparent' : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, 0.10)`
+}
+
+/** Bars stand at their bucket's middle. */
+function bars (spec: ChartSpec): uPlot.AlignedData {
+  return [spec.x.map((t) => t + spec.step / 2), ...spec.lines.map((l) => l.values.slice())] as uPlot.AlignedData
+}
+
+/**
+ * Each bucket as two points, its start and its last second, holding its value: a linear path then draws
+ * a flat segment per busy bucket, a step between touching ones, and nothing across an empty one.
+ */
+function levels (spec: ChartSpec): uPlot.AlignedData {
+  const x: number[] = []
+  for (const t of spec.x) x.push(t, t + Math.max(1, spec.step - 1))
+  const ys = spec.lines.map((l) => l.values.flatMap((v) => [v, v]))
+  return [x, ...ys] as uPlot.AlignedData
+}
+
+function barFill (color: string): string {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color)
+  return m === null ? color : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, 0.85)`
 }
 
 export class Charts {
@@ -48,24 +86,39 @@ export class Charts {
   draw (el: HTMLElement, spec: ChartSpec): void {
     this.#charts.get(el)?.destroy()
     const fmt = spec.format
+    const style = spec.style ?? 'levels'
+    const n = spec.lines.length
+    const series: uPlot.Series[] = spec.lines.map((l, i): uPlot.Series => ({
+      label: l.label,
+      stroke: l.color,
+      width: style === 'bars' ? 0 : 1.5,
+      fill: style === 'bars' ? barFill(l.color) : l.fill === true ? fillOf(l.color) : undefined,
+      spanGaps: false,
+      points: { show: false },
+      paths: style !== 'bars'
+        ? undefined
+        : spec.grouped === true && n === 2
+          ? uPlot.paths.bars!({ size: [0.4, Infinity, 1], align: i === 0 ? -1 : 1 })
+          : uPlot.paths.bars!({ size: [i === 0 ? 0.8 : 0.45, Infinity, 1] }),
+      value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
+    }))
+    // Times in the dashboard's one format (format.ts), in the browser's locale and zone; the bucket is the points' spacing.
+    const bucketMs = (spec.x.length > 1 ? spec.x[1]! - spec.x[0]! : 3600) * 1000
     const opts: uPlot.Options = {
       width: Math.max(200, Math.floor(el.clientWidth)),
       height: HEIGHT,
       scales: { x: { time: true, range: () => [spec.range[0], spec.range[1]] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       series: [
-        {},
-        ...spec.lines.map((l): uPlot.Series => ({
-          label: l.label,
-          stroke: l.color,
-          width: 1.5,
-          fill: l.fill === true ? fillOf(l.color) : undefined,
-          spanGaps: false,
-          points: { size: 4 },
-          value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
-        })),
+        { value: (_u, v) => (v === null || v === undefined ? '—' : bucketTime(v * 1000, bucketMs)) },
+        ...series,
       ],
       axes: [
-        { stroke: '#5b6470', grid: { stroke: '#eef0f3', width: 1 }, ticks: { stroke: '#dde1e6', width: 1 } },
+        {
+          stroke: '#5b6470',
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisTime(v * 1000, incr * 1000)),
+        },
         {
           stroke: '#5b6470',
           grid: { stroke: '#eef0f3', width: 1 },
@@ -78,9 +131,9 @@ export class Charts {
       legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
     }
-    const data = [spec.x.slice(), ...spec.lines.map((l) => l.values.slice())] as uPlot.AlignedData
     el.textContent = ''
-    this.#charts.set(el, new uPlot(opts, data, el))
+    el.dataset.draw = style
+    this.#charts.set(el, new uPlot(opts, style === 'bars' ? bars(spec) : levels(spec), el))
     this.#observer.observe(el)
   }
 

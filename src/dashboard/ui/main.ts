@@ -4,6 +4,7 @@ import { account } from './account.js'
 import { ApiError, get, post, setCsrf, whenUnauthenticated } from './api.js'
 import { h, replace } from './dom.js'
 import { keys } from './keys.js'
+import { sessionDetail, sessions } from './sessions.js'
 import { signin } from './signin.js'
 import { traceDetail } from './trace-detail.js'
 import { traces } from './traces.js'
@@ -24,6 +25,8 @@ const routes: Route[] = [
   { pattern: /^\/traces\/?$/, page: traces, nav: 'nav-traces', title: 'Traces' },
   { pattern: /^\/traces\/([^/]+)$/, page: traceDetail, nav: 'nav-traces', title: 'Trace' },
   { pattern: /^\/usage\/?$/, page: usage, nav: 'nav-usage', title: 'Usage' },
+  { pattern: /^\/sessions\/?$/, page: sessions, nav: 'nav-sessions', title: 'Sessions' },
+  { pattern: /^\/sessions\/([^/]+)$/, page: sessionDetail, nav: 'nav-sessions', title: 'Session' },
   { pattern: /^\/settings\/keys\/?$/, page: keys, nav: 'nav-keys', title: 'API Keys' },
   { pattern: /^\/settings\/account\/?$/, page: account, nav: 'nav-account', title: 'Account' },
 ]
@@ -54,18 +57,33 @@ function shell (s: Session, active: string | null): HTMLElement {
       navigate('/signin')
     })
   })
-  return h('header', { class: 'top' },
+  // On a narrow screen the links and the user fold into a menu behind one button (CSS shows it there);
+  // the shell is drawn anew on every navigation, so the menu starts closed on each page.
+  const toggle = h('button', { type: 'button', class: 'menu-toggle quiet', 'data-testid': 'nav-menu', 'aria-expanded': 'false', 'aria-controls': 'top-menu' }, 'Menu')
+  const header = h('header', { class: 'top' },
     h('a', { class: 'brand', href: '/traces' }, 'tracegate'),
-    h('nav', { class: 'main-nav' },
-      link('nav-traces', '/traces', 'Traces'),
-      link('nav-usage', '/usage', 'Usage'),
-      h('span', { class: 'nav-group' }, 'Settings'),
-      link('nav-keys', '/settings/keys', 'API Keys'),
-      link('nav-account', '/settings/account', 'Account')),
-    h('div', { class: 'who' },
-      h('span', { class: 'account-name' }, s.account.name),
-      h('span', { 'data-testid': 'user-email' }, s.user.email),
-      signout))
+    toggle,
+    h('div', { class: 'top-menu', id: 'top-menu' },
+      h('nav', { class: 'main-nav' },
+        link('nav-traces', '/traces', 'Traces'),
+        link('nav-usage', '/usage', 'Usage'),
+        link('nav-sessions', '/sessions', 'Sessions'),
+        h('span', { class: 'nav-group' }, 'Settings'),
+        link('nav-keys', '/settings/keys', 'API Keys'),
+        link('nav-account', '/settings/account', 'Account')),
+      h('div', { class: 'who' },
+        h('span', { class: 'account-name' }, s.account.name),
+        h('span', { class: 'user-email', 'data-testid': 'user-email' }, s.user.email),
+        signout)))
+  const setOpen = (open: boolean): void => {
+    header.classList.toggle('menu-open', open)
+    toggle.setAttribute('aria-expanded', String(open))
+  }
+  toggle.addEventListener('click', () => { setOpen(!header.classList.contains('menu-open')) })
+  header.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && header.classList.contains('menu-open')) { setOpen(false); toggle.focus() }
+  })
+  return header
 }
 
 function render (): void {

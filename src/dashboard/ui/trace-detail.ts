@@ -7,6 +7,7 @@ import { bytes, fullTime, int, ms, usd } from './format.js'
 import { parse, prettyJson } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
+import { sessionHref } from './sessions.js'
 import type { ApiKey, Finding, TraceDetail } from './types.js'
 
 interface Span { start: number, end: number, findings: Finding[] }
@@ -112,7 +113,7 @@ function labelsEl (t: TraceDetail): HTMLElement | null {
   return h('section', { class: 'card labels', 'data-testid': 'labels' }, h('h2', null, 'Labels'),
     h('dl', { class: 'facts' },
       user !== '' ? fact('User', 'label-user', user) : null,
-      session !== '' ? fact('Session', 'label-session', session) : null,
+      session !== '' ? fact('Session', 'label-session', h('a', { href: sessionHref(session), 'data-testid': 'session-link' }, session)) : null,
       tags.length > 0 ? fact('Tags', 'label-tags', ...tags.map((tag) => h('span', { class: 'badge', 'data-testid': 'label-tag' }, tag))) : null),
     metadata.length > 0
       ? h('table', { class: 'metadata', 'data-testid': 'label-metadata' }, h('caption', null, 'Metadata'),
@@ -125,7 +126,7 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
   const d = typeof t.detection === 'object' ? t.detection : null
   let summary: string
   if (t.confidential) summary = 'Not run: confidential requests are not inspected.'
-  else if (d === null) summary = 'Detection did not run for this request.'
+  else if (d === null || typeof d.ran !== 'boolean') summary = 'Detection did not run for this request.'
   else if (!d.ran && d.policy === 'off') summary = 'Not run: the account\'s detection policy is off.'
   else if (!d.ran) summary = `Detection could not judge this request (${d.failure ?? 'unknown failure'}).`
   else {
@@ -187,7 +188,46 @@ function whyEl (findings: readonly Finding[]): HTMLElement | null {
     h('ul', null, ...items))
 }
 
+/** How the trace detail names each kind the store worker masks; other kinds (secrets) by their own name. */
+const MASKED_KINDS: Readonly<Record<string, readonly [string, string]>> = {
+  email: ['e-mail', 'e-mails'], phone: ['phone number', 'phone numbers'], payment_card: ['card number', 'card numbers'],
+  iban: ['IBAN', 'IBANs'], us_ssn: ['SSN', 'SSNs'],
+}
+
+function maskedCounts (counts: Record<string, number> | undefined): string {
+  const parts: string[] = []
+  for (const [kind, n] of Object.entries(counts ?? {})) {
+    if (typeof n !== 'number' || n <= 0) continue
+    const [one, many] = MASKED_KINDS[kind] ?? [kind.replace(/_/g, ' '), kind.replace(/_/g, ' ') + 's']
+    parts.push(`${n} ${n === 1 ? one : many}`)
+  }
+  return parts.join(', ')
+}
+
+/** The account masks PII at rest: the stored texts hold placeholders, and what was masked where. */
+function piiMaskedEl (t: TraceDetail): HTMLElement | null {
+  const d = typeof t.detection === 'object' ? t.detection : null
+  if (t.confidential || d === null || d.pii_at_rest !== 'mask') return null
+  const inPrompt = maskedCounts(d.pii_masked?.prompt)
+  const inResponse = maskedCounts(d.pii_masked?.response)
+  const where = [inPrompt !== '' ? `${inPrompt} in the prompt` : '', inResponse !== '' ? `${inResponse} in the response` : ''].filter((s) => s !== '')
+  return h('p', { class: 'note', 'data-testid': 'pii-masked-note' },
+    h('strong', null, 'Stored with PII masked. '),
+    where.length === 0
+      ? 'The account masks PII and secrets in stored text; none was found in this call.'
+      : `Placeholders such as [EMAIL] stand for ${where.join('; ')}. The findings were made on the text as sent.`)
+}
+
+/** A blocked call's answer is tracegate's own refusal: the status and body the client received, as stored. */
+function refusalEl (t: TraceDetail): HTMLElement {
+  return h('section', { class: 'card', 'data-testid': 'blocked-answer' }, h('h2', null, 'Response'),
+    h('p', null, 'Blocked: nothing was sent to the provider. The client received ',
+      h('strong', { 'data-testid': 'blocked-status' }, String(t.status)), ' with this body:'),
+    h('pre', { class: 'body', 'data-testid': 'blocked-body' }, prettyJson(t.response) ?? t.response))
+}
+
 function responseEl (t: TraceDetail): HTMLElement {
+  if (t.blocked && !t.confidential && t.response !== '') return refusalEl(t)
   const a = answer(t.provider, t.response, t.response_truncated)
   let text: string
   let cls = 'response-text'
@@ -239,6 +279,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
       ? h('div', { class: 'banner confidential', 'data-testid': 'confidential-mark' },
         h('strong', null, 'Confidential. '), 'The caller marked this request confidential: its prompt and response were not stored and detection did not run. Counts, timings and cost are kept.')
       : null,
+    piiMaskedEl(t),
     h('dl', { class: 'facts' },
       h('div', null, h('dt', null, 'Time'), h('dd', null, fullTime(t.time))),
       h('div', null, h('dt', null, 'Provider'), h('dd', null, t.provider)),

@@ -3,6 +3,7 @@
 import { get, type Query } from './api.js'
 import { h, options, replace } from './dom.js'
 import { int, ms, usd, when, fullTime, toMs } from './format.js'
+import { firstCallCard } from './first-call.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
 import { PROVIDERS } from './providers/index.js'
@@ -102,18 +103,25 @@ export const traces: Page = (root, ctx) => {
   const status = h('span', { class: 'live-status', 'data-testid': 'live-status', 'data-state': 'connecting' }, 'connecting')
   const body = h('tbody')
   const table = h('table', { class: 'list traces', 'data-testid': 'trace-list' },
+    // data-col on the heads too: a narrow screen shows only time, model, outcome and latency (app.css),
+    // and a tap on a row opens the detail with everything.
     h('thead', null, h('tr', null,
-      h('th', null, 'Time'), h('th', null, 'Provider'), h('th', null, 'Model'), h('th', null, 'Outcome'),
-      h('th', { class: 'num' }, 'Status'), h('th', { class: 'num' }, 'Tokens in / out'), h('th', { class: 'num' }, 'Cost'),
-      h('th', { class: 'num' }, 'Latency'))),
+      h('th', { 'data-col': 'time' }, 'Time'), h('th', { 'data-col': 'provider' }, 'Provider'), h('th', { 'data-col': 'model' }, 'Model'),
+      h('th', { 'data-col': 'outcome' }, 'Outcome'), h('th', { class: 'num', 'data-col': 'status' }, 'Status'),
+      h('th', { class: 'num', 'data-col': 'tokens' }, 'Tokens in / out'), h('th', { class: 'num', 'data-col': 'cost' }, 'Cost'),
+      h('th', { class: 'num', 'data-col': 'latency' }, 'Latency'))),
     body)
   const more = h('button', { type: 'button', 'data-testid': 'load-more', hidden: true }, 'Load more')
   const note = h('p', { class: 'muted list-note', 'data-testid': 'trace-list-note' })
+  // Holds the first-call card while the account has no trace at all.
+  const welcome = h('div')
+  const wrap = h('div', { class: 'table-wrap' }, table)
 
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Traces'), status),
     h('div', { class: 'filters' }, range, provider, model, outcome, key, text),
-    h('div', { class: 'table-wrap' }, table),
+    welcome,
+    wrap,
     h('div', { class: 'list-foot' }, note, more))
 
   const seen = new Set<string>()
@@ -124,16 +132,41 @@ export const traces: Page = (root, ctx) => {
   let generation = 0
   let loading = false
 
+  /** Whether the account has any trace at all (whatever the filters); null until asked. */
+  let anyTraces: boolean | null = null
+  let asking = false
+  const askAny = (): void => {
+    if (asking) return
+    asking = true
+    get<TraceList>('/api/ui/traces', { limit: 1 }).then((p) => p.traces.length > 0, () => true).then((any) => {
+      // Unanswered, the plain note is shown: no first call is offered on a guess.
+      anyTraces = anyTraces === true || any
+      showNote()
+    })
+  }
+
   const showNote = (): void => {
     const empty = body.childElementCount === 0
+    if (!empty) anyTraces = true
+    const fresh = empty && !loading && anyTraces === false
     replace(note, empty ? (loading ? 'Loading…' : 'No traces match. New ones appear here as they are stored.') : '')
-    note.hidden = !empty
+    note.hidden = !empty || fresh || (!loading && anyTraces === null)
+    wrap.hidden = fresh
+    if (fresh && welcome.childElementCount === 0) replace(welcome, firstCallCard(ctx.session))
+    else if (!fresh) welcome.textContent = ''
+    if (empty && !loading && anyTraces === null) askAny()
   }
+
+  /**
+   * Live traces that arrived while a first page was being read: that page may have been read before they
+   * were stored, so they go back on top once it has replaced the rows. Null when no first page is read.
+   */
+  let arrived: TraceListItem[] | null = null
 
   const load = async (reset: boolean): Promise<void> => {
     const g = reset ? ++generation : generation
     loading = true
-    if (reset) { cursor = null; anchorTo = null; more.hidden = true; showNote() }
+    if (reset) { cursor = null; anchorTo = null; more.hidden = true; arrived = []; showNote() }
     more.disabled = true
     try {
       const to = reset ? null : anchorTo
@@ -143,6 +176,9 @@ export const traces: Page = (root, ctx) => {
       const start = performance.now()
       if (reset) { body.textContent = ''; seen.clear() }
       body.appendChild(traceRows(page.traces, seen))
+      const early = reset ? arrived : null
+      if (reset) arrived = null
+      if (early !== null && early.length > 0) prepend(early)
       void body.offsetHeight
       performance.measure('tracegate:list-render', { start, detail: page.traces.length })
       requestAnimationFrame(() => { performance.measure('tracegate:list-frame', { start, detail: page.traces.length }) })
@@ -151,6 +187,7 @@ export const traces: Page = (root, ctx) => {
       more.hidden = cursor === null
     } catch (e) {
       if (g !== generation) return
+      arrived = null
       replace(note, `Could not load traces: ${e instanceof Error ? e.message : String(e)}`)
       note.hidden = false
       return
@@ -175,6 +212,7 @@ export const traces: Page = (root, ctx) => {
   }
 
   const prepend = (items: readonly TraceListItem[]): void => {
+    arrived?.push(...items)
     const fresh = items.filter((t) => !seen.has(t.trace_id))
     if (fresh.length === 0) return
     fresh.sort((a, b) => (toMs(b.time) ?? 0) - (toMs(a.time) ?? 0))

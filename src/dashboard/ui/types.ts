@@ -26,6 +26,9 @@ export interface Detection {
   policy?: string
   would_block?: boolean
   threshold?: number
+  /** `mask`: the stored prompt and response have PII and secrets replaced by placeholders; counts by kind. */
+  pii_at_rest?: string
+  pii_masked?: { prompt?: Record<string, number>, response?: Record<string, number> }
 }
 
 /** One trace as the API answers it, with its stored detection and findings parsed. */

@@ -18,12 +18,16 @@ import { UsageCollector } from './usage-feedback.js'
 import { decodeTraces } from '../trace-codec.js'
 import type { SpanExport } from './spans.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
-import { keysLastUsed, listTraces, type TraceFilter } from './trace-queries.js'
+import { keysLastUsed } from './key-last-used.js'
+import { listTraces, type TraceFilter } from './trace-queries.js'
 import { recentPage, recentTrace } from './recent-traces.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
 import { limitUsage } from './limit-usage.js'
+import { usageByUser, usageExtras } from './usage-extra-queries.js'
+import { listSessions, sessionCalls } from './session-queries.js'
+import { serveFrontPorts, type Replier } from './ports.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -152,6 +156,10 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'usageSeries': return usageSeries(ch, args as never)
     case 'usageBreakdown': return usageBreakdown(ch, args as never)
     case 'usageReport': return usageReport(ch, args as never)
+    case 'usageExtras': return usageExtras(ch, args as never)
+    case 'usageByUser': return usageByUser(ch, args as never)
+    case 'listSessions': return listSessions(ch, args as never)
+    case 'sessionCalls': return sessionCalls(ch, args as never)
     case 'testSwitchConnection': {
       seam()
       const old = holder!.client
@@ -198,11 +206,14 @@ function spansOnly (batch: TraceMessage['traces']): void {
   }, (err: unknown) => { warn('spans dropped: the OpenTelemetry exporter did not load', { dropped: batch.count, err: String(err) }) })
 }
 
-function reply (msg: StoreResponse): void {
-  port.postMessage(msg)
+function reply (msg: StoreResponse, to: Replier = port): void {
+  to.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => {
+port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => { onMessage(msg, port) })
+serveFrontPorts(onMessage)
+
+function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to: Replier): void {
   if (msg === 'close') {
     void (async () => {
       await writes.catch(() => {})
@@ -242,7 +253,7 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
     p = exec()
   }
   p.then(
-    (value) => reply({ id: msg.id, ok: true, value }),
+    (value) => reply({ id: msg.id, ok: true, value }, to),
     (err: unknown) => reply({
       id: msg.id,
       ok: false,
@@ -250,6 +261,6 @@ port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') =>
         message: err instanceof Error ? err.message : String(err),
         code: err instanceof TracegateError ? err.code : null,
       },
-    }),
+    }, to),
   )
-})
+}

@@ -8,6 +8,7 @@ import { estimateTokens } from './tokens.js'
 import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-types.js'
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
+import { maskRecord } from './pii-at-rest.js'
 
 /** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
 export interface TraceRecord {
@@ -188,7 +189,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
   const confidential = raw.confidential
   // Labels are what the caller says about the call, not its text: a confidential call keeps them.
   const labels = raw.labels ?? NO_LABELS
-  return {
+  const record: TraceRecord = {
     summary: {
       account_id: raw.accountId,
       trace_id: raw.traceId,
@@ -229,4 +230,6 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     labelled: raw.labels !== null,
     metadata: labels.metadata,
   }
+  // The account's PII at rest: masked here, after tokens and timings were read from the text as sent.
+  return raw.maskPii === true && !confidential ? maskRecord(record, p, raw.streaming) : record
 }

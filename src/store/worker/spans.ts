@@ -19,6 +19,7 @@ import type { ProviderName } from '../../providers/index.js'
 import type { OtelSettings } from '../../otel/settings.js'
 import type { RawTrace, SpanDrops, TraceSummary } from '../trace-types.js'
 import { inputMessages, outputMessages } from './span-content.js'
+import { maskText } from './pii-at-rest.js'
 
 /** gen_ai.provider.name (and the older gen_ai.system) of each dialect, as the conventions spell them. */
 const GENAI_PROVIDER: Record<ProviderName, string> = { alpha: 'openai', beta: 'anthropic', gamma: 'gcp.gemini' }
@@ -56,9 +57,11 @@ function attributes (raw: RawTrace, row: TraceSummary | null, content: boolean):
   // The operator's opt-in; a confidential call's text is never read, and a span-only record has none.
   if (content && !raw.confidential && raw.stored) {
     const bytes = Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength)
-    const input = inputMessages(raw.provider, bytes.toString('utf8', 0, raw.requestLength))
+    // An account that masks PII at rest has its span's text masked as its trace's is.
+    const mask = (text: string, streaming: boolean): string => raw.maskPii === true ? maskText(text, streaming, {}) : text
+    const input = inputMessages(raw.provider, mask(bytes.toString('utf8', 0, raw.requestLength), false))
     if (input !== null) a['gen_ai.input.messages'] = input
-    const output = outputMessages(raw.provider, raw.streaming, bytes.toString('utf8', raw.requestLength, raw.requestLength + raw.headLength))
+    const output = outputMessages(raw.provider, raw.streaming, mask(bytes.toString('utf8', raw.requestLength, raw.requestLength + raw.headLength), raw.streaming))
     if (output !== null) a['gen_ai.output.messages'] = output
   }
   return a

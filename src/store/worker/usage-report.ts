@@ -18,15 +18,17 @@ export interface UsageReport {
 
 const ZERO: Raw = { q: [] }
 
-export async function usageReport (ch: ClickHouseClient, r: UsageRange & { bucket: Bucket }): Promise<UsageReport> {
+/** `keyId` narrows the report to one key of the account (the usage page's drill-down). */
+export async function usageReport (ch: ClickHouseClient, r: UsageRange & { bucket: Bucket; keyId?: string | null }): Promise<UsageReport> {
+  const oneKey = r.keyId !== undefined && r.keyId !== null
   const rs = await ch.query({
     // The bucket expression comes from a fixed table; every value is a parameter.
     query: `SELECT ${BUCKETS[r.bucket]} AS t, key_id, model, provider, ${MEASURES}
       FROM usage_minute
       WHERE account_id = {accountId:UUID} AND minute >= toStartOfMinute({from:DateTime64(3, 'UTC')})
-        AND minute < {to:DateTime64(3, 'UTC')}
+        AND minute < {to:DateTime64(3, 'UTC')}${oneKey ? ' AND key_id = {keyId:UUID}' : ''}
       GROUP BY GROUPING SETS ((), (t), (key_id), (model), (provider))`,
-    query_params: { accountId: r.accountId, from: chTime(r.from), to: chTime(r.to) },
+    query_params: { accountId: r.accountId, from: chTime(r.from), to: chTime(r.to), ...(oneKey ? { keyId: r.keyId } : {}) },
     // A column outside a row's grouping set comes back NULL, which tells the sets apart.
     clickhouse_settings: { group_by_use_nulls: 1 },
     format: 'JSONEachRow',

@@ -1,0 +1,133 @@
+// Calls between the main thread and a front thread over one port, both ways: requests answered by a
+// promise, and notes that want no answer. What a side sends in one turn of its event loop leaves as one
+// message (a postMessage costs tens of µs; a burst of requests pays it once), moved buffers included.
+import type { MessagePort, Worker } from 'node:worker_threads'
+
+type Item =
+  | { readonly k: 'req'; readonly id: number; readonly op: string; readonly args: unknown }
+  | { readonly k: 'ok'; readonly id: number; readonly value: unknown }
+  | { readonly k: 'err'; readonly id: number; readonly message: string }
+  | { readonly k: 'note'; readonly op: string; readonly args: unknown }
+
+/** One turn's items. */
+export interface HubMessage {
+  readonly hub: readonly Item[]
+}
+
+export type Handler = (args: never) => unknown
+export type NoteHandler = (args: never) => void
+
+interface Pending {
+  resolve (value: unknown): void
+  reject (err: Error): void
+}
+
+export class HubError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'HubError'
+  }
+}
+
+export class Hub {
+  readonly #port: MessagePort | Worker
+  readonly #handlers: Readonly<Record<string, Handler>>
+  readonly #notes: Readonly<Record<string, NoteHandler>>
+  readonly #pending = new Map<number, Pending>()
+  #nextId = 1
+  #out: Item[] = []
+  #transfer: ArrayBuffer[] = []
+  #scheduled = false
+  #gone: string | null = null
+  readonly #flush = (): void => { this.flush() }
+
+  constructor (port: MessagePort | Worker, handlers: Record<string, Handler>, notes: Record<string, NoteHandler>) {
+    this.#port = port
+    this.#handlers = handlers
+    this.#notes = notes
+    port.on('message', (msg: unknown) => {
+      if (typeof msg === 'object' && msg !== null && 'hub' in msg) this.#receive((msg as HubMessage).hub)
+    })
+  }
+
+  /** Asks the other side; rejects when it answers with an error or is gone. */
+  request<T> (op: string, args: unknown = null, transfer?: ArrayBuffer): Promise<T> {
+    if (this.#gone !== null) return Promise.reject(new HubError(this.#gone))
+    const id = this.#nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      this.#push({ k: 'req', id, op, args }, transfer)
+    })
+  }
+
+  note (op: string, args: unknown = null): void {
+    if (this.#gone === null) this.#push({ k: 'note', op, args })
+  }
+
+  /** Sends what this turn queued now (before a close, say). */
+  flush (): void {
+    this.#scheduled = false
+    if (this.#out.length === 0 || this.#gone !== null) return
+    const msg: HubMessage = { hub: this.#out }
+    const transfer = this.#transfer
+    this.#out = []
+    this.#transfer = []
+    this.#port.postMessage(msg, transfer)
+  }
+
+  /** The other side is gone (its thread exited): what waits for it fails, and nothing more is sent. */
+  gone (why: string): void {
+    if (this.#gone !== null) return
+    this.#gone = why
+    this.#out = []
+    this.#transfer = []
+    for (const p of this.#pending.values()) p.reject(new HubError(why))
+    this.#pending.clear()
+  }
+
+  #push (item: Item, transfer?: ArrayBuffer): void {
+    this.#out.push(item)
+    if (transfer !== undefined) this.#transfer.push(transfer)
+    if (!this.#scheduled) {
+      this.#scheduled = true
+      // After the poll phase: every request of this burst leaves in the same message.
+      setImmediate(this.#flush)
+    }
+  }
+
+  #receive (items: readonly Item[]): void {
+    for (const item of items) {
+      switch (item.k) {
+        case 'req': this.#serve(item.id, item.op, item.args); break
+        case 'note': this.#notes[item.op]?.(item.args as never); break
+        case 'ok': this.#settle(item.id)?.resolve(item.value); break
+        case 'err': this.#settle(item.id)?.reject(new HubError(item.message)); break
+      }
+    }
+  }
+
+  #settle (id: number): Pending | undefined {
+    const p = this.#pending.get(id)
+    this.#pending.delete(id)
+    return p
+  }
+
+  #serve (id: number, op: string, args: unknown): void {
+    const handler = this.#handlers[op]
+    if (handler === undefined) { this.#push({ k: 'err', id, message: `no such call: ${op}` }); return }
+    let value: unknown
+    try {
+      value = handler(args as never)
+    } catch (err) {
+      this.#push({ k: 'err', id, message: err instanceof Error ? err.message : String(err) })
+      return
+    }
+    if (value instanceof Promise) {
+      value.then((v: unknown) => { this.#push({ k: 'ok', id, value: v }) }, (err: unknown) => {
+        this.#push({ k: 'err', id, message: err instanceof Error ? err.message : String(err) })
+      })
+    } else {
+      this.#push({ k: 'ok', id, value })
+    }
+  }
+}
