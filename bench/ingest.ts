@@ -1,15 +1,20 @@
 // Trace ingest: (1) the traces per second the store worker sustains into embedded ClickHouse with ~2 KB
 // prompts and answers, and the posting thread's event-loop delay meanwhile; (2) the same with traces
 // offered at the target rate (20,000/s), the posting thread's delay while the worker keeps up; (3) proxy
-// throughput with tracing on against off, and a check that the traced server stored one row per call
-// it answered. Prints one JSON line per case. Settings: BENCH_INGEST_SECONDS (s, default 10),
-// BENCH_INGEST_TRACES (stop after this many traces, default no limit), BENCH_INGEST_BATCH (traces per
-// message, default 500, about the most the front thread's sink sends in one), BENCH_INGEST_PER_TURN
-// (traces packed per event-loop turn, as exchanges end, default 25), BENCH_INGEST_RATE (the paced case's
-// traces/s, 20000), BENCH_DURATION (s, 10), BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: store,
-// paced, proxy).
+// throughput with tracing on against off, a check that the traced server stored one row per call it
+// answered, and how soon a call is listed by the read API while the traced server takes a fixed rate: a
+// probe call every 100 ms, its list polled every 20 ms. Prints one JSON line per case.
+// Settings: BENCH_INGEST_SECONDS (s, default 10), BENCH_INGEST_TRACES (stop after this many traces,
+// default no limit), BENCH_INGEST_BATCH (traces per message, default 500, about the most the front
+// thread's sink sends in one), BENCH_INGEST_PER_TURN (traces packed per event-loop turn, as exchanges end,
+// default 25), BENCH_INGEST_RATE (the paced case's traces/s, 20000), BENCH_DURATION (s, 10),
+// BENCH_CONNECTIONS (50), BENCH_VISIBLE_RATE (the probed run's req/s, 2000), BENCH_SKIP (comma list of:
+// store, paced, proxy). The TRACEGATE_TRACE_* variables of the environment reach the store (flush
+// interval, batch rows) in every case. Each case also splits the CPU it measured by thread, from /proc:
+// the posting (or proxy) thread, ClickHouse's merges, ClickHouse's other threads (inserts, queries), and
+// the rest (the store worker's JavaScript, V8's garbage collection helpers, libuv's pool).
 import autocannon from 'autocannon'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
@@ -19,7 +24,7 @@ import { newRequestId } from '../src/ids.js'
 import { StoreClient } from '../src/store/client.js'
 import { TraceBatchWriter, type EncodedTraces } from '../src/store/trace-codec.js'
 import type { TraceStats } from '../src/store/trace-types.js'
-import { mainThreadCpuUs, processCpuUs, proxyBody, skipped as skip, startMock, startTracegate } from './processes.js'
+import { mainThreadCpuUs, processCpuUs, proxyBody, skipped as skip, startMock, startTracegate, tracegateCli, type TracegateProc } from './processes.js'
 
 const ingestSeconds = Number(process.env.BENCH_INGEST_SECONDS ?? 10)
 const ingestTraces = Number(process.env.BENCH_INGEST_TRACES ?? Infinity)
@@ -28,12 +33,49 @@ const perTurn = Number(process.env.BENCH_INGEST_PER_TURN ?? 25)
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const pacedRate = Number(process.env.BENCH_INGEST_RATE ?? 20_000)
+const visibleRate = Number(process.env.BENCH_VISIBLE_RATE ?? 2_000)
 
 const ACCOUNT_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'
 const KEY_ID = '0190a1b2-c3d4-7e5f-8a9b-6c7d8e9f0a1b'
 
 const round2 = (x: number): number => Math.round(x * 100) / 100
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
+
+/** CPU (µs) of a process's live threads by kind: its main thread, ClickHouse's merges, ClickHouse's other threads, the rest. */
+interface ThreadCpu { main: number; merges: number; clickhouse: number; node: number }
+
+function threadCpu (pid: number): ThreadCpu {
+  const cpu: ThreadCpu = { main: 0, merges: 0, clickhouse: 0, node: 0 }
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string
+    try { stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8') } catch { continue }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const us = (Number(fields[11]) + Number(fields[12])) * 10_000
+    // Threads Node starts are all named "node"; ClickHouse names its own (MergeMutate runs the merges).
+    if (Number(tid) === pid) cpu.main += us
+    else if (name === 'MergeMutate') cpu.merges += us
+    else if (name === 'node') cpu.node += us
+    else cpu.clickhouse += us
+  }
+  return cpu
+}
+
+/**
+ * The CPU a case used, `total` µs in all, per unit of work and by thread. Threads that ended during the
+ * case took their time with them: that share is counted in `node` (ClickHouse's named threads live on).
+ */
+function cpuSplit (before: ThreadCpu, after: ThreadCpu, total: number, per: number): Record<string, number> {
+  const main = after.main - before.main
+  const merges = after.merges - before.merges
+  const clickhouse = after.clickhouse - before.clickhouse
+  return {
+    main: round2(main / per),
+    merges: round2(merges / per),
+    clickhouse_other: round2(clickhouse / per),
+    node_other: round2(Math.max(0, total - main - merges - clickhouse) / per),
+  }
+}
 
 function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'ingest', ...obj }) + '\n')
@@ -54,11 +96,14 @@ function tempDir (tag: string): string {
   return dir
 }
 
+/** The trace settings of the environment (TRACEGATE_TRACE_FLUSH_MS, TRACEGATE_TRACE_BATCH_ROWS, …). */
+const traceConfig = loadConfig(process.env).traces
+
 function openStore (dataDir: string): StoreClient {
   const store = new StoreClient({
     dataDir,
     clickhouse: null,
-    traces: { ...loadConfig({}).traces },
+    traces: { ...traceConfig },
     pricingFile: null,
     testSeams: true,
     warn: (msg, fields) => { process.stderr.write(`store: ${msg} ${JSON.stringify(fields)}\n`) },
@@ -176,7 +221,7 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
  * event-loop delay while the worker keeps up with it.
  */
 async function storeWorkerCase (rate: number | null): Promise<void> {
-  const traces = loadConfig({}).traces
+  const traces = traceConfig
   const store = openStore(tempDir('store'))
   await store.call('migrate')
   // Rows posted and not yet written (in messages, in the worker's queue, or in an insert) stay under
@@ -187,6 +232,7 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
   let buildMs = 0
   let postMs = 0
   delay.enable()
+  const threads0 = threadCpu(process.pid)
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const deadline = t0 + ingestSeconds * 1000
@@ -228,6 +274,7 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
   const flushed = await store.call('flushTraces')
   const seconds = (performance.now() - t0) / 1000
   const cpu = process.cpuUsage(cpu0)
+  const threads = cpuSplit(threads0, threadCpu(process.pid), cpu.user + cpu.system, posted)
   delay.disable()
   const { rows } = await countRows(store)
   await store.close()
@@ -247,6 +294,11 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
     // threads): on a busy machine the rate falls with the CPU left over, this much less so.
     cpu_us_per_trace: round2((cpu.user + cpu.system) / posted),
     cores_used: round2((cpu.user + cpu.system) / 1e6 / seconds),
+    // main: this (posting) thread; merges and clickhouse_other: chDB's threads; node_other: the store
+    // worker's JavaScript, garbage collection and libuv.
+    cpu_us_per_trace_by_thread: threads,
+    flush_ms: traces.flushMs,
+    batch_rows: traces.batchRows,
     post_us_per_trace: round2(postMs * 1000 / posted),
     rows,
     dropped: flushed.dropped,
@@ -263,9 +315,11 @@ async function storeWorkerCase (rate: number | null): Promise<void> {
 // ---- 2. proxy throughput, tracing on against off ---------------------------------------------------
 
 
-interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number; proxyThreadUsPerRequest: number }
+interface Run { rps: number; ok: number; non2xx: number; errors: number; cpuUsPerRequest: number; proxyThreadUsPerRequest: number; byThread: Record<string, number> }
 
-async function load (url: string, key: string, seconds: number, pid: number): Promise<Run> {
+/** `rate`: requests per second over all connections (autocannon's overallRate); null: as fast as they go. */
+async function load (url: string, key: string, seconds: number, pid: number, rate: number | null = null): Promise<Run> {
+  const threads0 = threadCpu(pid)
   const cpu0 = processCpuUs(pid)
   const main0 = mainThreadCpuUs(pid)
   const r = await autocannon({
@@ -276,13 +330,53 @@ async function load (url: string, key: string, seconds: number, pid: number): Pr
     connections,
     duration: seconds,
     timeout: 20,
+    ...(rate === null ? {} : { overallRate: rate }),
   })
   // autocannon counts responses per status class; its typings here leave them out.
   const ok = Number((r as unknown as Record<string, unknown>)['2xx'] ?? 0)
   const n = Math.max(1, r.requests.total)
-  const cpuUsPerRequest = (processCpuUs(pid) - cpu0) / n
+  const cpu = processCpuUs(pid) - cpu0
+  const cpuUsPerRequest = cpu / n
   const proxyThreadUsPerRequest = (mainThreadCpuUs(pid) - main0) / n
-  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest, proxyThreadUsPerRequest }
+  const byThread = cpuSplit(threads0, threadCpu(pid), cpu, n)
+  return { rps: r.requests.average, ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpuUsPerRequest, proxyThreadUsPerRequest, byThread }
+}
+
+/** The user label of the visibility probe's calls: the list filtered by it holds only them. */
+const PROBE_USER = 'visibility-probe'
+
+/**
+ * Until `done`: a call (labelled PROBE_USER) every 100 ms while the load runs, and the ms from its answer
+ * until the read API's list shows it (polled every 20 ms; 10 s at most, then Infinity). Returns the
+ * latencies and the probe calls answered 200 (they are rows like the load's).
+ */
+async function visibility (tg: TracegateProc, dashboard: string, readKey: string, done: () => boolean): Promise<{ ms: number[]; ok: number }> {
+  const ms: number[] = []
+  let ok = 0
+  while (!done()) {
+    const res = await fetch(`${tg.url}/api/alpha_service/chat_completion`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-tracegate-user': PROBE_USER }, body: proxyBody(tg.key, false),
+    })
+    await res.arrayBuffer()
+    const answered = performance.now()
+    if (res.status === 200) ok++
+    const id = res.headers.get('x-request-id')
+    for (;;) {
+      const list = await fetch(`${dashboard}/api/v1/traces?user=${PROBE_USER}&limit=5`, { headers: { authorization: `Bearer ${readKey}` } })
+      const page = await list.json() as { traces?: Array<{ trace_id: string }> }
+      if (page.traces?.some((x) => x.trace_id === id) === true) { ms.push(performance.now() - answered); break }
+      if (performance.now() - answered > 10_000) { ms.push(Infinity); break }
+      await sleep(20)
+    }
+    await sleep(100)
+  }
+  return { ms, ok }
+}
+
+function percentile (xs: readonly number[], p: number): number | null {
+  if (xs.length === 0) return null
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]!
 }
 
 async function proxyCase (): Promise<void> {
@@ -296,14 +390,29 @@ async function proxyCase (): Promise<void> {
   cleanups.push(() => off.stop())
   const on = await startTracegate(mock.url, { TRACEGATE_TRACES: 'on', TRACEGATE_DETECTION: 'off', TRACEGATE_DATA_DIR: onDir })
   cleanups.push(() => on.stop())
+  // serve prints the dashboard's address right after the proxy's, maybe in a later chunk.
+  let dashboard: string | undefined
+  for (let i = 0; i < 100 && dashboard === undefined; i++) {
+    dashboard = /dashboard on (http:\/\/\S+)/.exec(on.proc.output.join(''))?.[1]
+    if (dashboard === undefined) await sleep(50)
+  }
+  if (dashboard === undefined) throw new Error('the traced tracegate did not say where its dashboard listens')
+  // Through the running server's admin socket, found in its data directory (onDir, not the one startTracegate made).
+  const readKey = (tracegateCli({ ...on, dataDir: onDir }, ['key', 'create', '--account', on.accountId, '--scope', 'read']) as { key: string }).key
+  const visible: number[] = []
 
   // Every call the traced server answered, warm-up included, must be a row.
   let responses = 0
   let onNon2xx = 0
   let onRuns = 0
-  const loadOn = async (seconds: number): Promise<Run> => {
-    const r = await load(on.url, on.key, seconds, on.pid)
-    responses += r.ok
+  const loadOn = async (seconds: number, rate: number | null = null, probed = false): Promise<Run> => {
+    let done = false
+    const probe = probed ? visibility(on, dashboard, readKey, () => done) : Promise.resolve({ ms: [], ok: 0 })
+    const r = await load(on.url, on.key, seconds, on.pid, rate)
+    done = true
+    const p = await probe
+    visible.push(...p.ms)
+    responses += r.ok + p.ok
     onNon2xx += r.non2xx
     onRuns++
     return r
@@ -318,6 +427,7 @@ async function proxyCase (): Promise<void> {
   const cpuOn: number[] = []
   const mainOff: number[] = []
   const mainOn: number[] = []
+  const splitOn: Array<Record<string, number>> = []
   let errors = 0
   for (let i = 0; i < 2; i++) {
     const a = await load(off.url, off.key, duration, off.pid)
@@ -328,8 +438,13 @@ async function proxyCase (): Promise<void> {
     cpuOn.push(b.cpuUsPerRequest)
     mainOff.push(a.proxyThreadUsPerRequest)
     mainOn.push(b.proxyThreadUsPerRequest)
+    splitOn.push(b.byThread)
     errors += a.errors + a.non2xx + b.errors + b.non2xx
   }
+
+  // How soon a call is listed at a fixed rate, the load of the freshness target.
+  const paced = await loadOn(duration, visibleRate, true)
+  errors += paced.errors + paced.non2xx
 
   // Let the last batch reach the worker, then SIGTERM (which flushes every trace) and read the rows
   // straight from the data dir.
@@ -358,6 +473,9 @@ async function proxyCase (): Promise<void> {
     // a core to spare for the store worker and ClickHouse, this would be the throughput ratio's bound.
     proxy_thread_us_per_request_off: round2(mean(mainOff)),
     proxy_thread_us_per_request_on: round2(mean(mainOn)),
+    // The traced server's CPU per request by thread (see cpuSplit), per run.
+    cpu_us_per_request_on_by_thread: splitOn,
+    flush_ms: traceConfig.flushMs,
     errors,
     rows,
     rows_by_outcome: byOutcome,
@@ -365,7 +483,12 @@ async function proxyCase (): Promise<void> {
     // autocannon drops the calls in flight when a run's time is up (one per connection); the server
     // traces them as client_aborted, or ok when it had already answered: rows without a response.
     rows_without_response: rows - responses - onNon2xx,
-    target_ratio: 0.9,
+    // From a probe call's answer until the read API lists it, at BENCH_VISIBLE_RATE.
+    visible_rate: visibleRate,
+    visible_rps: Math.round(paced.rps),
+    visible_ms: { n: visible.length, p50: percentile(visible, 50), p99: percentile(visible, 99), max: percentile(visible, 100) },
+    target_ratio: 0.8,
+    target_visible_p99_ms: 2000,
   })
   if ((byOutcome.ok ?? 0) < responses || rows > responses + onNon2xx + onRuns * connections) {
     process.stderr.write(`proxy_tracing: ${responses} 2xx responses but ${rows} trace rows ${JSON.stringify(byOutcome)}\n`)
@@ -376,7 +499,7 @@ async function proxyCase (): Promise<void> {
 async function main (): Promise<void> {
   // Bounded in time whatever happens: the cases' own durations plus a generous margin for start-up,
   // warm-up and flushing.
-  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('paced') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 6 * duration + 120)
+  const budgetS = (skip.has('store') ? 0 : ingestSeconds + 60) + (skip.has('paced') ? 0 : ingestSeconds + 60) + (skip.has('proxy') ? 0 : 7 * duration + 120)
   const watchdog = setTimeout(() => {
     process.stderr.write(`ingest bench exceeded ${budgetS} s; stopping\n`)
     process.exitCode = 1

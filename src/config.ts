@@ -237,7 +237,7 @@ export function loadConfig (env: Env = process.env): Config {
     traces: Object.freeze({
       enabled: bool(env, 'TRACEGATE_TRACES', true),
       maxBodyBytes: int(env, 'TRACEGATE_TRACE_MAX_BODY_BYTES', 1024 * 1024, 0, 64 * 1024 * 1024),
-      flushMs: int(env, 'TRACEGATE_TRACE_FLUSH_MS', 500, 10, 60_000),
+      flushMs: int(env, 'TRACEGATE_TRACE_FLUSH_MS', 5000, 10, 60_000),
       batchRows: int(env, 'TRACEGATE_TRACE_BATCH_ROWS', 5000, 1, 1_000_000),
       queueRows: int(env, 'TRACEGATE_TRACE_QUEUE_ROWS', 100_000, 1, 10_000_000),
       spoolMaxBytes: int(env, 'TRACEGATE_SPOOL_MAX_BYTES', 1024 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),

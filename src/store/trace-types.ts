@@ -135,8 +135,8 @@ export interface InsertLatency {
 }
 
 /**
- * What the dashboard's live list shows of a trace, sent to the front thread once its row is stored
- * (written to ClickHouse, or replayed from the spool), so what is shown live is what is stored.
+ * What the dashboard's live list shows of a trace, sent to the front thread once its row is built: from
+ * then on the trace list and the detail show it too, from the store worker's memory until it is inserted.
  */
 export interface TraceSummary {
   readonly account_id: string

@@ -183,6 +183,9 @@ t.test('100 traces: all arrive live, and after a reload load-more pages through 
   t.same([...all].filter((id) => !ids.includes(id)), [], `every trace of the account is listed (${ids.length} rows)`)
   t.same(ids.filter((id) => !all.has(id)), [], 'nothing else is listed')
 
+  // The pages may answer rows from the store worker's memory; the truth they are checked against is
+  // read from ClickHouse once everything is inserted.
+  await d.tg.store.call('flushTraces')
   const times = await d.tg.store.call('testQuery', {
     query: 'SELECT toString(trace_id) AS id, toUnixTimestamp64Milli(time) AS ms, provider FROM traces WHERE account_id = {a:UUID}',
     params: { a: accountId },
@@ -295,22 +298,24 @@ t.test('while calls are being written, the usage page\'s totals agree with its o
   t.same(mismatches, [], 'every load: the requests total equals the sum of each breakdown')
 })
 
-t.test('a call traced while ClickHouse was away shows up live once its spooled row is replayed, not before', async (t) => {
+t.test('a call traced while ClickHouse is away shows live at once, and is listed once after its spooled row is replayed', async (t) => {
   await openList()
   const warm = await call('gamma', `before the outage ${nonce('spool')}`)
   await rowOf(warm.traceId).waitFor()
   t.ok(await d.tg.store.call('testSwitchConnection', { server: { url: `http://127.0.0.1:${await closedPort()}`, username: 'default', password: '', database: 'default', compression: false } }), 'the store now talks to an address that refuses')
   const away = await call('gamma', `during the outage ${nonce('spool')}`)
   t.equal(away.status, 200, `answered while the store is away (${said(away)})`)
+  await rowOf(away.traceId).waitFor()
+  t.pass('shown live as soon as its row is built, before any insert')
   let stats = await d.tg.store.call('flushTraces')
   for (let i = 0; i < 100 && (stats?.spooled ?? 0) < 1; i++) { await page.waitForTimeout(100); stats = await d.tg.store.call('flushTraces') }
   t.ok((stats?.spooled ?? 0) >= 1, `its row went to the spool (${JSON.stringify(stats)})`)
-  await page.waitForTimeout(1000)
-  t.equal(await rowOf(away.traceId).count(), 0, 'not shown while it is not stored')
   t.ok(await d.tg.store.call('testSwitchConnection', { server: null }), 'the store is back')
-  const back = Date.now()
-  await rowOf(away.traceId).waitFor({ timeout: 15_000 })
-  t.pass(`shown live once replayed (${Date.now() - back} ms)`)
+  for (let i = 0; i < 150 && ((stats?.spoolBytes ?? 1) > 0 || !(stats?.clickhouseUp ?? false)); i++) { await page.waitForTimeout(100); stats = await d.tg.store.call('traceStats') }
+  t.equal(stats?.spoolBytes, 0, 'the spool is replayed')
+  await openList()
+  await rowOf(away.traceId).waitFor()
+  t.equal(await rowOf(away.traceId).count(), 1, 'a reload lists it, once')
 })
 
 t.test('no dialog, no uncaught error and no CSP violation on the dashboard\'s own pages', async (t) => {

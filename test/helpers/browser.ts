@@ -109,6 +109,9 @@ export async function openList (page: Page): Promise<void> {
   await page.goto('/traces')
   await page.locator('table[data-testid=trace-list]').waitFor()
   await page.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent?.trim() === 'live')
+  // The first page has been put in: a live trace that arrives while it loads is wiped by it (the list
+  // starts over when the page comes), and traces now arrive live within milliseconds of their call.
+  await page.waitForFunction(() => document.querySelector('[data-testid=trace-list-note]')?.textContent !== 'Loading…')
 }
 
 export async function screenshot (page: Page, name: string): Promise<void> {

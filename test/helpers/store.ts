@@ -5,11 +5,15 @@ import type { TraceRow } from '../../src/store/trace-types.js'
 import { until } from './wait.js'
 
 /** The stored row of one trace; what a page or an answer shows must be what is stored. */
-export function storedTrace (tg: Tracegate, accountId: string, traceId: string): Promise<TraceRow> {
-  return until(async () => {
+export async function storedTrace (tg: Tracegate, accountId: string, traceId: string): Promise<TraceRow> {
+  await until(async () => {
     await tg.store.call('flushTraces')
     return await tg.store.call('getTrace', { accountId, traceId })
-  }, { tries: 100, everyMs: 20, what: `stored trace ${traceId} of account ${accountId}` })
+  }, { tries: 100, everyMs: 20, what: `trace ${traceId} of account ${accountId}` })
+  // getTrace also answers from the rows waiting in the store worker's memory: once the worker holds the
+  // trace, one more flush inserts it, and the row is read back from ClickHouse.
+  await tg.store.call('flushTraces')
+  return (await tg.store.call('getTrace', { accountId, traceId }))!
 }
 
 /** Waits until every given trace of the account is stored. */

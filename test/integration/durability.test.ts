@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { join } from 'node:path'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { insertInbox } from '../../src/store/worker/connect.js'
+import { EncodedRow, readSummary } from '../../src/store/worker/tsv-read.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { closedPort, tempDir, testConfig } from '../helpers/server.js'
@@ -144,11 +145,27 @@ interface SpoolFile { readonly name: string; readonly rows: Array<Record<string,
 function spoolFiles (): SpoolFile[] {
   let names: string[] = []
   try { names = readdirSync(spoolDir) } catch { return [] }
-  return names.filter((n) => n.endsWith('.tsv')).sort().map((name) => ({
-    name,
-    // A spool file's first line lists the batch's rows (their summaries); the TabSeparated batch follows.
-    rows: JSON.parse(readFileSync(join(spoolDir, name), 'utf8').split('\n', 1)[0]!) as Array<Record<string, unknown>>,
-  }))
+  // Batches in the spool, not the write-ahead segment of a batch still taking rows (wal-…).
+  return names.filter((n) => /^\d{16}-.*\.tsv$/.test(n)).sort().map((name) => ({ name, rows: spooledRows(readFileSync(join(spoolDir, name))) }))
+}
+
+/**
+ * The rows of a spool file. Most files' first line lists the batch's rows (their summaries) and the
+ * TabSeparated batch follows its columns line; a segment taken over (`.rows.tsv`) is its columns line
+ * and the rows alone, read back from their bytes.
+ */
+function spooledRows (bytes: Buffer): Array<Record<string, unknown>> {
+  const nl = bytes.indexOf(0x0a)
+  const first = JSON.parse(bytes.toString('utf8', 0, nl)) as unknown[]
+  if (first.length === 0 || typeof first[0] !== 'string') return first as Array<Record<string, unknown>>
+  const rows: Array<Record<string, unknown>> = []
+  const r = new EncodedRow()
+  for (let at = nl + 1; at < bytes.length;) {
+    const end = bytes.indexOf(0x0a, at) + 1
+    rows.push({ ...readSummary(r.index(bytes, at, end)) })
+    at = end
+  }
+  return rows
 }
 
 function spooledIds (accountId: string): string[] {

@@ -53,7 +53,9 @@ const before = await (async () => {
     })
     copyFileSync(join(MIGRATIONS_DIR, '006_limits.sql'), join(migrations, '006_limits.sql'))
     const first = await store.call('migrate')
-    copyFileSync(join(MIGRATIONS_DIR, '006_limits.sql'), join(migrations, '007_limits_again.sql'))
+    // Under a number no shipped migration takes: the server below starts on this store and must still
+    // apply every shipped migration after 006.
+    copyFileSync(join(MIGRATIONS_DIR, '006_limits.sql'), join(migrations, '999_limits_again.sql'))
     const again = await store.call('migrate')
     // The reads below are today's code, which reads the columns of the migrations shipped after 006 too.
     for (const f of shipped.filter((f) => f > '006_limits.sql')) copyFileSync(join(MIGRATIONS_DIR, f), join(migrations, f))
@@ -126,7 +128,7 @@ t.test('rows from before migration 006 read as no limits, and the migration runs
   t.ok(shipped.includes('006_limits.sql'), 'migration 006 ships')
   t.notOk(before.upTo005.includes('006_limits.sql'), 'the store was migrated up to 005 first')
   t.same(before.first, ['006_limits.sql'], '006 applied')
-  t.same(before.again, ['007_limits_again.sql'], 'its statements ran again without an error')
+  t.same(before.again, ['999_limits_again.sql'], 'its statements ran again without an error')
   t.same(before.info?.limits, NO_LIMITS, 'the old key has no limits')
   t.same(before.info?.accountLimits, NO_LIMITS, 'nor has its account')
   t.same(before.listed[0]?.limits, NO_LIMITS, 'listKeys agrees')

@@ -17,6 +17,7 @@ import { connect, insertInbox, insertTsv } from '../../src/store/worker/connect.
 import { migrate } from '../../src/store/worker/migrate.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
+import { EncodedRow, readSummary } from '../../src/store/worker/tsv-read.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -283,10 +284,18 @@ t.test('labelled rows survive the spool and its replay', async (t) => {
   await statsWhen(r, 'the batch is spooled', (s) => s.spooled >= 3)
   const files = readdirSync(spoolDir).filter((f) => f.endsWith('.tsv'))
   t.equal(files.length, 1, 'one spool file')
-  t.match(files[0], /^\d{16}-[0-9a-f-]{36}\.v2\.tsv$/, 'named as a batch with its columns line')
-  const [summaries, columns] = readFileSync(join(spoolDir, files[0]!), 'utf8').split('\n', 2)
-  t.same((JSON.parse(summaries!) as Array<{ trace_id: string }>).map((x) => x.trace_id), metas.map((m) => m.traceId), 'its first line lists its rows')
-  t.same(JSON.parse(columns!), TRACE_COLUMNS, 'its second line names its columns')
+  // The batch's write-ahead segment, taken over by the spool: its columns line, then its rows.
+  t.match(files[0], /^\d{16}-[0-9a-f-]{36}\.rows\.tsv$/, 'named as a batch of rows with its columns line')
+  const bytes = readFileSync(join(spoolDir, files[0]!))
+  const nl = bytes.indexOf(0x0a)
+  t.same(JSON.parse(bytes.toString('utf8', 0, nl)), TRACE_COLUMNS, 'its first line names its columns')
+  const spooled: string[] = []
+  for (let at = nl + 1; at < bytes.length;) {
+    const end = bytes.indexOf(0x0a, at) + 1
+    spooled.push(readSummary(new EncodedRow().index(bytes, at, end)).trace_id)
+    at = end
+  }
+  t.same(spooled, metas.map((m) => m.traceId), 'its rows follow')
   unblock()
   const s = await statsWhen(r, 'the spool is replayed', (s) => s.spoolBytes === 0 && s.clickhouseUp && s.queued === 0)
   t.equal(s.replayed, 3, 'three rows replayed')

@@ -18,7 +18,8 @@ import { UsageCollector } from './usage-feedback.js'
 import { decodeTraces } from '../trace-codec.js'
 import type { SpanExport } from './spans.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
-import { keysLastUsed, listTraces } from './trace-queries.js'
+import { keysLastUsed, listTraces, type TraceFilter } from './trace-queries.js'
+import { recentPage, recentTrace } from './recent-traces.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
@@ -48,11 +49,14 @@ function warn (msg: string, fields: Record<string, unknown>): void {
   port.postMessage({ log: 'warn', msg, fields })
 }
 
-/** Accounts with a live list open on the dashboard; only their stored rows are reported. */
+/** Accounts with a live list open on the dashboard; only their rows are reported. */
 let watched: ReadonlySet<string> = new Set()
 
-/** Stored rows of watched accounts, as the live list's message text, one per account. */
-function written (summaries: readonly TraceSummary[]): void {
+/**
+ * Rows of watched accounts as soon as they are built, as the live list's message text, one per account.
+ * From then on the trace list and the trace's detail show them too (from memory until they are inserted).
+ */
+function published (summaries: readonly TraceSummary[]): void {
   if (watched.size === 0) return
   const byAccount = new Map<string, TraceListItem[]>()
   for (const s of summaries) {
@@ -85,7 +89,7 @@ function open (): Promise<void> {
       const built = exported === null
         ? usage.add.bind(usage)
         : (raw: RawTrace, row: TraceSummary | null) => { usage.add(raw, row); exported.add(raw, row) }
-      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, written, warn, built)
+      traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, published, warn, built)
     }
   })()
   return ready
@@ -122,7 +126,12 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'listKeys': return store.listKeys(args as never)
     case 'findUserByEmail': return store.findUserByEmail(args as never)
     case 'getUser': return store.getUser(args as never)
-    case 'listTraces': return listTraces(ch, args as never)
+    case 'listTraces': {
+      const f = args as TraceFilter
+      // The rows in memory are read before ClickHouse is asked: a row inserted in between is then in both
+      // answers (and shown once), never in neither.
+      return listTraces(ch, f, traces === null ? null : recentPage(traces.held(), f))
+    }
     case 'keysLastUsed': return keysLastUsed(ch, (args as { accountId: string }).accountId)
     case 'flushTraces':
       await traces?.flush()
@@ -130,6 +139,9 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
     case 'traceStats': return statsWithSpans()
     case 'getTrace': {
       const a = args as { accountId: string; traceId: string }
+      // A row leaves memory only once ClickHouse has it, so one not found here is asked of ClickHouse.
+      const recent = traces === null ? null : recentTrace(traces.held(), a.accountId, a.traceId)
+      if (recent !== null) return recent
       const rs = await ch.query({
         // The bloom filter on trace_id finds the granule; account_id keeps it the caller's.
         query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',

@@ -7,21 +7,34 @@
 // Files written before the caller's labels (migration 005) have no columns line and no `.v2` in their
 // name: their rows hold TRACE_COLUMNS_BEFORE_LABELS and replay as that. The tag in the name keeps an
 // older tracegate, whose pattern does not match it, from inserting a columns line as a row.
+// A `.usage.tsv` file holds only a batch's usage rollup (usage-rollup.ts): its rows were inserted, the
+// rollup right after them was not. Its summaries line is empty (it holds no trace row) and its columns are
+// USAGE_COLUMNS; it replays into usage_batches under its batch's token, in its place in the order.
+// A `.rows.tsv` file is a write-ahead segment (SegmentFile) the spool took over: its columns line, then
+// the rows exactly as they were appended when they arrived, with no summaries line (they are read back from
+// the rows). Segments still being written are `wal-<seq>-<token>.tsv`; one left by a process that ended
+// without inserting it is taken over at start, so its rows are replayed under their batch's token.
 // Every I/O failure is thrown to the caller (the trace writer decides what becomes of the rows); a folder
 // removed under a running process is made again.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
 import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
+import { USAGE_COLUMNS } from './usage-rollup.js'
+import { EncodedRow, readSummary } from './tsv-read.js'
 
 export interface SpooledBatch {
   readonly file: string
+  /** `usage`: only the usage rollup of a batch whose rows are already in ClickHouse. */
+  readonly kind: 'traces' | 'usage'
   readonly token: string
   /** The columns of the batch's rows, in their order. */
   readonly columns: readonly string[]
   readonly summaries: TraceSummary[]
   readonly tsv: Buffer
+  /** Bytes after the last whole row of a segment (a write the process did not finish): not inserted. */
+  readonly cut: number
 }
 
 /** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
@@ -32,7 +45,8 @@ export class SpoolReadError extends Error {
   }
 }
 
-const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2)?\.tsv$/
+const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2|\.usage|\.rows)?\.tsv$/
+const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})\.tsv$/
 
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
@@ -50,8 +64,10 @@ export class Spool {
     this.#dir = dir
     this.#maxBytes = maxBytes
     mkdirSync(dir, { recursive: true })
+    const segments: string[] = []
     for (const f of readdirSync(dir)) {
       if (f.endsWith('.tmp')) { rmSync(join(dir, f), { force: true }); continue }
+      if (SEGMENT.test(f)) { segments.push(f); continue }
       const m = NAME.exec(f)
       if (m === null) continue
       const size = statSync(join(dir, f)).size
@@ -60,6 +76,53 @@ export class Spool {
       this.#seq = Math.max(this.#seq, Number(m[1]))
     }
     this.#files.sort((a, b) => (a.name < b.name ? -1 : 1))
+    // Segments of a process that ended before inserting them hold rows it had taken: they are replayed
+    // after the spool, oldest first, whatever the byte bound (they are on disk already).
+    for (const f of segments.sort()) this.#takeOver(join(dir, f), SEGMENT.exec(f)![2]!, 0)
+  }
+
+  /**
+   * A new write-ahead segment for the batch with this token, named after it. Throws when it cannot be
+   * created.
+   */
+  openSegment (token: string): SegmentFile {
+    const name = `wal-${String(++segmentSeq).padStart(16, '0')}-${token}.tsv`
+    let fd: number
+    try {
+      fd = openSync(join(this.#dir, name), 'wx')
+    } catch (err) {
+      if (!isMissing(err)) throw err
+      mkdirSync(this.#dir, { recursive: true })
+      fd = openSync(join(this.#dir, name), 'wx')
+    }
+    const seg = new SegmentFile(join(this.#dir, name), token, fd)
+    try {
+      seg.append(SEGMENT_HEAD)
+    } catch (err) {
+      seg.discard()
+      throw err
+    }
+    return seg
+  }
+
+  /**
+   * Takes over a closed segment as a spool batch (a rename: its bytes are not written again). False when
+   * it does not fit under the byte limit; throws when it cannot be renamed.
+   */
+  adopt (seg: SegmentFile, rows: number): boolean {
+    seg.close()
+    if (this.#bytes + seg.bytes > this.#maxBytes) return false
+    this.#takeOver(seg.path, seg.token, rows)
+    return true
+  }
+
+  #takeOver (path: string, token: string, rows: number): void {
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.rows.tsv`
+    const size = statSync(path).size
+    renameSync(path, join(this.#dir, name))
+    this.#seq++
+    this.#files.push({ name, size, rows })
+    this.#bytes += size
   }
 
   get bytes (): number { return this.#bytes }
@@ -71,10 +134,19 @@ export class Spool {
    * it cannot be written.
    */
   append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(TRACE_COLUMNS) + '\n')
+    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts)
+  }
+
+  /** A batch's usage rollup alone (rows in USAGE_COLUMNS); false and throws as `append`. */
+  appendUsage (token: string, tsv: Uint8Array): boolean {
+    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv])
+  }
+
+  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[]): boolean {
+    const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(columns) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
-    const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.v2.tsv`
+    const name = `${String(this.#seq + 1).padStart(16, '0')}-${suffix}`
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
@@ -115,6 +187,7 @@ export class Spool {
     }
     try {
       const m = NAME.exec(f.name)!
+      if (m[3] === '.rows') return segmentBatch(f.name, m[2]!, bytes)
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
       const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
@@ -122,12 +195,18 @@ export class Spool {
       if (m[3] === undefined) {
         // Before the labels: their rows have none, so the live list's items of them have none either.
         const before = summaries.map((s) => ({ ...s, user: '', session: '', tags: [] }))
-        return { file: f.name, token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1) }
+        return { file: f.name, kind: 'traces', token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1), cut: 0 }
       }
       const nl2 = bytes.indexOf(0x0a, nl + 1)
       if (nl2 < 0) throw new Error('no columns line')
+      const tsv = bytes.subarray(nl2 + 1)
+      // The columns line goes into the INSERT's text: only these names are taken.
+      if (m[3] === '.usage') {
+        if (summaries.length !== 0 || bytes.toString('utf8', nl + 1, nl2) !== JSON.stringify(USAGE_COLUMNS)) throw new Error('not a usage rollup')
+        return { file: f.name, kind: 'usage', token: m[2]!, columns: USAGE_COLUMNS, summaries, tsv, cut: 0 }
+      }
       const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
-      return { file: f.name, token: m[2]!, columns, summaries, tsv: bytes.subarray(nl2 + 1) }
+      return { file: f.name, kind: 'traces', token: m[2]!, columns, summaries, tsv, cut: 0 }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
@@ -165,4 +244,66 @@ function traceColumns (v: unknown): readonly string[] {
     throw new Error('its columns line does not name columns of the traces table')
   }
   return v as string[]
+}
+
+/** A segment's first line: the columns of its rows, as in a spool file. */
+const SEGMENT_HEAD = Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n')
+
+/** Segment names of this process, in order. */
+let segmentSeq = 0
+
+/**
+ * A write-ahead segment: the rows of one batch appended as they arrive, before the batch is inserted, so
+ * a process that dies leaves them on disk for the next start. Plain writes without fsync: they survive
+ * the process, not the operating system. Writes throw as they fail.
+ */
+export class SegmentFile {
+  #fd: number | null
+  #bytes = 0
+
+  constructor (readonly path: string, readonly token: string, fd: number) {
+    this.#fd = fd
+  }
+
+  get bytes (): number { return this.#bytes }
+
+  append (b: Uint8Array): void {
+    if (this.#fd === null) throw new Error('the segment is closed')
+    for (let at = 0; at < b.length;) at += writeSync(this.#fd, b, at, b.length - at)
+    this.#bytes += b.length
+  }
+
+  /** No more rows: the descriptor is given back, the file stays. */
+  close (): void {
+    if (this.#fd === null) return
+    const fd = this.#fd
+    this.#fd = null
+    closeSync(fd)
+  }
+
+  /** The batch is stored (or given up): the file goes. */
+  discard (): void {
+    try { this.close() } catch { /* removed below all the same */ }
+    rmSync(this.path, { force: true })
+  }
+}
+
+/**
+ * A segment's rows as a batch: the columns line must name this version's columns (the rows are read
+ * back by them); the summaries for the live list and the rollup are read from the rows. A last row
+ * without its newline (a write the process did not finish) is left out and reported in `cut`.
+ */
+function segmentBatch (file: string, token: string, bytes: Buffer): SpooledBatch {
+  const nl = bytes.indexOf(0x0a)
+  if (nl < 0 || !bytes.subarray(0, nl + 1).equals(SEGMENT_HEAD)) throw new Error('its columns line does not name the columns of this version')
+  const end = bytes.lastIndexOf(0x0a) + 1
+  const tsv = bytes.subarray(nl + 1, end)
+  const summaries: TraceSummary[] = []
+  const r = new EncodedRow()
+  for (let at = 0; at < tsv.length;) {
+    const next = tsv.indexOf(0x0a, at) + 1
+    summaries.push(readSummary(r.index(tsv, at, next)))
+    at = next
+  }
+  return { file, kind: 'traces', token, columns: TRACE_COLUMNS, summaries, tsv, cut: bytes.length - end }
 }

@@ -2,7 +2,8 @@
 // filtered by the caller's account. The list pages with a keyset on (time, trace_id), the table's own
 // sort order after account_id, so page N costs what page 1 costs (never OFFSET).
 import type { ClickHouseClient } from '@clickhouse/client'
-import { chTime } from './connect.js'
+import { newestFirst } from './recent-traces.js'
+import { where } from './trace-filters.js'
 import type { TraceSummary } from '../trace-types.js'
 
 export interface TraceCursor {
@@ -11,6 +12,7 @@ export interface TraceCursor {
   readonly traceId: string
 }
 
+/** The list's filters; each is described once, for ClickHouse and for rows in memory, in trace-filters.ts. */
 export interface TraceFilter {
   readonly accountId: string
   /** Epoch ms, inclusive; null: no bound. */
@@ -43,51 +45,13 @@ const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, st
   outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd,
   user, session, tags`
 
-/** Filters that are one test each: the filter's field, and its clause naming that same parameter. */
-const EQUALS: ReadonlyArray<readonly ['provider' | 'model' | 'outcome' | 'keyId' | 'user' | 'session' | 'tag', string]> = [
-  ['provider', 'provider = {provider:String}'],
-  ['model', 'model = {model:String}'],
-  ['outcome', 'outcome = {outcome:String}'],
-  ['keyId', 'key_id = {keyId:UUID}'],
-  ['user', 'user = {user:String}'],
-  ['session', 'session = {session:String}'],
-  ['tag', 'has(tags, {tag:String})'],
-]
-
-/** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */
-function where (f: TraceFilter): { sql: string; params: Record<string, unknown> } {
-  const parts = ['account_id = {accountId:UUID}']
-  const params: Record<string, unknown> = { accountId: f.accountId }
-  if (f.from !== null) {
-    parts.push("time >= {from:DateTime64(3, 'UTC')}")
-    params.from = chTime(f.from)
-  }
-  if (f.to !== null) {
-    parts.push("time < {to:DateTime64(3, 'UTC')}")
-    params.to = chTime(f.to)
-  }
-  for (const [field, clause] of EQUALS) {
-    const value = f[field]
-    if (value === null) continue
-    parts.push(clause)
-    params[field] = value
-  }
-  if (f.cursor !== null) {
-    // Spelled out rather than as a tuple comparison: `time <= …` lets the primary key skip every granule
-    // newer than the cursor, so a deep page costs what the first one does (a tuple `<` scans them).
-    parts.push("time <= {cursorTime:DateTime64(3, 'UTC')}")
-    parts.push("(time < {cursorTime:DateTime64(3, 'UTC')} OR trace_id < {cursorId:UUID})")
-    params.cursorTime = f.cursor.time
-    params.cursorId = f.cursor.traceId
-  }
-  if (f.q !== null) {
-    parts.push('(positionCaseInsensitiveUTF8(prompt, {q:String}) > 0 OR positionCaseInsensitiveUTF8(response, {q:String}) > 0)')
-    params.q = f.q
-  }
-  return { sql: parts.join(' AND '), params }
-}
-
-export async function listTraces (ch: ClickHouseClient, f: TraceFilter): Promise<TracePage> {
+/**
+ * A page of the list. `recent`: the rows of the page's filter still held in memory, newest first, at most
+ * limit + 1 (recent-traces.ts; null when they cannot be filtered exactly). Both answers hold every row
+ * of the true page that each knows of, so their union by trace id, newest first, is the page: a row not
+ * inserted yet shows, a row in both shows once.
+ */
+export async function listTraces (ch: ClickHouseClient, f: TraceFilter, recent: readonly TraceSummary[] | null = null): Promise<TracePage> {
   const w = where(f)
   // One row more than asked tells whether another page exists.
   const rs = await ch.query({
@@ -96,11 +60,20 @@ export async function listTraces (ch: ClickHouseClient, f: TraceFilter): Promise
     query_params: { ...w.params, limit: f.limit + 1 },
     format: 'JSONEachRow',
   })
-  const rows = await rs.json<TraceSummary>()
+  const stored = await rs.json<TraceSummary>()
+  const rows = recent === null || recent.length === 0 ? stored : merged(stored, recent, f.limit + 1)
   const more = rows.length > f.limit
   const traces = more ? rows.slice(0, f.limit) : rows
   const last = traces[traces.length - 1]
   return { traces, next: more && last !== undefined ? { time: last.time, traceId: last.trace_id } : null }
+}
+
+/** The union of two newest-first lists by trace id (ClickHouse's row wins), newest first, at most `n`. */
+function merged (stored: readonly TraceSummary[], recent: readonly TraceSummary[], n: number): TraceSummary[] {
+  const ids = new Set(stored.map((r) => r.trace_id))
+  const all = [...stored]
+  for (const r of recent) if (!ids.has(r.trace_id)) all.push(r)
+  return all.sort(newestFirst).slice(0, n)
 }
 
 /** The last minute each key of the account was used in, from the usage rollup (no write per request). */

@@ -1,19 +1,28 @@
 // Trace batching in the store worker: rows are built and written as TabSeparated when they arrive, wait
-// in memory as bytes, and are inserted at least every flush interval or every batch of rows, each batch
-// with its own insert_deduplication_token. A batch ClickHouse refuses goes to the spool, and while the
-// spool holds anything new batches follow it there, so replay keeps their order. A replay loop drains
-// the spool once ClickHouse answers again. When memory and spool are both full, rows are dropped,
-// counted and logged: never silently.
+// in memory as bytes, and are inserted once a batch of rows or FLUSH_BYTES waits and at least every flush
+// interval, each batch with its own insert_deduplication_token and, right after it, its usage rollup with
+// the same token. Each batch is also a write-ahead segment in the spool directory (spool.ts, SegmentFile):
+// its rows are appended there as they arrive, before anything else sees them, and the file goes once the
+// batch is inserted, so a process that dies loses no row it took (an operating system crash can: there
+// is no fsync); the next start replays the segment under the same token, a no-op for a batch ClickHouse
+// already has. A batch ClickHouse refuses goes to the spool (its segment is renamed into it), and while
+// the spool holds anything new batches follow it there, so replay keeps their order. A replay loop drains the spool once ClickHouse
+// answers again. When memory and spool are both full, rows are dropped, counted and logged: never silently.
+// The rows waiting in memory (the queue and the batch being inserted) are what `held()` gives the
+// dashboard's queries (recent-traces.ts): a trace shows from the moment its row is built.
 import { randomUUID } from 'node:crypto'
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Pricing } from '../../pricing/index.js'
 import { insertTsv } from './connect.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from './rows.js'
 import { TraceMetrics } from './trace-metrics.js'
-import { SpoolReadError, type Spool, type SpooledBatch } from './spool.js'
+import { SpoolReadError, type SegmentFile, type Spool, type SpooledBatch } from './spool.js'
 import { decodeTraces, type EncodedTraces } from '../trace-codec.js'
 import type { RawTrace, TraceStats, TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
+import { EncodedRow, readSummary } from './tsv-read.js'
+import type { HeldRows } from './recent-traces.js'
+import { RowUsage, RowUsageBuilder, USAGE_COLUMNS, UsageBatch } from './usage-rollup.js'
 
 export interface TraceWriterOptions {
   readonly flushMs: number
@@ -36,7 +45,8 @@ export interface ClientHolder {
   client: ClickHouseClient
 }
 
-export type StoredListener = (rows: readonly TraceSummary[]) => void
+/** Rows for the live list: those of a message once built, and those of a spooled batch once replayed. */
+export type RowsListener = (rows: readonly TraceSummary[]) => void
 /** Each record of a batch once its row is built (null: a span-only record, or a row that failed to build). */
 export type BuiltListener = (raw: RawTrace, row: TraceSummary | null) => void
 export type Warn = (msg: string, fields: Record<string, unknown>) => void
@@ -47,20 +57,35 @@ export type Warn = (msg: string, fields: Record<string, unknown>) => void
  */
 const MAX_INSERT_BYTES = 64 * 1024 * 1024
 
+/**
+ * A batch is also inserted once the queue holds this many bytes. Waiting rows are Buffers, which V8
+ * counts as external memory: when more than 64 MB of it lives, V8 collects fully, and the worker then ran
+ * full collections every second (README, Benchmarks); 8 MB batches keep queue, insert and pool under that.
+ */
+const FLUSH_BYTES = 8 * 1024 * 1024
+
+/**
+ * Synchronous inserts: the batch is already a batch, and the deduplication token is checked against the
+ * table's window, not the async-insert queue's (chDB turns async_insert on by default).
+ */
+function insertSettings (token: string): Record<string, string | number> {
+  return { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }
+}
+
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 5_000
 
 /**
  * Rows that arrived together, already built and written as TabSeparated: their bytes back to back, where
- * each row ends, and their summaries (for the live list and the spool). Rows are encoded when they
- * arrive rather than at the insert, so what waits for the next flush is a buffer outside the JS heap
- * and one small object per row, not the row's whole record, which would outlive V8's young generation
- * and be copied by every scavenge while it waits.
+ * each row ends, and each row's share of the usage rollup. Rows are encoded when they arrive rather than
+ * at the insert, so what waits for the next flush, seconds of rows, is memory outside the JS heap and no
+ * object per row that V8 would promote and trace. Whatever else needs a row (the dashboard, the spool's
+ * summaries line) reads it back from the bytes (tsv-read.ts).
  */
-class EncodedRows {
+class EncodedRows implements HeldRows {
   /** True when another segment shares the memory (after a split): it is then never given back. */
   shared = false
-  constructor (readonly tsv: Buffer, readonly ends: number[], readonly summaries: TraceSummary[]) {}
+  constructor (readonly tsv: Buffer, readonly ends: number[], readonly usage: RowUsage) {}
 
   get rows (): number { return this.ends.length }
 
@@ -70,10 +95,17 @@ class EncodedRows {
   /** The first `n` rows as their own segment, and the rest. */
   split (n: number): [EncodedRows, EncodedRows] {
     const cut = this.bytesOf(n)
-    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n), this.summaries.slice(0, n))
-    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), this.summaries.slice(n))
+    const [usageHead, usageRest] = this.usage.split(n)
+    const head = new EncodedRows(this.tsv.subarray(0, cut), this.ends.slice(0, n), usageHead)
+    const rest = new EncodedRows(this.tsv.subarray(cut), this.ends.slice(n).map((e) => e - cut), usageRest)
     head.shared = rest.shared = true
     return [head, rest]
+  }
+
+  /** The live list's items of the rows, read back from their bytes. */
+  summaries (): TraceSummary[] {
+    const r = new EncodedRow()
+    return this.ends.map((end, i) => readSummary(r.index(this.tsv, i === 0 ? 0 : this.ends[i - 1]!, end)))
   }
 }
 
@@ -115,10 +147,16 @@ class RowBufferPool {
 const POOL_MIN_BYTES = 64 * 1024
 const POOL_BYTES = 32 * 1024 * 1024
 
-/** One insert's rows: their segments, in order, and all their summaries. */
-interface InsertBatch {
-  readonly segments: EncodedRows[]
-  readonly summaries: TraceSummary[]
+/**
+ * One insert's rows, in order, under its deduplication token, and the write-ahead file that holds them
+ * until ClickHouse or the spool does (null when it could not be written: the rows are then in memory only).
+ */
+class InsertBatch {
+  readonly token = randomUUID()
+  readonly segments: EncodedRows[] = []
+  rows = 0
+  bytes = 0
+  constructor (public file: SegmentFile | null) {}
 }
 
 export class TraceWriter {
@@ -128,12 +166,19 @@ export class TraceWriter {
   readonly #spool: Spool
   readonly #pricing: Pricing
   readonly #opts: TraceWriterOptions
-  readonly #onWritten: StoredListener
+  readonly #onRows: RowsListener
   readonly #onBuilt: BuiltListener | null
   readonly #warn: Warn
-  /** Rows waiting for an insert, oldest first, and how many. */
-  #queue: EncodedRows[] = []
+  /** Batches waiting for an insert, oldest first, then the one rows are added to; and how many rows all hold. */
+  #queue: InsertBatch[] = []
+  #open: InsertBatch | null = null
   #queued = 0
+  /** The write-ahead segments cannot be written: logged once, until one can again. */
+  #walError: string | null = null
+  /** The batch an insert is sending now: its rows are not in ClickHouse yet, nor in the queue. */
+  #sending: InsertBatch | null = null
+  /** Usage rollups of inserted rows that neither ClickHouse nor the spool took (usageAside). */
+  readonly #usageWaiting: Array<{ token: string; tsv: Buffer; rows: number }> = []
   readonly #buffers = new RowBufferPool()
   #chain: Promise<void> = Promise.resolve()
   #timer: NodeJS.Timeout
@@ -143,7 +188,7 @@ export class TraceWriter {
   /** Rows dropped since the current loss episode began (one log line at its start, one at its end). */
   #episodeDropped = 0
 
-  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onWritten: StoredListener, warn: Warn, onBuilt: BuiltListener | null = null) {
+  constructor (ch: ClientHolder, spool: Spool, pricing: Pricing, opts: TraceWriterOptions, onRows: RowsListener, warn: Warn, onBuilt: BuiltListener | null = null) {
     this.#onBuilt = onBuilt
     this.#ch = ch
     this.#spool = spool
@@ -155,7 +200,7 @@ export class TraceWriter {
       usage: this.#metrics.usage, inserts: this.#metrics.inserts,
     }
     this.#opts = opts
-    this.#onWritten = onWritten
+    this.#onRows = onRows
     this.#warn = warn
     this.stats.spoolBytes = spool.bytes
     this.#timer = setInterval(() => { void this.flush().catch(() => { /* logged by flush */ }) }, opts.flushMs)
@@ -176,6 +221,7 @@ export class TraceWriter {
     const w = new TsvWriter(this.#buffers.take(batch.length + 256 * raws.length))
     const ends: number[] = []
     const summaries: TraceSummary[] = []
+    const usage = new RowUsageBuilder(raws.length)
     for (const raw of raws) {
       if (!raw.stored) {
         this.#onBuilt?.(raw, null)
@@ -187,6 +233,7 @@ export class TraceWriter {
         encodeRecord(w, record)
         ends.push(w.size)
         summaries.push(record.summary)
+        usage.add(record.summary)
         row = record.summary
         this.#metrics.row(raw.provider, raw.model, row.input_tokens, row.output_tokens, row.cost_usd)
       } catch (err) {
@@ -195,44 +242,124 @@ export class TraceWriter {
       }
       this.#onBuilt?.(raw, row)
     }
-    if (ends.length > 0) this.#push(new EncodedRows(w.view(), ends, summaries))
-    // ClickHouse slower than the traffic: past the memory bound, the oldest rows go to the spool.
-    // Past the bound the spool takes the oldest rows, or they are dropped (memory is what is full).
-    while (this.#queued > this.#opts.queueRows) this.#toSpool(randomUUID(), this.#takeBatch())
-    if (this.#queued >= this.#opts.batchRows) void this.flush()
-  }
-
-  #push (segment: EncodedRows): void {
-    this.#queue.push(segment)
-    this.#queued += segment.rows
-    this.stats.queued = this.#queued
-  }
-
-  /** The oldest queued rows, up to the batch's row count and byte size (at least one row). */
-  #takeBatch (): InsertBatch {
-    const segments: EncodedRows[] = []
-    const summaries: TraceSummary[] = []
-    let bytes = 0
-    while (this.#queue.length > 0 && summaries.length < this.#opts.batchRows) {
-      let seg = this.#queue[0]!
-      // How many of this segment's rows fit, by count and by bytes (the first row of a batch always does).
-      let n = Math.min(seg.rows, this.#opts.batchRows - summaries.length)
-      while (n > 0 && bytes + seg.bytesOf(n) > MAX_INSERT_BYTES && !(summaries.length === 0 && n === 1)) n--
-      if (n === 0) break
-      if (n < seg.rows) {
-        const [head, rest] = seg.split(n)
-        this.#queue[0] = rest
-        seg = head
-      } else {
-        this.#queue.shift()
-      }
-      segments.push(seg)
-      for (const sm of seg.summaries) summaries.push(sm)
-      bytes += seg.tsv.length
+    let full = false
+    if (ends.length > 0) {
+      // On disk first, then shown: the rows are held (held()) until ClickHouse has them.
+      full = this.#push(new EncodedRows(w.view(), ends, usage.build()))
+      this.#onRows(summaries)
     }
-    this.#queued -= summaries.length
+    // ClickHouse slower than the traffic: past the memory bound, the oldest batches go to the spool, or
+    // are dropped when it refuses them (memory is what is full).
+    while (this.#queued > this.#opts.queueRows) this.#toSpool(this.#takeBatch())
+    if (full) {
+      const next = this.#chain.then(() => this.#flushOnce(false, false))
+      this.#chain = next.catch((err: unknown) => { this.#fault('flush', err) })
+    }
+  }
+
+  /**
+   * Adds rows to the open batch, and to its write-ahead segment, closing the batch once it holds
+   * batchRows rows or FLUSH_BYTES (the rows of a message are split across batches to keep to that).
+   * True when a batch was closed: it is inserted now rather than at the next interval.
+   */
+  #push (rows: EncodedRows): boolean {
+    let closed = false
+    let rest: EncodedRows | null = rows
+    while (rest !== null) {
+      const batch: InsertBatch = this.#open ??= new InsertBatch(this.#segment())
+      // How many rows fit, by count and by bytes (the first row of a batch always does).
+      let n = Math.min(rest.rows, this.#opts.batchRows - batch.rows)
+      while (n > 0 && batch.bytes + rest.bytesOf(n) > MAX_INSERT_BYTES && !(batch.rows === 0 && n === 1)) n--
+      if (n > 0) {
+        let part = rest
+        if (n < rest.rows) [part, rest] = rest.split(n)
+        else rest = null
+        this.#write(batch, part)
+        batch.segments.push(part)
+        batch.rows += part.rows
+        batch.bytes += part.tsv.length
+        this.#queued += part.rows
+      }
+      if (rest !== null || batch.rows >= this.#opts.batchRows || batch.bytes >= FLUSH_BYTES) {
+        this.#closeOpen()
+        closed = true
+      }
+    }
     this.stats.queued = this.#queued
-    return { segments, summaries }
+    return closed
+  }
+
+  /** A write-ahead segment for a new batch; null (logged once) when none can be written. */
+  #segment (): SegmentFile | null {
+    try {
+      const seg = this.#spool.openSegment(randomUUID())
+      if (this.#walError !== null) this.#warn('trace rows are written ahead to disk again', { was: this.#walError })
+      this.#walError = null
+      return seg
+    } catch (err) {
+      this.#walFailed(err)
+      return null
+    }
+  }
+
+  /** The rows appended to the batch's segment; when that fails, the batch is held in memory only. */
+  #write (batch: InsertBatch, rows: EncodedRows): void {
+    if (batch.file === null) return
+    try {
+      batch.file.append(rows.tsv)
+    } catch (err) {
+      batch.file.discard()
+      batch.file = null
+      this.#walFailed(err)
+    }
+  }
+
+  #walFailed (err: unknown): void {
+    if (this.#walError === null) {
+      this.#walError = (err as Error).message
+      this.#warn('trace rows cannot be written ahead to disk; they wait for their insert in memory only', { err: this.#walError })
+    }
+  }
+
+  /** The open batch joins the queue: no more rows are added to it. */
+  #closeOpen (): void {
+    const batch = this.#open
+    if (batch === null) return
+    this.#open = null
+    try {
+      batch.file?.close()
+    } catch (err) {
+      batch.file?.discard()
+      batch.file = null
+      this.#walFailed(err)
+    }
+    this.#queue.push(batch)
+  }
+
+  /**
+   * The rows held in memory, not yet in ClickHouse: the batch being inserted, then the queue, oldest first.
+   * Read synchronously: the buffers are given back for reuse only once their rows left both.
+   */
+  * held (): Iterable<HeldRows> {
+    if (this.#sending !== null) yield * this.#sending.segments
+    for (const batch of this.#queue) yield * batch.segments
+    if (this.#open !== null) yield * this.#open.segments
+  }
+
+  /** The oldest batch off the queue (the open one is closed first if it is the only one). */
+  #takeBatch (): InsertBatch {
+    if (this.#queue.length === 0) this.#closeOpen()
+    const batch = this.#queue.shift()!
+    this.#queued -= batch.rows
+    this.stats.queued = this.#queued
+    return batch
+  }
+
+  /** Rows of a batch that are stored (in ClickHouse or the spool) leave memory and its segment. */
+  #stored (batch: InsertBatch): void {
+    this.#buffers.give(batch.segments)
+    try { batch.file?.discard() } catch (err) { this.#fault('removing a write-ahead segment', err) }
+    batch.file = null
   }
 
   /**
@@ -250,35 +377,93 @@ export class TraceWriter {
     this.#warn(`trace writer ${what} failed`, { err: (err as Error).message })
   }
 
-  /** `probe`: try ClickHouse even though the last insert failed (the replay loop's attempt). */
-  async #flushOnce (probe: boolean): Promise<void> {
-    while (this.#queued > 0) {
+  /**
+   * `probe`: try ClickHouse even though the last insert failed (the replay loop's attempt). `open`: the
+   * batch rows are still added to goes too (a flush), not only the full ones (a batch that filled up).
+   */
+  async #flushOnce (probe: boolean, open = true): Promise<void> {
+    // What waits now goes; rows that arrive meanwhile wait for the next flush.
+    if (open) this.#closeOpen()
+    while (this.#queue.length > 0) {
       const batch = this.#takeBatch()
-      const token = randomUUID()
+      const token = batch.token
       if ((!this.stats.clickhouseUp && !probe) || this.#spool.batches > 0) {
-        if (!this.#toSpool(token, batch)) return
+        if (!this.#toSpool(batch)) return
         continue
       }
       probe = false
+      const usage = new UsageBatch()
+      for (const seg of batch.segments) usage.addRows(seg.usage)
+      this.#sending = batch
       try {
-        await this.#insert(token, batch.segments.map((seg) => seg.tsv))
+        await this.#insertRows(token, batch.segments.map((seg) => seg.tsv))
       } catch (err) {
         this.#down(err)
-        if (!this.#toSpool(token, batch)) return
+        // Spooled rows leave memory: they show again once replayed into ClickHouse.
+        this.#sending = null
+        if (!this.#toSpool(batch)) return
         continue
       }
-      this.#buffers.give(batch.segments)
-      this.stats.written += batch.summaries.length
+      this.#sending = null
+      this.stats.written += batch.rows
+      try {
+        await this.#insertUsage(token, usage.tsv())
+      } catch (err) {
+        // The rows are in; their rollup waits in the spool (or memory) and is replayed under the same token.
+        // Until it is put aside, the segment still holds the batch: a restart would count it from there.
+        this.#down(err)
+        this.#usageAside(token, usage.tsv(), batch.rows)
+        this.#stored(batch)
+        continue
+      }
+      this.#stored(batch)
       this.#up()
-      this.#onWritten(batch.summaries)
     }
   }
 
-  #insert (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
-    return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv,
-      // A synchronous insert: the batch is already a batch, and the deduplication token is checked against
-      // the table's window, not the async-insert queue's (chDB turns async_insert on by default).
-      { insert_deduplication_token: token, insert_deduplicate: 1, async_insert: 0 }))
+  /**
+   * A batch's rows, then (#insertUsage) its usage rollup, both under the batch's token: a batch sent again
+   * (a retry, a replay) is a no-op in both tables, whichever of the two went through before, and a batch
+   * whose rows ClickHouse refuses is never counted.
+   */
+  #insertRows (token: string, tsv: readonly Uint8Array[], columns = TRACE_COLUMNS): Promise<void> {
+    return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv, insertSettings(token)))
+  }
+
+  #insertUsage (token: string, tsv: Uint8Array): Promise<void> {
+    return insertTsv(this.#ch.client, 'usage_batches', USAGE_COLUMNS, [tsv], insertSettings(token))
+  }
+
+  /**
+   * The rollup of rows already inserted, to be inserted later: in the spool, in its place in the order,
+   * or when the spool refuses it in memory (a few rows per batch) until the next replay. Lost only if the
+   * process ends before ClickHouse takes it again: it is then logged with the rows it counted.
+   */
+  #usageAside (token: string, tsv: Buffer, rows: number): void {
+    try {
+      if (this.#spool.appendUsage(token, tsv)) {
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#scheduleReplay(this.#retryMs)
+        return
+      }
+    } catch { /* kept in memory below */ }
+    this.#usageWaiting.push({ token, tsv, rows })
+    this.#scheduleReplay(this.#retryMs)
+  }
+
+  /** The rollups kept in memory, inserted; false when ClickHouse still refuses (they stay). */
+  async #usageReplayed (): Promise<boolean> {
+    while (this.#usageWaiting.length > 0) {
+      const u = this.#usageWaiting[0]!
+      try {
+        await this.#insertUsage(u.token, u.tsv)
+      } catch (err) {
+        this.#down(err)
+        return false
+      }
+      this.#usageWaiting.shift()
+    }
+    return true
   }
 
   /**
@@ -286,12 +471,17 @@ export class TraceWriter {
    * rows go back to the front of the queue while memory allows and are dropped, counted and logged past
    * that (or at close). False when the spool refused: the caller stops flushing then.
    */
-  #toSpool (token: string, batch: InsertBatch): boolean {
-    const rows = batch.summaries.length
+  #toSpool (batch: InsertBatch): boolean {
+    const rows = batch.rows
     let refusal: string
     try {
-      if (this.#spool.append(token, batch.summaries, batch.segments.map((seg) => seg.tsv))) {
-        this.#buffers.give(batch.segments)
+      // A batch with its segment on disk is renamed into the spool; one without is written there.
+      const taken = batch.file !== null
+        ? this.#spool.adopt(batch.file, rows)
+        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv))
+      if (taken) {
+        batch.file = null
+        this.#stored(batch)
         this.stats.spooled += rows
         this.stats.spoolBytes = this.#spool.bytes
         if (this.stats.spoolError !== null) this.#warn('the trace spool takes batches again', { was: this.stats.spoolError })
@@ -307,21 +497,19 @@ export class TraceWriter {
     if (this.stats.spoolError === null) this.#warn('the trace spool refused a batch', { rows, cause: refusal })
     this.stats.spoolError = refusal
     this.stats.spoolRefused++
-    const room = this.#closed ? 0 : Math.max(0, Math.min(this.#opts.queueRows - this.#queued, rows))
-    const back: EncodedRows[] = []
-    for (let left = room, k = 0; left > 0; k++) {
-      const seg = batch.segments[k]!
-      back.push(left >= seg.rows ? seg : seg.split(left)[0])
-      left -= Math.min(left, seg.rows)
-    }
-    this.#queue.unshift(...back)
-    this.#queued += room
-    this.stats.queued = this.#queued
-    if (rows > room) {
+    // The batch goes back to the front of the queue, whole (it is one segment under one token), while
+    // memory allows; past that it is dropped.
+    if (!this.#closed && this.#queued + rows <= this.#opts.queueRows) {
+      this.#queue.unshift(batch)
+      this.#queued += rows
+      this.stats.queued = this.#queued
+    } else {
+      try { batch.file?.discard() } catch { /* its rows are counted as dropped either way */ }
+      batch.file = null
       const why = this.#closed ? 'closing' : this.stats.insertError === null
         ? 'ClickHouse inserts slower than traces arrive'
         : `ClickHouse does not take inserts (${this.stats.insertError})`
-      this.#drop(rows - room, `${why}, ${refusal}, and the memory queue is full`)
+      this.#drop(rows, `${why}, ${refusal}, and the memory queue is full`)
     }
     this.#scheduleReplay(this.#retryMs)
     return false
@@ -387,6 +575,10 @@ export class TraceWriter {
    * refused them). Keeps trying, backing off up to RETRY_MAX_MS, until both are empty.
    */
   async #replay (): Promise<void> {
+    if (!await this.#usageReplayed()) {
+      this.#scheduleReplay(this.#retryMs)
+      return
+    }
     for (;;) {
       let batch: SpooledBatch | null
       try {
@@ -402,8 +594,38 @@ export class TraceWriter {
         return
       }
       if (batch === null) break
+      if (batch.cut > 0) this.#drop(1, `the last row of ${batch.file} was not written whole (${batch.cut} bytes left out)`)
+      if (batch.summaries.length === 0 && batch.kind === 'traces') {
+        this.#spool.remove(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        continue
+      }
+      if (batch.kind === 'usage') {
+        try {
+          await this.#insertUsage(batch.token, batch.tsv)
+        } catch (err) {
+          this.#down(err)
+          this.#scheduleReplay(this.#retryMs)
+          return
+        }
+        this.#spool.remove(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#up()
+        continue
+      }
+      const usage = UsageBatch.of(batch.summaries)
+      if (usage === null) {
+        // Its summaries line does not describe rows (the file was damaged): the rollup cannot be counted,
+        // so the batch is kept aside as .bad like one whose rows ClickHouse refuses.
+        this.#spool.setAside(batch.file)
+        this.stats.spoolBytes = this.#spool.bytes
+        this.#drop(batch.summaries.length, `the summaries line of ${batch.file} does not describe its rows (kept as ${batch.file}.bad)`)
+        continue
+      }
       try {
-        await this.#insert(batch.token, [batch.tsv], batch.columns)
+        await this.#insertRows(batch.token, [batch.tsv], batch.columns)
+        // Retried with the file if it fails: the rows' insert is then a no-op (the token).
+        await this.#insertUsage(batch.token, usage.tsv())
       } catch (err) {
         // ClickHouse is up and refuses these rows as they are: retried, the batch would hold every later
         // one in the spool for good. It is kept aside as .bad and its rows counted as dropped.
@@ -421,10 +643,11 @@ export class TraceWriter {
       this.stats.replayed += batch.summaries.length
       this.stats.spoolBytes = this.#spool.bytes
       this.#up()
-      this.#onWritten(batch.summaries)
+      // Their rows left memory when they were spooled: a live list that lost them gets them again.
+      this.#onRows(batch.summaries)
     }
     if (this.#queued > 0) await this.#flushOnce(true)
-    if (this.#queued > 0 || this.#spool.batches > 0) this.#scheduleReplay(this.#retryMs)
+    if (this.#queued > 0 || this.#spool.batches > 0 || this.#usageWaiting.length > 0) this.#scheduleReplay(this.#retryMs)
   }
 
   /** Flushes everything queued (to ClickHouse or the spool) and stops the timers. */
@@ -439,10 +662,17 @@ export class TraceWriter {
     if (this.#queued > 0) await this.#flushOnce(true).catch((err: unknown) => { this.#fault('flush at close', err) })
     if (this.#queued > 0) {
       const rows = this.#queued
+      for (const batch of this.#queue) {
+        try { batch.file?.discard() } catch { /* counted as dropped below */ }
+      }
       this.#queue = []
       this.#queued = 0
       this.stats.queued = 0
       this.#drop(rows, `closing while ${this.stats.spoolError ?? 'the spool refuses batches'}`)
+    }
+    if (this.#usageWaiting.length > 0 && !await this.#usageReplayed()) {
+      const rows = this.#usageWaiting.reduce((n, u) => n + u.rows, 0)
+      this.#warn('usage rollup not counted: its rows are stored, but neither ClickHouse nor the spool took their rollup', { rows, cause: this.stats.insertError })
     }
   }
 }

@@ -1,0 +1,144 @@
+// A process crash loses no trace the store worker took (issue 15, item 1): a real `tracegate serve
+// --mock-providers` process with a flush interval far longer than the test gets SIGKILL once its store
+// worker holds every answered call's row (some already inserted in full batches, the rest waiting for
+// the next flush, written ahead to the spool directory). The test then opens the data directory itself
+// (its own store worker, as the next start would) and finds every call in ClickHouse once and counted
+// once in usage_minute; putting the segments back and starting once more changes nothing (a batch that
+// reached ClickHouse replays as a no-op). A separate file: chDB allows one data directory per process.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.js'
+import { StoreClient } from '../../src/store/client.js'
+import type { TraceStats } from '../../src/store/trace-types.js'
+import { childEnv, cliArgs } from '../helpers/cli.js'
+import { tempDir } from '../helpers/server.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { send } from '../helpers/http.js'
+import { until, withTimeout } from '../helpers/wait.js'
+
+const CALLS = 25
+const BATCH_ROWS = 10
+const START_TIMEOUT_MS = 30_000
+const METRICS_TOKEN = 'crash-test-metrics-token'
+
+const dataDir = tempDir('tracegate-crash-')
+const spoolDir = join(dataDir, 'spool')
+t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
+
+/** The value of one sample in a Prometheus text, or null. */
+function sample (text: string, name: string): number | null {
+  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)
+  return m === null ? null : Number(m[1])
+}
+
+function segments (): string[] {
+  return readdirSync(spoolDir).filter((f) => /^wal-.*\.tsv$/.test(f)).sort()
+}
+
+/** A store worker on the data directory, as `serve` starts it; its trace writer replays what it finds. */
+async function reopened (): Promise<{ store: StoreClient; stats: TraceStats }> {
+  const store = new StoreClient({ dataDir, clickhouse: null, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
+  t.teardown(() => store.close())
+  // Any request opens the store; its trace writer replays the spool left on disk by itself.
+  await withTimeout(store.call('ping'), 30_000, 'ping')
+  let stats: TraceStats | null = null
+  await until(async () => {
+    stats = await store.call('traceStats')
+    return stats !== null && stats.spoolBytes === 0 && stats.queued === 0 && stats.clickhouseUp
+  }, { ms: 30_000, everyMs: 50, what: 'the segments left by the killed process are replayed' })
+  return { store, stats: stats! }
+}
+
+async function counts (store: StoreClient): Promise<{ rows: number; unique: number; ids: Set<string>; requests: number }> {
+  const ids = await store.call('testQuery', { query: 'SELECT toString(trace_id) AS id FROM traces' })
+  const [agg] = await store.call('testQuery', { query: 'SELECT count() AS n, uniqExact(trace_id) AS u FROM traces' })
+  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute' })
+  return { rows: Number(agg!.n), unique: Number(agg!.u), ids: new Set(ids.map((r) => String(r.id))), requests: Number(usage!.r) }
+}
+
+t.test('SIGKILL before the flush interval: every answered call is stored once and counted once after restart', async (t) => {
+  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
+    env: childEnv({
+      TRACEGATE_DATA_DIR: dataDir,
+      TRACEGATE_PROXY_PORT: '0',
+      TRACEGATE_DASHBOARD_PORT: '0',
+      TRACEGATE_LOG_LEVEL: 'warn',
+      // No flush by time while the test runs: only full batches are inserted before the kill.
+      TRACEGATE_TRACE_FLUSH_MS: '60000',
+      TRACEGATE_TRACE_BATCH_ROWS: String(BATCH_ROWS),
+      TRACEGATE_METRICS_TOKEN: METRICS_TOKEN,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('close', (code, signal) => { resolve({ code, signal }) })
+  })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exit
+    }
+  })
+  let stderr = ''
+  child.stdout.resume()
+  const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s
+      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
+      const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
+      if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
+    })
+    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstderr:\n${stderr}`)) })
+  })
+  const { port, key } = await withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
+
+  const answered: string[] = []
+  for (let i = 0; i < CALLS; i++) {
+    const body = bodyFor('alpha', { api_key: key, alpha_api_key: 'sk-x', model: 'gpt-4o-mini', ...(i % 2 === 0 ? { stream: true } : {}) }, `crash ${i}`)
+    const r = await send(`http://127.0.0.1:${port}${ROUTES.alpha}`, { body: JSON.stringify(body) })
+    t.equal(r.status, 200, `call ${i} answered`)
+    answered.push(r.requestId)
+  }
+
+  // The store worker holds every row: the full batches inserted, the rest waiting for the interval.
+  const want = CALLS - (CALLS % BATCH_ROWS)
+  let metrics = ''
+  await until(async () => {
+    const r = await send(`http://127.0.0.1:${port}/metrics`, { method: 'GET', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    metrics = r.text
+    return sample(metrics, 'tracegate_traces_total{event="written"}') === want &&
+      sample(metrics, 'tracegate_trace_queue_rows') === CALLS - want
+  }, { ms: 20_000, everyMs: 50, what: () => `${want} rows written and ${CALLS - want} waiting: ${metrics.split("\n").filter((l) => l.startsWith("tracegate_trace")).join("; ")}` })
+  t.pass(`${want} rows inserted in full batches, ${CALLS - want} waiting for the flush interval`)
+  const left = segments()
+  t.equal(left.length, 1, 'the waiting rows are in one write-ahead segment')
+
+  child.kill('SIGKILL')
+  const status = await withTimeout(exit, 10_000, 'serve did not exit after SIGKILL')
+  t.equal(status.signal, 'SIGKILL', 'the process was killed')
+  t.same(segments(), left, 'the segment is left on disk')
+  const kept = join(dataDir, 'kept')
+  mkdirSync(kept)
+  for (const f of left) copyFileSync(join(spoolDir, f), join(kept, f))
+
+  const first = await reopened()
+  t.equal(first.stats.replayed, CALLS - want, 'the restart replays the waiting rows')
+  t.equal(first.stats.dropped, 0, 'nothing dropped')
+  const c = await counts(first.store)
+  t.equal(c.rows, CALLS, `${CALLS} rows`)
+  t.equal(c.unique, CALLS, 'no trace twice')
+  t.same(answered.filter((id) => !c.ids.has(id)), [], 'every answered call is stored')
+  t.equal(c.requests, CALLS, 'usage_minute counts every call once')
+  t.same(segments(), [], 'no segment left')
+  await first.store.close()
+
+  // The same segment found again (as if the process had died after its insert, before removing it).
+  for (const f of left) copyFileSync(join(kept, f), join(spoolDir, f))
+  const second = await reopened()
+  t.equal(second.stats.replayed, CALLS - want, 'the segment is replayed again')
+  const again = await counts(second.store)
+  t.same(again, c, 'a batch ClickHouse already has is a no-op in traces and in usage_minute')
+  await second.store.close()
+})
