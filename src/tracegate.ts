@@ -207,6 +207,7 @@ export class Tracegate {
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
           isClosing: calls.isClosing, limiter: limits,
+          proxy: { port: bound.port, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKey !== null) },
         }, config.host, config.dashboardPort)
       } catch (err) {
         uws.us_listen_socket_close(bound.socket as never)

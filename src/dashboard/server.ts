@@ -13,7 +13,7 @@ import { AuthRoutes } from './auth-routes.js'
 import { getSession, getTrace, listSessions, listTraces, usage } from './data-routes.js'
 import { DetectionRoutes } from './detection-routes.js'
 import { Guards } from './guards.js'
-import { checkHead, errorReply, route, send, type Handler, type RouteOptions } from './http.js'
+import { checkHead, errorReply, route, send, type Handler, type Reply, type RouteOptions } from './http.js'
 import { KeyRoutes } from './key-routes.js'
 import { LiveFeed } from './live.js'
 import { ReadApi } from './read-api.js'
@@ -30,6 +30,11 @@ export interface DashboardDeps {
   readonly isClosing: () => boolean
   /** The limits' current counts, shown beside each key's and the account's limits. */
   readonly limiter: Limiter
+  /**
+   * Where clients send calls, for the first call the empty trace list shows: the proxy's bound port, and
+   * the providers the server holds a key for (whether a call may leave its own out; never the key).
+   */
+  readonly proxy: { readonly port: number; readonly serverKeys: readonly string[] }
 }
 
 export const PAGES: readonly string[] = ['/', '/signin', '/traces', '/traces/:id', '/usage', '/sessions', '/sessions/:id', '/settings/keys', '/settings/account']
@@ -39,6 +44,23 @@ function answer (code: 'not_found' | 'method_not_allowed', allow?: string) {
     if (checkHead(res, req) === MALFORMED) return
     const id = newRequestId()
     send(res, id, errorReply(new TracegateError(code), id, allow === undefined ? [] : [['allow', allow]]))
+  }
+}
+
+/**
+ * A page address the app does not have gets its own HTML page when a browser asks for one (Accept names
+ * text/html); the API and asset paths, other methods and other clients (scripts, `tracegate doctor`'s
+ * probe) keep the JSON 404.
+ */
+function notFound (assets: Assets) {
+  const json = answer('not_found')
+  const page = route((): Promise<Reply> => assets.notFoundPage())
+  return (res: HttpResponse, req: HttpRequest): void => {
+    const path = req.getUrl()
+    const html = req.getMethod().toUpperCase() === 'GET' && !path.startsWith('/api/') && !path.startsWith('/assets/') &&
+      /\btext\/html\b/i.test(req.getHeader('accept'))
+    if (html) page(res, req)
+    else json(res, req)
   }
 }
 
@@ -73,6 +95,11 @@ export class DashboardServer {
       ['post', '/api/ui/signout', auth.signOut],
       ['get', '/api/ui/session', auth.current],
       ['get', '/api/ui/account', async (req) => ({ status: 200, body: (await auth.body(guards.session(req))).account })],
+      // Where clients send their calls: the empty trace list builds its first call from this.
+      ['get', '/api/ui/proxy', (req) => {
+        guards.session(req)
+        return { status: 200, body: { host, port: deps.proxy.port, server_keys: deps.proxy.serverKeys } }
+      }],
       ['get', '/api/ui/traces', async (req) => ({ status: 200, body: await listTraces(deps.store, guards.session(req).accountId, req.query) })],
       ['get', '/api/ui/traces/:id', async (req) => ({ status: 200, body: await getTrace(deps.store, guards.session(req).accountId, req.params[0] ?? '') }), { params: 1 }],
       ['get', '/api/ui/usage', async (req) => ({ status: 200, body: await usage(deps.store, guards.session(req).accountId, req.query) })],
@@ -102,7 +129,7 @@ export class DashboardServer {
       allowed.set(pattern, before === undefined ? m : `${before}, ${m}`)
     }
     for (const [pattern, allow] of allowed) app.any(pattern, answer('method_not_allowed', allow))
-    app.any('/*', answer('not_found'))
+    app.any('/*', notFound(assets))
     const bound = await listen(app, host, port).catch(() => {
       live.close()
       throw new Error(`the dashboard cannot listen on ${host}:${port} (TRACEGATE_DASHBOARD_PORT)`)

@@ -33,6 +33,7 @@ const COMPILED_UI = fileURLToPath(new URL('dashboard/ui/', BROWSER_BUILD))
 const COMPILED_PROVIDERS = fileURLToPath(new URL('providers/', BROWSER_BUILD))
 const STATIC_UI = fileURLToPath(repoFile('src/dashboard/ui/static/'))
 const SHELL = join(STATIC_UI, 'index.html')
+const NOT_FOUND = join(STATIC_UI, 'not-found.html')
 
 /** Shown when the UI has not been built: plain HTML, nothing inline for the CSP to refuse. */
 const NOT_BUILT = '<!doctype html><html><head><meta charset="utf-8"><title>tracegate</title></head>' +
@@ -53,6 +54,9 @@ function walk (dir: string, accept: (name: string) => boolean, into: Map<string,
     if (accept(name) && extname(name) in TYPES) into.set(prefix + name, abs)
   }
 }
+
+const NOT_FOUND_FALLBACK = '<!doctype html><html><head><meta charset="utf-8"><title>Not found · tracegate</title></head>' +
+  '<body><h1>Page not found</h1><p><a href="/">Go to the dashboard</a></p></body></html>'
 
 export class Assets {
   readonly #files = new Map<string, string>()
@@ -83,6 +87,17 @@ export class Assets {
       throw new TracegateError('not_found')
     }
     return { status: 200, body, headers: [['content-type', TYPES[extname(file)]!], ['cache-control', 'no-cache']] }
+  }
+
+  /** The app's own 404 page for an address it does not have: plain HTML, the app's stylesheet, a link home. */
+  async notFoundPage (): Promise<Reply> {
+    let body: Buffer | string
+    try {
+      body = await readFile(NOT_FOUND)
+    } catch {
+      body = NOT_FOUND_FALLBACK
+    }
+    return { status: 404, body, headers: [['content-type', TYPES['.html']!]] }
   }
 
   /** Every page path answers with the same shell; the client routes. */

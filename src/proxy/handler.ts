@@ -337,7 +337,10 @@ class ProxyRoute {
       const v = atThreshold(policy, outcome.verdict)
       x.verdict = v
       if (v.blocked && policy.policy === 'block') {
-        x.fail(new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } }), 'blocked')
+        const refusal = new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } })
+        // The trace's response is the 403 body the client gets (the shape is pure: the same bytes fail sends).
+        x.capture?.add(Buffer.from(x.shape(refusal, x.requestId).body), performance.now() - x.startedAt)
+        x.fail(refusal, 'blocked')
         return
       }
     } else {

@@ -59,8 +59,20 @@ const ASSET_TYPES: Record<string, RegExp> = {
 /** The headers the contract puts on every dashboard response. */
 const SECURITY_HEADERS = ['content-security-policy', 'x-content-type-options', 'referrer-policy', 'x-frame-options', 'x-request-id']
 
-export async function newPage (browser: Browser, base: string): Promise<{ context: BrowserContext; page: Page; watched: Watched }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, baseURL: base })
+/** A page's window and, when asked, its locale and time zone (Chromium's own otherwise). */
+export interface PageOptions {
+  readonly viewport?: { readonly width: number; readonly height: number }
+  readonly locale?: string
+  readonly timezoneId?: string
+}
+
+export async function newPage (browser: Browser, base: string, o: PageOptions = {}): Promise<{ context: BrowserContext; page: Page; watched: Watched }> {
+  const context = await browser.newContext({
+    viewport: o.viewport ?? { width: 1280, height: 860 },
+    baseURL: base,
+    ...(o.locale === undefined ? {} : { locale: o.locale }),
+    ...(o.timezoneId === undefined ? {} : { timezoneId: o.timezoneId }),
+  })
   context.setDefaultTimeout(10_000)
   const page = await context.newPage()
   const watched: Watched = { dialogs: [], pageErrors: [], cspViolations: [], missingHeaders: [], assetProblems: [] }
@@ -85,7 +97,10 @@ export async function newPage (browser: Browser, base: string): Promise<{ contex
   return { context, page, watched }
 }
 
-/** Signs in through the form and waits for the shell to show the signed-in email. */
+/**
+ * Signs in through the form and waits for the shell to show the signed-in email (on a narrow window it is
+ * in the folded menu: there it is waited for in the page, not on screen).
+ */
 export async function signIn (page: Page, email: string, password: string): Promise<void> {
   await page.goto('/signin')
   const form = page.locator('form[data-testid=signin-form]')
@@ -93,7 +108,13 @@ export async function signIn (page: Page, email: string, password: string): Prom
   await form.locator('input[name=email]').fill(email)
   await form.locator('input[name=password]').fill(password)
   await page.locator('button[data-testid=signin-submit]').click()
-  await page.locator('[data-testid=user-email]').filter({ hasText: email }).waitFor()
+  const narrow = (page.viewportSize()?.width ?? 1280) <= 720
+  await page.locator('[data-testid=user-email]').filter({ hasText: email }).waitFor({ state: narrow ? 'attached' : 'visible' })
+}
+
+/** How wide the page's content is against its window: no horizontal page scroll when scrollWidth <= innerWidth. */
+export async function pageWidth (page: Page): Promise<{ scrollWidth: number; innerWidth: number }> {
+  return await page.evaluate(() => ({ scrollWidth: document.scrollingElement?.scrollWidth ?? Infinity, innerWidth: window.innerWidth }))
 }
 
 export function nonce (label: string): string {

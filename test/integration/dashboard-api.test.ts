@@ -32,9 +32,20 @@ t.test('every answer carries the security headers; pages get the shell', async (
     t.match(r.headers['content-type'], /^text\/html/, path)
     t.match(r.text, /<html/i, path)
   }
-  const answers = [await c.get('/'), await c.get('/api/ui/session'), await c.get('/nope'), await c.post('/api/ui/session')]
-  t.same(answers.map((r) => r.status), [200, 401, 404, 405])
-  t.same(answers.slice(1).map((r) => r.json.error.code), ['unauthenticated', 'not_found', 'method_not_allowed'])
+  // A browser asking for an unknown page gets the app's own HTML page; under /api/ and /assets/, for a
+  // POST, or for a client that does not ask for HTML, it stays JSON.
+  const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }
+  const page = await c.get('/nope', { headers: browser })
+  t.equal(page.status, 404, 'an unknown page: 404')
+  t.match(page.headers['content-type'], /^text\/html/, 'as HTML')
+  t.match(page.text, /href="\/"/, 'with a link home')
+  for (const [method, path, headers] of [['GET', '/api/nope', browser], ['GET', '/assets/nope.js', browser], ['POST', '/nope', browser], ['GET', '/nope', {}]] as const) {
+    const r = await c.call(method, path, { headers })
+    t.same([r.status, r.json?.error?.code], [404, 'not_found'], `${method} ${path}${headers === browser ? '' : ' without Accept: text/html'}: the JSON 404`)
+  }
+  const answers = [await c.get('/'), await c.get('/api/ui/session'), await c.get('/api/nope'), await c.post('/api/ui/session'), page]
+  t.same(answers.slice(0, 4).map((r) => r.status), [200, 401, 404, 405])
+  t.same(answers.slice(1, 4).map((r) => r.json.error.code), ['unauthenticated', 'not_found', 'method_not_allowed'])
   for (const r of answers) {
     t.equal(r.headers['content-security-policy'], CSP)
     t.equal(r.headers['x-content-type-options'], 'nosniff')

@@ -2,6 +2,7 @@
 // provider keys may be used, its limits with their use (changed by an admin in the limits dialog), and
 // its safety detection policy (detection.ts).
 import { get, post } from './api.js'
+import { copyButton } from './clipboard.js'
 import { detectionCard } from './detection.js'
 import { h, replace } from './dom.js'
 import { limitLines, limitsDialog } from './limits.js'
@@ -31,9 +32,12 @@ export const account: Page = (root, ctx) => {
   const draw = (a: Account): void => {
     const row = (label: string, testid: string | null, value: string, note?: string): HTMLElement =>
       h('div', null, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), note !== undefined ? h('span', { class: 'muted sub' }, note) : null))
+    const id = h('span', { class: 'mono', 'data-testid': 'account-id' }, a.id)
     replace(facts, h('dl', { class: 'facts vertical' },
       row('Account', 'account-name', a.name),
-      row('Account id', 'account-id', a.id, 'The id the CLI\'s --account option takes.'),
+      h('div', null, h('dt', null, 'Account id'), h('dd', { class: 'copyable' }, id,
+        copyButton(() => a.id, id, { 'data-testid': 'copy-account-id', class: 'copy quiet' }),
+        h('span', { class: 'muted sub' }, 'The id the CLI\'s --account option takes.'))),
       row('Plan', 'account-plan', a.plan, a.plan === 'free' ? 'The free plan cannot send calls through the proxy.' : undefined),
       row('Server-side provider keys', 'account-server-side-keys', a.server_side_keys ? 'enabled' : 'disabled',
         a.server_side_keys

@@ -8,6 +8,7 @@
 //   and broken (no line through a gap, spanGaps false) across empty ones: an empty bucket is not a zero
 //   latency, and a lone busy bucket is still a segment, not a dot.
 import uPlot from '/assets/vendor/uPlot.esm.js'
+import { axisTime, bucketTime } from './format.js'
 
 export interface Line {
   readonly label: string
@@ -101,13 +102,23 @@ export class Charts {
           : uPlot.paths.bars!({ size: [i === 0 ? 0.8 : 0.45, Infinity, 1] }),
       value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
     }))
+    // Times in the dashboard's one format (format.ts), in the browser's locale and zone; the bucket is the points' spacing.
+    const bucketMs = (spec.x.length > 1 ? spec.x[1]! - spec.x[0]! : 3600) * 1000
     const opts: uPlot.Options = {
       width: Math.max(200, Math.floor(el.clientWidth)),
       height: HEIGHT,
       scales: { x: { time: true, range: () => [spec.range[0], spec.range[1]] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-      series: [{}, ...series],
+      series: [
+        { value: (_u, v) => (v === null || v === undefined ? '—' : bucketTime(v * 1000, bucketMs)) },
+        ...series,
+      ],
       axes: [
-        { stroke: '#5b6470', grid: { stroke: '#eef0f3', width: 1 }, ticks: { stroke: '#dde1e6', width: 1 } },
+        {
+          stroke: '#5b6470',
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisTime(v * 1000, incr * 1000)),
+        },
         {
           stroke: '#5b6470',
           grid: { stroke: '#eef0f3', width: 1 },

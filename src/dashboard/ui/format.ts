@@ -1,12 +1,24 @@
 // Number and time formatting. The Intl formatters are made once: making one per table cell is what
 // makes long lists slow.
+//
+// Every time the dashboard shows goes through this module: the browser's locale and time zone
+// (Intl.DateTimeFormat with `undefined` for both), so one call reads the same in the list, the detail,
+// the charts and the keys. Numbers stay in one fixed form (en-US) so a figure reads the same everywhere.
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
 const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 })
-const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
-const dated = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
+
+const HMS = { hour: '2-digit', minute: '2-digit', second: '2-digit' } as const
+const HM = { hour: '2-digit', minute: '2-digit' } as const
+const clock = new Intl.DateTimeFormat(undefined, HMS)
+const clockShort = new Intl.DateTimeFormat(undefined, HM)
+const dated = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', ...HMS })
+const datedYear = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', ...HMS })
 const calendar = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' })
-const full = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
+const monthDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' })
+const minutes = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', ...HM })
+const full = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', ...HMS, timeZoneName: 'short' })
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' })
 
 /** `12,345` */
 export function int (n: number | null | undefined): string {
@@ -53,11 +65,24 @@ export function toMs (t: string | number | null | undefined): number | null {
   return Number.isNaN(v) ? null : v
 }
 
-/** Time of day for today's entries, with the date for any other day. */
+const DAY_MS = 86_400_000
+
+function sameDay (a: number, b: number): boolean {
+  return Math.abs(a - b) < DAY_MS && new Date(a).toDateString() === new Date(b).toDateString()
+}
+
+/** The list's time: the time of day for today's entries, with the date for any other day (and the year for another year). */
 export function when (t: string | number | null | undefined, now = Date.now()): string {
   const v = toMs(t)
   if (v === null) return '—'
-  return Math.abs(now - v) < 86_400_000 && new Date(v).toDateString() === new Date(now).toDateString() ? clock.format(v) : dated.format(v)
+  if (sameDay(v, now)) return clock.format(v)
+  return new Date(v).getFullYear() === new Date(now).getFullYear() ? dated.format(v) : datedYear.format(v)
+}
+
+/** The time of day with seconds: `14:05:09`, `02:05:09 PM`. */
+export function timeOfDay (t: string | number | null | undefined): string {
+  const v = toMs(t)
+  return v === null ? '—' : clock.format(v)
 }
 
 /** A calendar date: `Nov 23, 2026`. */
@@ -66,6 +91,13 @@ export function day (t: string | number | null | undefined): string {
   return v === null ? '—' : calendar.format(v)
 }
 
+/** Date and time to the minute, always with the date: `Nov 23, 2026, 14:05` (a key's last use). */
+export function dateTime (t: string | number | null | undefined): string {
+  const v = toMs(t)
+  return v === null ? '—' : minutes.format(v)
+}
+
+/** Date, time to the second and the time zone: `Nov 23, 2026, 14:05:09 GMT+1` (a trace's detail, tooltips). */
 export function fullTime (t: string | number | null | undefined): string {
   const v = toMs(t)
   return v === null ? '—' : full.format(v)
@@ -82,4 +114,34 @@ export function percent (n: number | null | undefined): string {
   const p = n * 100
   if (p === 0 || p >= 100) return `${Math.round(p)}%`
   return p < 1 ? `${p.toFixed(2)}%` : `${decimal.format(p)}%`
+}
+
+/** How long ago, as a secondary hint beside a date: `5 minutes ago`, `yesterday`. */
+export function ago (t: string | number | null | undefined, now = Date.now()): string {
+  const v = toMs(t)
+  if (v === null) return ''
+  const s = Math.round((v - now) / 1000)
+  const abs = Math.abs(s)
+  if (abs < 45) return relative.format(0, 'second')
+  if (abs < 2700) return relative.format(Math.round(s / 60), 'minute')
+  if (abs < 79_200) return relative.format(Math.round(s / 3600), 'hour')
+  if (abs < 26 * DAY_MS / 1000) return relative.format(Math.round(s / 86_400), 'day')
+  if (abs < 320 * DAY_MS / 1000) return relative.format(Math.round(s / (30 * 86_400)), 'month')
+  return relative.format(Math.round(s / (365 * 86_400)), 'year')
+}
+
+/**
+ * A chart's x-axis label for a tick `stepMs` apart from the next: the time of day for steps under a day
+ * (the date at midnight, so a day boundary reads), the date for longer steps.
+ */
+export function axisTime (epochMs: number, stepMs: number): string {
+  if (stepMs >= DAY_MS) return monthDay.format(epochMs)
+  const d = new Date(epochMs)
+  if (d.getHours() === 0 && d.getMinutes() === 0 && d.getSeconds() === 0) return monthDay.format(epochMs)
+  return stepMs < 60_000 ? clock.format(epochMs) : clockShort.format(epochMs)
+}
+
+/** A chart point's time in its tooltip (legend): the date for day buckets, else date and time to the minute. */
+export function bucketTime (epochMs: number, bucketMs: number): string {
+  return bucketMs >= DAY_MS ? calendar.format(epochMs) : minutes.format(epochMs)
 }

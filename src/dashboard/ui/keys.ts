@@ -1,9 +1,12 @@
 // Settings → API Keys: create (the value is shown once) with optional limits, list with each key's limits
-// and their use, edit a key's limits in a dialog, revoke behind a confirmation dialog.
+// and their use and its last use (kept current by the live feed), edit a key's limits in a dialog, revoke
+// behind a confirmation dialog.
 import { get, post } from './api.js'
+import { copyButton } from './clipboard.js'
 import { h, options, replace } from './dom.js'
-import { day, fullTime, when } from './format.js'
+import { ago, dateTime, day, fullTime, toMs } from './format.js'
 import { limitInputs, limitLines, limitsDialog } from './limits.js'
+import { Live } from './live.js'
 import type { Page } from './main.js'
 import type { ApiKey } from './types.js'
 
@@ -16,20 +19,9 @@ const SCOPES: ReadonlyArray<readonly [string, string]> = [
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-/** Copies text; falls back to selecting it where the clipboard API is not allowed (plain http off localhost). */
-async function copy (text: string, el: HTMLElement): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text)
-    return true
-  } catch {
-    const range = document.createRange()
-    range.selectNodeContents(el)
-    const sel = getSelection()
-    sel?.removeAllRanges()
-    sel?.addRange(range)
-    // execCommand is deprecated but is the only fallback where the async clipboard is refused.
-    return document.execCommand('copy')
-  }
+/** A key's last use: the date and time, with the full time and how long ago in its title. */
+function lastUse (t: string | number | null): Node | string {
+  return t === null || t === '' ? 'never' : h('span', { title: `${fullTime(t)} (${ago(t)})` }, dateTime(t))
 }
 
 function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => void): HTMLTableRowElement {
@@ -45,14 +37,14 @@ function keyRow (k: ApiKey, edit: (k: ApiKey) => void, revoke: (k: ApiKey) => vo
     actions.append(e, b)
   }
   return h('tr', { 'data-testid': 'key-row', 'data-key-id': k.id, class: k.status === 'active' ? null : 'inactive' },
-    h('td', { 'data-col': 'name' }, k.name),
-    h('td', { 'data-col': 'prefix' }, h('code', null, `${k.prefix}…`)),
-    h('td', { 'data-col': 'scope' }, k.scope),
-    h('td', { 'data-col': 'created' }, date(k.created_at, '—')),
-    h('td', { 'data-col': 'expires' }, date(k.expires_at, 'never')),
-    h('td', { 'data-col': 'last_used' }, date(k.last_used_at, 'never', when)),
-    h('td', { 'data-col': 'limits' }, limitLines(k.limits, k.use)),
-    h('td', { 'data-col': 'status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
+    h('td', { 'data-col': 'name', 'data-label': 'Name' }, k.name),
+    h('td', { 'data-col': 'prefix', 'data-label': 'Prefix' }, h('code', null, `${k.prefix}…`)),
+    h('td', { 'data-col': 'scope', 'data-label': 'Scope' }, k.scope),
+    h('td', { 'data-col': 'created', 'data-label': 'Created' }, date(k.created_at, '—')),
+    h('td', { 'data-col': 'expires', 'data-label': 'Expires' }, date(k.expires_at, 'never')),
+    h('td', { 'data-col': 'last_used', 'data-label': 'Last used', 'data-time': k.last_used_at ?? '' }, lastUse(k.last_used_at)),
+    h('td', { 'data-col': 'limits', 'data-label': 'Limits' }, limitLines(k.limits, k.use)),
+    h('td', { 'data-col': 'status', 'data-label': 'Status' }, h('span', { class: `badge key-${k.status}` }, k.status)),
     actions)
 }
 
@@ -80,7 +72,8 @@ export const keys: Page = (root) => {
   const created = h('div')
   const body = h('tbody')
   const listError = h('p', { class: 'error', hidden: true })
-  const table = h('table', { class: 'list', 'data-testid': 'key-list' },
+  // On a narrow screen each key is a stacked card, its cells labelled by data-label (app.css).
+  const table = h('table', { class: 'list keys stack', 'data-testid': 'key-list' },
     h('thead', null, h('tr', null, ...['Name', 'Prefix', 'Scope', 'Created', 'Expires', 'Last used', 'Limits (use / limit)', 'Status', ''].map((x) => h('th', null, x)))),
     body)
 
@@ -117,11 +110,18 @@ export const keys: Page = (root) => {
     dialog.showModal()
   }
 
+  /** The newest use shown per key (from the live feed or a read): a list answer read before it does not undo it. */
+  const liveUse = new Map<string, string>()
+  const newer = (a: string | number | null, b: string | number | null): boolean => (toMs(a) ?? -Infinity) > (toMs(b) ?? -Infinity)
+
   const load = (): void => {
     get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
       listError.hidden = true
       const frag = document.createDocumentFragment()
-      for (const k of keys) frag.appendChild(keyRow(k, edit, revoke))
+      for (const k of keys) {
+        const seen = liveUse.get(k.id) ?? null
+        frag.appendChild(keyRow(newer(seen, k.last_used_at) ? { ...k, last_used_at: seen } : k, edit, revoke))
+      }
       if (keys.length === 0) frag.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 9, class: 'muted' }, 'No keys yet.')))
       replace(body, frag)
     }).catch((e: unknown) => {
@@ -150,10 +150,7 @@ export const keys: Page = (root) => {
         form.hidden = true
         form.reset()
         const value = h('code', { class: 'key-value', 'data-testid': 'created-key-value' }, key.key)
-        const copyBtn = h('button', { type: 'button', 'data-testid': 'copy-key' }, 'Copy')
-        copyBtn.addEventListener('click', () => {
-          void copy(key.key, value).then((ok) => { replace(copyBtn, ok ? 'Copied' : 'Select and copy') })
-        })
+        const copyBtn = copyButton(() => key.key, value, { 'data-testid': 'copy-key' })
         const done = h('button', { type: 'button', class: 'quiet' }, 'Done')
         done.addEventListener('click', () => { created.textContent = '' })
         replace(created, h('div', { class: 'card created-key', 'data-testid': 'created-key' },
@@ -186,8 +183,32 @@ export const keys: Page = (root) => {
       })
   })
 
+  // A key's last use moves as its calls are stored, without a reload: the live feed carries each trace's
+  // key and time. Only that cell changes; the rows stay as they are.
+  const used = (keyId: string, time: string): void => {
+    if (!newer(time, liveUse.get(keyId) ?? null)) return
+    liveUse.set(keyId, time)
+    const cell = body.querySelector<HTMLTableCellElement>(`tr[data-key-id="${CSS.escape(keyId)}"] td[data-col=last_used]`)
+    if (cell === null || !newer(time, cell.dataset.time ?? null)) return
+    cell.dataset.time = time
+    replace(cell, lastUse(time))
+  }
+  const live = new Live({
+    traces (items) { for (const tr of items) used(tr.key_id, tr.time) },
+    // Once open (again), the last uses are read anew: a call stored before the socket was open is not sent on it.
+    state (st) {
+      table.dataset.live = st
+      if (st !== 'live') return
+      get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
+        for (const k of keys) if (k.last_used_at !== null) used(k.id, String(k.last_used_at))
+      }).catch(() => {})
+    },
+    reconnected () {},
+  })
+
   load()
   return () => {
+    live.close()
     if (dialog.open) dialog.close()
     editDialog.close()
   }

@@ -57,19 +57,33 @@ function shell (s: Session, active: string | null): HTMLElement {
       navigate('/signin')
     })
   })
-  return h('header', { class: 'top' },
+  // On a narrow screen the links and the user fold into a menu behind one button (CSS shows it there);
+  // the shell is drawn anew on every navigation, so the menu starts closed on each page.
+  const toggle = h('button', { type: 'button', class: 'menu-toggle quiet', 'data-testid': 'nav-menu', 'aria-expanded': 'false', 'aria-controls': 'top-menu' }, 'Menu')
+  const header = h('header', { class: 'top' },
     h('a', { class: 'brand', href: '/traces' }, 'tracegate'),
-    h('nav', { class: 'main-nav' },
-      link('nav-traces', '/traces', 'Traces'),
-      link('nav-usage', '/usage', 'Usage'),
-      link('nav-sessions', '/sessions', 'Sessions'),
-      h('span', { class: 'nav-group' }, 'Settings'),
-      link('nav-keys', '/settings/keys', 'API Keys'),
-      link('nav-account', '/settings/account', 'Account')),
-    h('div', { class: 'who' },
-      h('span', { class: 'account-name' }, s.account.name),
-      h('span', { 'data-testid': 'user-email' }, s.user.email),
-      signout))
+    toggle,
+    h('div', { class: 'top-menu', id: 'top-menu' },
+      h('nav', { class: 'main-nav' },
+        link('nav-traces', '/traces', 'Traces'),
+        link('nav-usage', '/usage', 'Usage'),
+        link('nav-sessions', '/sessions', 'Sessions'),
+        h('span', { class: 'nav-group' }, 'Settings'),
+        link('nav-keys', '/settings/keys', 'API Keys'),
+        link('nav-account', '/settings/account', 'Account')),
+      h('div', { class: 'who' },
+        h('span', { class: 'account-name' }, s.account.name),
+        h('span', { class: 'user-email', 'data-testid': 'user-email' }, s.user.email),
+        signout)))
+  const setOpen = (open: boolean): void => {
+    header.classList.toggle('menu-open', open)
+    toggle.setAttribute('aria-expanded', String(open))
+  }
+  toggle.addEventListener('click', () => { setOpen(!header.classList.contains('menu-open')) })
+  header.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && header.classList.contains('menu-open')) { setOpen(false); toggle.focus() }
+  })
+  return header
 }
 
 function render (): void {

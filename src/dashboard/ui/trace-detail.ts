@@ -188,7 +188,16 @@ function whyEl (findings: readonly Finding[]): HTMLElement | null {
     h('ul', null, ...items))
 }
 
+/** A blocked call's answer is tracegate's own refusal: the status and body the client received, as stored. */
+function refusalEl (t: TraceDetail): HTMLElement {
+  return h('section', { class: 'card', 'data-testid': 'blocked-answer' }, h('h2', null, 'Response'),
+    h('p', null, 'Blocked: nothing was sent to the provider. The client received ',
+      h('strong', { 'data-testid': 'blocked-status' }, String(t.status)), ' with this body:'),
+    h('pre', { class: 'body', 'data-testid': 'blocked-body' }, prettyJson(t.response) ?? t.response))
+}
+
 function responseEl (t: TraceDetail): HTMLElement {
+  if (t.blocked && !t.confidential && t.response !== '') return refusalEl(t)
   const a = answer(t.provider, t.response, t.response_truncated)
   let text: string
   let cls = 'response-text'

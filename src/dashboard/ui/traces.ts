@@ -3,6 +3,7 @@
 import { get, type Query } from './api.js'
 import { h, options, replace } from './dom.js'
 import { int, ms, usd, when, fullTime, toMs } from './format.js'
+import { firstCallCard } from './first-call.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
 import { PROVIDERS } from './providers/index.js'
@@ -102,18 +103,25 @@ export const traces: Page = (root, ctx) => {
   const status = h('span', { class: 'live-status', 'data-testid': 'live-status', 'data-state': 'connecting' }, 'connecting')
   const body = h('tbody')
   const table = h('table', { class: 'list traces', 'data-testid': 'trace-list' },
+    // data-col on the heads too: a narrow screen shows only time, model, outcome and latency (app.css),
+    // and a tap on a row opens the detail with everything.
     h('thead', null, h('tr', null,
-      h('th', null, 'Time'), h('th', null, 'Provider'), h('th', null, 'Model'), h('th', null, 'Outcome'),
-      h('th', { class: 'num' }, 'Status'), h('th', { class: 'num' }, 'Tokens in / out'), h('th', { class: 'num' }, 'Cost'),
-      h('th', { class: 'num' }, 'Latency'))),
+      h('th', { 'data-col': 'time' }, 'Time'), h('th', { 'data-col': 'provider' }, 'Provider'), h('th', { 'data-col': 'model' }, 'Model'),
+      h('th', { 'data-col': 'outcome' }, 'Outcome'), h('th', { class: 'num', 'data-col': 'status' }, 'Status'),
+      h('th', { class: 'num', 'data-col': 'tokens' }, 'Tokens in / out'), h('th', { class: 'num', 'data-col': 'cost' }, 'Cost'),
+      h('th', { class: 'num', 'data-col': 'latency' }, 'Latency'))),
     body)
   const more = h('button', { type: 'button', 'data-testid': 'load-more', hidden: true }, 'Load more')
   const note = h('p', { class: 'muted list-note', 'data-testid': 'trace-list-note' })
+  // Holds the first-call card while the account has no trace at all.
+  const welcome = h('div')
+  const wrap = h('div', { class: 'table-wrap' }, table)
 
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Traces'), status),
     h('div', { class: 'filters' }, range, provider, model, outcome, key, text),
-    h('div', { class: 'table-wrap' }, table),
+    welcome,
+    wrap,
     h('div', { class: 'list-foot' }, note, more))
 
   const seen = new Set<string>()
@@ -124,10 +132,29 @@ export const traces: Page = (root, ctx) => {
   let generation = 0
   let loading = false
 
+  /** Whether the account has any trace at all (whatever the filters); null until asked. */
+  let anyTraces: boolean | null = null
+  let asking = false
+  const askAny = (): void => {
+    if (asking) return
+    asking = true
+    get<TraceList>('/api/ui/traces', { limit: 1 }).then((p) => p.traces.length > 0, () => true).then((any) => {
+      // Unanswered, the plain note is shown: no first call is offered on a guess.
+      anyTraces = anyTraces === true || any
+      showNote()
+    })
+  }
+
   const showNote = (): void => {
     const empty = body.childElementCount === 0
+    if (!empty) anyTraces = true
+    const fresh = empty && !loading && anyTraces === false
     replace(note, empty ? (loading ? 'Loading…' : 'No traces match. New ones appear here as they are stored.') : '')
-    note.hidden = !empty
+    note.hidden = !empty || fresh || (!loading && anyTraces === null)
+    wrap.hidden = fresh
+    if (fresh && welcome.childElementCount === 0) replace(welcome, firstCallCard(ctx.session))
+    else if (!fresh) welcome.textContent = ''
+    if (empty && !loading && anyTraces === null) askAny()
   }
 
   const load = async (reset: boolean): Promise<void> => {

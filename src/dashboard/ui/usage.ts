@@ -4,7 +4,7 @@
 import { get, type Query } from './api.js'
 import { Charts } from './charts.js'
 import { h, options, replace } from './dom.js'
-import { int, ms, percent, toMs, usd, when } from './format.js'
+import { int, ms, percent, timeOfDay, toMs, usd } from './format.js'
 import type { Page } from './main.js'
 import type { UsageAnswer, UsageGroupRow } from '../../store/insight-types.js'
 import type { UsageGroup, UsageMeasures } from './types.js'
@@ -193,7 +193,7 @@ export const usage: Page = (root, ctx) => {
         usersBy),
       breakdown('breakdown-model', 'By model', u.by_model, (g) => (g.group === '' ? '(none)' : g.group)),
       breakdown('breakdown-provider', 'By provider', u.by_provider, (g) => g.group))
-    replace(stamp, `Updated ${when(Date.now())}`)
+    replace(stamp, `Updated ${timeOfDay(Date.now())}`)
   }
 
   const load = (): void => {

@@ -76,13 +76,3 @@ function merged (stored: readonly TraceSummary[], recent: readonly TraceSummary[
   return all.sort(newestFirst).slice(0, n)
 }
 
-/** The last minute each key of the account was used in, from the usage rollup (no write per request). */
-export async function keysLastUsed (ch: ClickHouseClient, accountId: string): Promise<Array<{ key_id: string; last_used_at: string }>> {
-  const rs = await ch.query({
-    query: `SELECT key_id, toDateTime64(max(minute), 3, 'UTC') AS last_used_at FROM usage_minute
-      WHERE account_id = {accountId:UUID} GROUP BY key_id`,
-    query_params: { accountId },
-    format: 'JSONEachRow',
-  })
-  return rs.json()
-}
