@@ -124,7 +124,19 @@ function checks (testid: string, label: string, pairs: ReadonlyArray<readonly [s
     return h('label', null, box, text)
   })
   show()
-  return h('details', { class: 'pick', 'data-testid': testid }, summary, h('div', { class: 'pick-menu' }, ...boxes))
+  const menu = h('details', { class: 'pick', 'data-testid': testid }, summary, h('div', { class: 'pick-menu' }, ...boxes))
+  // Closes as a drop-down does: on a click elsewhere or Escape.
+  menu.addEventListener('keydown', (e) => { if (e.key === 'Escape') menu.open = false })
+  menu.addEventListener('toggle', () => {
+    if (!menu.open) return
+    const away = (e: Event): void => {
+      if (menu.contains(e.target as Node)) return
+      menu.open = false
+      document.removeEventListener('pointerdown', away, true)
+    }
+    document.addEventListener('pointerdown', away, true)
+  })
+  return menu
 }
 
 /**
