@@ -162,6 +162,25 @@ async function main (): Promise<void> {
         rss_peak_growth_mb: round2((peak - before) / 1024),
       }
     }
+    // A client that stops reading for 3 s after the first chunk: the server must wait for it (the worker
+    // reads no further page), so its RSS stays flat rather than growing by the export's size.
+    {
+      const before = rssKb(pid)
+      let peak = before
+      const sampler = setInterval(() => { peak = Math.max(peak, rssKb(pid)) }, 20)
+      const r = await fetch(`${dashboard}/api/ui/traces/export?range=all&format=jsonl&max_rows=${exportRows}`, { headers: { cookie } })
+      const reader = (r.body as ReadableStream<Uint8Array>).getReader()
+      let bytes = (await reader.read()).value?.length ?? 0
+      await new Promise((resolve) => setTimeout(resolve, 3000))
+      const stalledGrowth = Math.max(peak, rssKb(pid)) - before
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        bytes += value.length
+      }
+      clearInterval(sampler)
+      exports.jsonl_stalled_reader = { mb: round2(bytes / 1e6), rss_growth_while_stalled_mb: round2(stalledGrowth / 1024), rss_peak_growth_mb: round2((Math.max(peak, rssKb(pid)) - before) / 1024) }
+    }
     process.stdout.write(JSON.stringify({
       bench: 'trace-list',
       rows,
