@@ -4,8 +4,9 @@
 // worker holds one page at a time whatever the export's size. The caller's account is the filter's first
 // clause, as for the list. Rows still waiting in memory for their insert are not exported.
 import type { ClickHouseClient } from '@clickhouse/client'
-import { orderBy, SORTS, where } from './trace-filters.js'
-import type { TraceFilter } from './trace-queries.js'
+import { orderBy, where } from './trace-filters.js'
+import { cursorOf, type TraceFilter } from './trace-queries.js'
+import type { TraceSummary } from '../trace-types.js'
 
 export type ExportFormat = 'csv' | 'jsonl'
 
@@ -68,9 +69,8 @@ export async function exportTraces (ch: ClickHouseClient, a: ExportArgs, send: (
     rows += page.length
     if (!await send(text)) return { rows }
     if (page.length < limit) break
-    const last = page[page.length - 1]!
-    const summary = last as unknown as Parameters<(typeof SORTS)['time']['summary']>[0]
-    f = { ...f, cursor: { value: f.sort === 'time' ? null : SORTS[f.sort].summary(summary), time: String(last.time), traceId: String(last.trace_id) } }
+    // The exported columns include every one the sort values read (TraceSummary's).
+    f = { ...f, cursor: cursorOf(f, page[page.length - 1] as unknown as TraceSummary) }
   }
   return { rows }
 }
