@@ -187,15 +187,18 @@ export function filterBar (s: ListState, changed: () => void): { bar: HTMLElemen
   const key = select('key', 'API key', [['', 'All keys'], ...(s.text.key !== '' ? [[s.text.key, s.text.key] as const] : [])])
   const yesNo = (name: 'streaming' | 'confidential', any: string, yes: string, no: string): HTMLSelectElement =>
     select(name, any, [['', any], ['true', yes], ['false', no]])
-  const num = (name: TextName, label: string, step: string): HTMLInputElement =>
-    field(name, { type: 'number', min: '0', step, placeholder: label, 'aria-label': label, class: 'num-input' })
+  const num = (name: TextName, label: string, placeholder: string, step: string): HTMLInputElement =>
+    field(name, { type: 'number', min: '0', step, placeholder, 'aria-label': label, class: 'num-input' })
+  /** A labelled pair of bounds, so a filled-in bound still says what it bounds. */
+  const bounds = (label: string, min: HTMLInputElement, max: HTMLInputElement): HTMLElement =>
+    h('span', { class: 'range-field' }, h('span', { class: 'muted' }, label), min, '–', max)
 
   const more = h('details', { class: 'more-filters', 'data-testid': 'more-filters' },
     h('summary', null, 'More filters'),
     h('div', { class: 'filters' },
       checks('filter-status', 'Status', STATUSES, s.status, now),
-      num('latency_min', 'Latency ≥ ms', '1'), num('latency_max', 'Latency ≤ ms', '1'),
-      num('cost_min', 'Cost ≥ $', 'any'), num('cost_max', 'Cost ≤ $', 'any'),
+      bounds('Latency ms', num('latency_min', 'Latency at least (ms)', 'min', '1'), num('latency_max', 'Latency at most (ms)', 'max', '1')),
+      bounds('Cost $', num('cost_min', 'Cost at least (USD)', 'min', 'any'), num('cost_max', 'Cost at most (USD)', 'max', 'any')),
       yesNo('streaming', 'Streaming or not', 'Streaming', 'Not streaming'),
       yesNo('confidential', 'Confidential or not', 'Confidential', 'Not confidential'),
       field('user', { type: 'search', placeholder: 'User', 'aria-label': 'User' }),
