@@ -4,7 +4,8 @@ import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import { listItem, type TraceDetail, type TraceListItem, type UsageMeasures } from '../store/trace-types.js'
 import type { SessionBody, SessionList, TtftMeasures, UsageAnswer } from '../store/insight-types.js'
-import { bucketMs, chEpoch, encodeCursor, encodeSessionCursor, sessionCallsQuery, sessionListFilter, traceFilter, usageScope, usageWindow, UUID } from './params.js'
+import { bucketMs, chEpoch, encodeCursor, encodeListCursor, encodeSessionCursor, sessionCallsQuery, sessionListFilter, traceFilter, usageScope, usageWindow, UUID } from './params.js'
+import type { TraceTotals } from '../store/worker/trace-totals.js'
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */
 function parsed (text: string): unknown {
@@ -17,8 +18,14 @@ function parsed (text: string): unknown {
 }
 
 export async function listTraces (store: StoreClient, accountId: string, q: URLSearchParams): Promise<{ traces: TraceListItem[]; next_cursor: string | null }> {
-  const page = await store.call('listTraces', traceFilter(accountId, q))
-  return { traces: page.traces.map(listItem), next_cursor: page.next === null ? null : encodeCursor(page.next) }
+  const f = traceFilter(accountId, q)
+  const page = await store.call('listTraces', f)
+  return { traces: page.traces.map(listItem), next_cursor: page.next === null ? null : encodeListCursor(f, page.next) }
+}
+
+/** Totals of the list's filter (the same parameters; sort, limit and cursor do not change them). */
+export async function traceTotals (store: StoreClient, accountId: string, q: URLSearchParams): Promise<TraceTotals> {
+  return store.call('traceTotals', traceFilter(accountId, q))
 }
 
 /** Another account's id answers exactly as an unknown one. */

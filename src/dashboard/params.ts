@@ -2,7 +2,8 @@
 // invalid_parameter naming it. An empty value means the parameter was not given (a form's empty filter).
 import { PROVIDERS } from '../providers/index.js'
 import { TracegateError } from '../errors.js'
-import type { TraceCursor, TraceFilter } from '../store/worker/trace-queries.js'
+import { SORT_KEYS, type ListCursor, type SortKey, type TraceCursor, type TraceFilter } from '../store/worker/trace-queries.js'
+import type { ExportFormat } from '../store/worker/trace-export.js'
 import type { Bucket } from '../store/worker/usage-queries.js'
 import type { UsersOrder } from '../store/insight-types.js'
 import type { SessionCallsQuery, SessionCursor, SessionListFilter } from '../store/worker/session-queries.js'
@@ -68,7 +69,67 @@ export function decodeCursor (text: string): TraceCursor {
   throw bad('cursor')
 }
 
-/** Also takes `range=hour|day|7d|30d|all` in place of `from` (the list's time filter). */
+/** ClickHouse's fixed-width DateTime64(3) text (UTC) of epoch ms: the list compares times as this text. */
+function chText (ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+}
+
+/** The list's cursor: its order, the last row's sort value, time and trace id. */
+export function encodeListCursor (f: Pick<TraceFilter, 'sort' | 'order'>, c: ListCursor): string {
+  return Buffer.from(JSON.stringify([f.sort, f.order, c.value, c.time, c.traceId])).toString('base64url')
+}
+
+/** A cursor made under another order than the request's is refused: it would skip or repeat rows. */
+function decodeListCursor (f: Pick<TraceFilter, 'sort' | 'order'>, text: string): ListCursor {
+  try {
+    const v = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown
+    if (Array.isArray(v) && v.length === 5 && v[0] === f.sort && v[1] === f.order &&
+      (f.sort === 'time' ? v[2] === null : typeof v[2] === 'number' && Number.isFinite(v[2])) &&
+      typeof v[3] === 'string' && CH_TIME.test(v[3]) && typeof v[4] === 'string' && UUID.test(v[4])) {
+      return { value: v[2] as number | null, time: chText(chEpoch(v[3])), traceId: v[4].toLowerCase() }
+    }
+  } catch { /* falls through */ }
+  throw bad('cursor')
+}
+
+/** A comma-separated list of values, each one of `allowed`; null when not given. */
+function list<T extends string> (q: URLSearchParams, name: string, allowed: readonly T[]): T[] | null {
+  const v = get(q, name)
+  if (v === null) return null
+  const out: T[] = []
+  for (const x of v.split(',')) {
+    const s = x.trim() as T
+    if (!allowed.includes(s)) throw bad(name)
+    if (!out.includes(s)) out.push(s)
+  }
+  return out
+}
+
+/** A number of at least 0 (decimals allowed); null when not given. */
+function amount (q: URLSearchParams, name: string): number | null {
+  const v = get(q, name)
+  if (v === null) return null
+  const n = /^\d{1,15}(\.\d{1,12})?$/.test(v) ? Number(v) : NaN
+  if (!Number.isFinite(n)) throw bad(name)
+  return n
+}
+
+function flag (q: URLSearchParams, name: string): boolean | null {
+  const v = get(q, name)
+  if (v === null) return null
+  if (v === 'true') return true
+  if (v === 'false') return false
+  throw bad(name)
+}
+
+export const STATUS_CLASSES: readonly string[] = ['1xx', '2xx', '3xx', '4xx', '5xx']
+/** Longer than any metadata key=value a trace can hold (x-tracegate-metadata is at most 4096 bytes). */
+const MAX_META = 4096
+
+/**
+ * The list's filters, sort and page. Also takes `range=hour|day|7d|30d|all` in place of `from` (the
+ * list's time filter). Lists (`outcome`, `status`) are comma-separated and match any of their values.
+ */
 export function traceFilter (accountId: string, q: URLSearchParams, now = Date.now()): TraceFilter {
   let from = parseTime(q, 'from')
   const range = get(q, 'range')
@@ -83,8 +144,25 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
   if (provider !== null && !(PROVIDERS as readonly string[]).includes(provider)) throw bad('provider')
   const model = get(q, 'model')
   if (model !== null && model.length > 256) throw bad('model')
-  const outcome = get(q, 'outcome')
-  if (outcome !== null && !OUTCOMES.includes(outcome)) throw bad('outcome')
+  const outcomes = list(q, 'outcome', OUTCOMES)
+  const statuses = list(q, 'status', STATUS_CLASSES)
+  const latencyMin = amount(q, 'latency_min')
+  const latencyMax = amount(q, 'latency_max')
+  if (latencyMin !== null && latencyMax !== null && latencyMin > latencyMax) throw bad('latency_max')
+  const costMin = amount(q, 'cost_min')
+  const costMax = amount(q, 'cost_max')
+  if (costMin !== null && costMax !== null && costMin > costMax) throw bad('cost_max')
+  const rawMeta = get(q, 'metadata')
+  let meta: TraceFilter['meta'] = null
+  if (rawMeta !== null) {
+    const at = rawMeta.indexOf('=')
+    if (at <= 0 || rawMeta.length > MAX_META) throw bad('metadata')
+    meta = { key: rawMeta.slice(0, at), value: rawMeta.slice(at + 1) }
+  }
+  const sort = (get(q, 'sort') ?? 'time') as SortKey
+  if (!SORT_KEYS.includes(sort)) throw bad('sort')
+  const order = get(q, 'order') ?? 'desc'
+  if (order !== 'asc' && order !== 'desc') throw bad('order')
   const keyId = get(q, 'key')
   if (keyId !== null && !UUID.test(keyId)) throw bad('key')
   const user = label(q, 'user', MAX_USER)
@@ -102,15 +180,41 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
     to,
     provider,
     model,
-    outcome,
+    outcomes,
+    statusClasses: statuses === null ? null : statuses.map((x) => Number(x[0])),
+    latencyMin,
+    latencyMax,
+    costMin,
+    costMax,
+    streaming: flag(q, 'streaming'),
+    confidential: flag(q, 'confidential'),
     keyId: keyId?.toLowerCase() ?? null,
     user,
     session,
     tag,
+    meta,
     q: text,
+    sort,
+    order,
     limit,
-    cursor: cursor === null ? null : decodeCursor(cursor),
+    cursor: cursor === null ? null : decodeListCursor({ sort, order }, cursor),
   }
+}
+
+export const EXPORT_DEFAULT_ROWS = 10_000
+export const EXPORT_MAX_ROWS = 100_000
+
+/** An export: the list's filters and order (no page), `format=csv|jsonl`, `max_rows` (default 10,000, at most 100,000). */
+export function exportQuery (accountId: string, q: URLSearchParams, now = Date.now()): { filter: TraceFilter; format: ExportFormat; maxRows: number } {
+  const format = get(q, 'format')
+  if (format !== 'csv' && format !== 'jsonl') throw bad('format')
+  const raw = get(q, 'max_rows')
+  const maxRows = raw === null ? EXPORT_DEFAULT_ROWS : /^\d{1,6}$/.test(raw) ? Number(raw) : NaN
+  if (!(maxRows >= 1 && maxRows <= EXPORT_MAX_ROWS)) throw bad('max_rows')
+  if (get(q, 'cursor') !== null) throw bad('cursor')
+  const p = new URLSearchParams(q)
+  p.delete('limit')
+  return { filter: traceFilter(accountId, p, now), format, maxRows }
 }
 
 export interface UsageWindow {

@@ -5,7 +5,7 @@ import { authenticate } from '../auth/authenticate.js'
 import type { KeyCache } from '../auth/cache.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { getSession, getTrace, listSessions, listTraces, usage } from './data-routes.js'
+import { getSession, getTrace, listSessions, listTraces, traceTotals, usage } from './data-routes.js'
 import { HttpError, type Reply, type Req } from './http.js'
 
 const CHALLENGE: ReadonlyArray<readonly [string, string]> = [['www-authenticate', 'Bearer realm="tracegate"']]
@@ -34,6 +34,14 @@ export class ReadApi {
     const verdict = await authenticate(this.#keys, m[1]!, 'read')
     if (verdict instanceof TracegateError) throw refuse(verdict.code as RefusalCode)
     return verdict.accountId
+  }
+
+  /** The account of the request's read key (the export route's check). */
+  account = (req: Req): Promise<string> => this.#account(req)
+
+  totals = async (req: Req): Promise<Reply> => {
+    const accountId = await this.#account(req)
+    return { status: 200, body: await traceTotals(this.#store, accountId, req.query) }
   }
 
   traces = async (req: Req): Promise<Reply> => {

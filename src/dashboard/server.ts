@@ -10,10 +10,11 @@ import { MALFORMED } from '../server/head.js'
 import { listen, uws, type HttpRequest, type HttpResponse } from '../server/uws.js'
 import type { StoreClient } from '../store/client.js'
 import { AuthRoutes } from './auth-routes.js'
-import { getSession, getTrace, listSessions, listTraces, usage } from './data-routes.js'
+import { getSession, getTrace, listSessions, listTraces, traceTotals, usage } from './data-routes.js'
+import { exportRoute } from './export-route.js'
 import { DetectionRoutes } from './detection-routes.js'
 import { Guards } from './guards.js'
-import { checkHead, errorReply, route, send, type Handler, type Reply, type RouteOptions } from './http.js'
+import { checkHead, errorReply, route, send, type Handler, type Reply, type Req, type RouteOptions } from './http.js'
 import { KeyRoutes } from './key-routes.js'
 import { LiveFeed } from './live.js'
 import { ReadApi } from './read-api.js'
@@ -101,6 +102,7 @@ export class DashboardServer {
         return { status: 200, body: { host, port: deps.proxy.port, server_keys: deps.proxy.serverKeys } }
       }],
       ['get', '/api/ui/traces', async (req) => ({ status: 200, body: await listTraces(deps.store, guards.session(req).accountId, req.query) })],
+      ['get', '/api/ui/traces/totals', async (req) => ({ status: 200, body: await traceTotals(deps.store, guards.session(req).accountId, req.query) })],
       ['get', '/api/ui/traces/:id', async (req) => ({ status: 200, body: await getTrace(deps.store, guards.session(req).accountId, req.params[0] ?? '') }), { params: 1 }],
       ['get', '/api/ui/usage', async (req) => ({ status: 200, body: await usage(deps.store, guards.session(req).accountId, req.query) })],
       ['get', '/api/ui/sessions', async (req) => ({ status: 200, body: await listSessions(deps.store, guards.session(req).accountId, req.query) })],
@@ -116,6 +118,7 @@ export class DashboardServer {
       ['get', '/api/ui/account/pii-at-rest', detection.piiAtRest],
       ['post', '/api/ui/account/pii-at-rest', detection.updatePiiAtRest, { json: true }],
       ['get', '/api/v1/traces', read.traces],
+      ['get', '/api/v1/traces/totals', read.totals],
       ['get', '/api/v1/traces/:id', read.trace, { params: 1 }],
       ['get', '/api/v1/usage', read.usage],
       ['get', '/api/v1/sessions', read.sessions],
@@ -129,6 +132,14 @@ export class DashboardServer {
       const m = method.toUpperCase()
       const before = allowed.get(pattern)
       allowed.set(pattern, before === undefined ? m : `${before}, ${m}`)
+    }
+    // Exports stream their answer, so they are wired to uWS directly rather than through route().
+    for (const [pattern, account] of [
+      ['/api/ui/traces/export', (req: Req) => guards.session(req).accountId],
+      ['/api/v1/traces/export', read.account],
+    ] as const) {
+      app.get(pattern, exportRoute(deps.store, account, base))
+      allowed.set(pattern, 'GET')
     }
     for (const [pattern, allow] of allowed) app.any(pattern, answer('method_not_allowed', allow))
     app.any('/*', notFound(assets))

@@ -7,7 +7,7 @@ import type { OtelSettings } from '../otel/settings.js'
 import { isErrorCode, TracegateError } from '../errors.js'
 import { moduleFile, repoFile } from '../paths.js'
 import type { FrontPortsData } from './worker/ports.js'
-import type { LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import type { ExportAck, ExportChunk, LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { LiveBatch, UsageFeedback } from './trace-types.js'
 
@@ -26,7 +26,7 @@ export interface StoreOptions {
   readonly frontPorts?: readonly MessagePort[]
 }
 
-type WorkerMessage = StoreResponse | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[] }
+type WorkerMessage = StoreResponse | ExportChunk | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[] }
 
 export type LiveListener = (batches: readonly LiveBatch[]) => void
 export type UsageListener = (entries: readonly UsageFeedback[]) => void
@@ -43,6 +43,8 @@ export class StoreError extends Error {
 interface PendingCall {
   resolve (value: unknown): void
   reject (err: Error): void
+  /** A streamed answer's pieces; resolves once the piece is taken, to false to stop the stream. */
+  chunk?: (chunk: string) => Promise<boolean>
 }
 
 export const MIGRATIONS_DIR = fileURLToPath(repoFile('clickhouse/'))
@@ -103,6 +105,10 @@ export class StoreClient {
         for (const fn of this.#written) fn(msg.written)
         return
       }
+      if ('chunk' in msg) {
+        this.#chunk(msg)
+        return
+      }
       this.#answer(msg)
     })
     this.#exited = new Promise((resolve) => {
@@ -133,6 +139,35 @@ export class StoreClient {
       const msg: StoreRequest = { id, op, args: args[0] }
       this.#worker.postMessage(msg)
     })
+  }
+
+  /**
+   * A call whose answer comes in pieces before its reply (exportTraces): `onChunk` gets each and the worker
+   * sends the next only once it resolves, so a slow receiver holds the worker at one piece; resolving to
+   * false (or rejecting) stops the stream, and the call then resolves with what was sent.
+   */
+  stream<K extends 'exportTraces'> (op: K, args: Parameters<StoreOps[K]>[0], onChunk: (chunk: string) => Promise<boolean>): Promise<ReturnType<StoreOps[K]>> {
+    if (this.#closed) return Promise.reject(new StoreError('the store is closed', 'store_stopped'))
+    const id = this.#nextId++
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, chunk: onChunk })
+      const msg: StoreRequest = { id, op, args }
+      this.#worker.postMessage(msg)
+    })
+  }
+
+  #chunk (msg: ExportChunk): void {
+    const p = this.#pending.get(msg.id)
+    const ack = (more: boolean): void => {
+      if (this.#closed) return
+      const a: ExportAck = { ack: msg.id, more }
+      this.#worker.postMessage(a)
+    }
+    if (p?.chunk === undefined) {
+      ack(false)
+      return
+    }
+    p.chunk(msg.chunk).then(ack, () => { ack(false) })
   }
 
   /**

@@ -4,6 +4,8 @@ import type { OtelSettings } from '../otel/settings.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { TraceStats } from './trace-types.js'
 import type { TraceFilter, TracePage } from './worker/trace-queries.js'
+import type { TraceTotals } from './worker/trace-totals.js'
+import type { ExportArgs } from './worker/trace-export.js'
 import type { UsageReport } from './worker/usage-report.js'
 import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
 import type { TraceRow, UsageMeasures } from './trace-types.js'
@@ -89,6 +91,13 @@ export interface StoreOps {
   getUser (args: { accountId: string; id: string }): UserRow | null
   /** The dashboard's trace list: filters, newest first, keyset pages. */
   listTraces (args: TraceFilter): TracePage
+  /** Totals of the list's filter (its cursor and order aside), the rows in memory included, each once. */
+  traceTotals (args: TraceFilter): TraceTotals
+  /**
+   * The filter's rows as CSV or JSONL, sent as ExportChunk messages before the reply (the rows sent);
+   * each next chunk waits for the front thread's ExportAck (StoreClient.stream).
+   */
+  exportTraces (args: ExportArgs): { rows: number }
   /** Per key of the account, the last minute it was used in (from the usage rollup). */
   keysLastUsed (args: { accountId: string }): Array<{ key_id: string; last_used_at: string }>
   /** Inserts what is queued now (tests and shutdown; the timer does it otherwise). */
@@ -141,6 +150,18 @@ export interface TraceMessage {
 }
 
 export type OpName = keyof StoreOps
+
+/** A piece of a streamed answer (exportTraces), sent before the request's reply. */
+export interface ExportChunk {
+  readonly id: number
+  readonly chunk: string
+}
+
+/** The front thread took the request's last chunk: `more` false stops the stream (the client left). */
+export interface ExportAck {
+  readonly ack: number
+  readonly more: boolean
+}
 
 export interface StoreRequest {
   readonly id: number

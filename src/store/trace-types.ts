@@ -257,3 +257,20 @@ export interface UsageBody {
   readonly by_model: Array<UsageMeasures & { group: string }>
   readonly by_provider: Array<UsageMeasures & { group: string }>
 }
+
+/** Totals of the trace list's filter (GET /api/ui/traces/totals, store/worker/trace-totals.ts). */
+export interface TraceTotals {
+  readonly calls: number
+  readonly errors: number
+  /** errors / calls, or null without calls. */
+  readonly error_rate: number | null
+  readonly blocked: number
+  readonly input_tokens: number
+  readonly output_tokens: number
+  /** The priced calls' cost; unpriced calls add nothing. */
+  readonly cost_usd: number
+  /** Exact percentiles (ClickHouse's quantileExact: the value at position ⌊level × calls⌋ in order). */
+  readonly latency_p50_ms: number | null
+  readonly latency_p95_ms: number | null
+  readonly latency_p99_ms: number | null
+}

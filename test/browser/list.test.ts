@@ -137,12 +137,14 @@ t.test('filters: text, provider, outcome, model, range', async (t) => {
   t.pass('provider filter: only beta rows')
 
   await openList()
-  await page.selectOption('select[data-testid=filter-outcome]', 'provider_error')
+  await page.locator('[data-testid=filter-outcome] summary').click()
+  await page.locator('[data-testid=filter-outcome-provider_error]').check()
   await settle(first.failed.traceId, 'status', '^\\s*500\\s*$')
   t.pass('outcome filter: only the provider error')
 
   await openList()
-  await page.selectOption('select[data-testid=filter-outcome]', 'blocked')
+  await page.locator('[data-testid=filter-outcome] summary').click()
+  await page.locator('[data-testid=filter-outcome-blocked]').check()
   await settle(first.blocked.traceId, 'outcome', 'blocked')
   t.ok((await ids()).length >= 1, 'outcome filter: only blocked rows')
   t.equal(await page.locator('tr[data-testid=trace-row]:not(:has([data-testid=blocked-badge]))').count(), 0, 'each carries the badge')

@@ -11,7 +11,7 @@ import { migrate } from '../../src/store/worker/migrate.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import type { CallLabels, RawTrace, TraceRow } from '../../src/store/trace-types.js'
-import { listTraces, type TraceFilter } from '../../src/store/worker/trace-queries.js'
+import { emptyFilter, listTraces, type TraceFilter } from '../../src/store/worker/trace-queries.js'
 import { TsvWriter, utf8End } from '../../src/store/worker/tsv.js'
 
 t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {
@@ -160,7 +160,7 @@ t.test('labels round-trip through embedded ClickHouse and are found by the list 
     t.strictSame(stored, l ?? { user: '', session: '', tags: [], metadata: {} }, `${what}: every label as it was`)
     t.same(Object.keys(stored.metadata), Object.keys(l?.metadata ?? {}), `${what}: metadata keys in order`)
   }
-  const filter = { accountId, from: null, to: null, provider: null, model: null, outcome: null, keyId: null, user: null, session: null, tag: null, q: null, limit: 10, cursor: null }
+  const filter = emptyFilter(accountId, 10)
   const found = async (f: Partial<TraceFilter>): Promise<string[]> => (await listTraces(ch, { ...filter, ...f })).traces.map((x) => x.trace_id)
   t.same(await found({ user: labels.user }), [ids[0]], 'user, exactly')
   t.same(await found({ session: max.session }), [ids[1]], 'session, exactly')

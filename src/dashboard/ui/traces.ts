@@ -1,56 +1,31 @@
-// /traces: the live list. Newest first; keyset pages through "Load more"; new traces arrive over the
-// WebSocket and go on top. Filters live in the address (?range=&provider=…) so a filtered view is a link.
+// /traces: the live list. Newest first unless a column head sorts it; keyset pages through "Load more";
+// new traces arrive over the WebSocket and go on top (in the newest-first order only). Totals of the
+// filter above the list; the filters, the sort and the export are in trace-filters.ts, their state in
+// the address so a filtered view is a link.
 import { get, type Query } from './api.js'
-import { h, options, replace } from './dom.js'
+import { h, replace } from './dom.js'
 import { int, ms, usd, when, fullTime, toMs } from './format.js'
 import { firstCallCard } from './first-call.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
-import { PROVIDERS } from './providers/index.js'
+import { addressQuery, apiQuery, exportHref, filterBar, readState, totalsView, type ListState, type SortKey } from './trace-filters.js'
 import type { ApiKey, TraceList, TraceListItem } from './types.js'
+import type { TraceTotals } from '../../store/trace-types.js'
 
 const PAGE = 50
 /** Rows kept while live traces pour in; older ones are dropped from the bottom and come back through "Load more". */
 const MAX_ROWS = 1000
 
-const RANGES: ReadonlyArray<readonly [string, string]> = [
-  ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['all', 'All time'],
-]
-const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
-const PROVIDER_OPTIONS: ReadonlyArray<readonly [string, string]> = [['', 'All providers'], ...PROVIDERS.map((p) => [p, p] as const)]
-const OUTCOMES: ReadonlyArray<readonly [string, string]> = [
-  ['', 'All outcomes'], ['ok', 'ok'], ['blocked', 'blocked'], ['limited', 'limited'], ['rejected', 'rejected'], ['provider_error', 'provider error'],
-  ['provider_stream_error', 'provider stream error'], ['client_aborted', 'client aborted'], ['proxy_error', 'proxy error'],
-]
-
-interface Filters { range: string, provider: string, model: string, outcome: string, key: string, q: string }
-
-function readFilters (): Filters {
-  const p = new URLSearchParams(location.search)
-  const range = p.get('range') ?? 'day'
-  return {
-    range: RANGES.some(([v]) => v === range) ? range : 'day',
-    provider: p.get('provider') ?? '',
-    model: p.get('model') ?? '',
-    outcome: p.get('outcome') ?? '',
-    key: p.get('key') ?? '',
-    q: p.get('q') ?? '',
-  }
+function query (s: ListState, cursor: string | null, to: number | null = null): Query {
+  const q = apiQuery(s)
+  return { ...q, to: to ?? q.to ?? null, limit: PAGE, cursor }
 }
 
-function query (f: Filters, cursor: string | null, to: number | null = null): Query {
-  const span = RANGE_MS[f.range]
-  return {
-    from: span === undefined ? null : Date.now() - span,
-    to,
-    provider: f.provider,
-    model: f.model.trim(),
-    outcome: f.outcome,
-    key: f.key,
-    q: f.q.trim(),
-    limit: PAGE,
-    cursor,
-  }
+/** Whether the page can tell by itself that a live trace matches (otherwise the server is asked). */
+function judgedHere (s: ListState): boolean {
+  const t = s.text
+  return s.status.length === 0 && s.range !== 'custom' &&
+    (['q', 'user', 'session', 'tag', 'metadata', 'latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential'] as const).every((k) => t[k].trim() === '')
 }
 
 function outcomeCell (t: TraceListItem): HTMLTableCellElement {
@@ -93,23 +68,39 @@ export function traceRows (items: readonly TraceListItem[], seen?: Set<string>):
 }
 
 export const traces: Page = (root, ctx) => {
-  const f = readFilters()
-  const range = h('select', { 'data-testid': 'filter-range', 'aria-label': 'Time range' }, ...options(RANGES, f.range))
-  const provider = h('select', { 'data-testid': 'filter-provider', 'aria-label': 'Provider' }, ...options(PROVIDER_OPTIONS, f.provider))
-  const model = h('input', { 'data-testid': 'filter-model', type: 'search', placeholder: 'Model', value: f.model, 'aria-label': 'Model' })
-  const outcome = h('select', { 'data-testid': 'filter-outcome', 'aria-label': 'Outcome' }, ...options(OUTCOMES, f.outcome))
-  const key = h('select', { 'data-testid': 'filter-key', 'aria-label': 'API key' }, ...options([['', 'All keys'], ...(f.key !== '' ? [[f.key, f.key] as const] : [])], f.key))
-  const text = h('input', { 'data-testid': 'filter-text', type: 'search', placeholder: 'Text in prompt or response', value: f.q, 'aria-label': 'Text' })
+  const f = readState(location.search)
+  const filters = filterBar(f, () => { changed() })
+  const totals = totalsView()
+  const csv = h('a', { class: 'button', 'data-testid': 'export-csv', download: '' }, 'Export CSV')
+  const jsonl = h('a', { class: 'button', 'data-testid': 'export-jsonl', download: '' }, 'Export JSONL')
+  const exports = h('div', { class: 'exports', title: 'The filtered list in its order, up to 100,000 rows' }, csv, jsonl)
+  /** A column head that sorts the list by its column: descending first, a second click ascending. */
+  function sortHead (col: SortKey, label: string, cls: string): HTMLTableCellElement {
+    const button = h('button', { type: 'button', class: 'sort', 'data-testid': `sort-${col}` }, label)
+    button.addEventListener('click', () => {
+      f.order = f.sort === col && f.order === 'desc' ? 'asc' : 'desc'
+      f.sort = col
+      changed()
+    })
+    return h('th', { class: cls === '' ? null : cls, 'data-col': col }, button)
+  }
+  const showSort = (): void => {
+    for (const th of table.querySelectorAll<HTMLTableCellElement>('th[data-col]')) {
+      const col = th.dataset.col
+      if (th.querySelector('button.sort') === null) continue
+      if (col === f.sort) th.setAttribute('aria-sort', f.order === 'desc' ? 'descending' : 'ascending')
+      else th.removeAttribute('aria-sort')
+    }
+  }
   const status = h('span', { class: 'live-status', 'data-testid': 'live-status', 'data-state': 'connecting' }, 'connecting')
   const body = h('tbody')
   const table = h('table', { class: 'list traces', 'data-testid': 'trace-list' },
     // data-col on the heads too: a narrow screen shows only time, model, outcome and latency (app.css),
     // and a tap on a row opens the detail with everything.
     h('thead', null, h('tr', null,
-      h('th', { 'data-col': 'time' }, 'Time'), h('th', { 'data-col': 'provider' }, 'Provider'), h('th', { 'data-col': 'model' }, 'Model'),
+      sortHead('time', 'Time', ''), h('th', { 'data-col': 'provider' }, 'Provider'), h('th', { 'data-col': 'model' }, 'Model'),
       h('th', { 'data-col': 'outcome' }, 'Outcome'), h('th', { class: 'num', 'data-col': 'status' }, 'Status'),
-      h('th', { class: 'num', 'data-col': 'tokens' }, 'Tokens in / out'), h('th', { class: 'num', 'data-col': 'cost' }, 'Cost'),
-      h('th', { class: 'num', 'data-col': 'latency' }, 'Latency'))),
+      sortHead('tokens', 'Tokens in / out', 'num'), sortHead('cost', 'Cost', 'num'), sortHead('latency', 'Latency', 'num'))),
     body)
   const more = h('button', { type: 'button', 'data-testid': 'load-more', hidden: true }, 'Load more')
   const note = h('p', { class: 'muted list-note', 'data-testid': 'trace-list-note' })
@@ -119,7 +110,8 @@ export const traces: Page = (root, ctx) => {
 
   replace(root,
     h('div', { class: 'page-head' }, h('h1', null, 'Traces'), status),
-    h('div', { class: 'filters' }, range, provider, model, outcome, key, text),
+    filters.bar,
+    h('div', { class: 'totals-row' }, totals.el, exports),
     welcome,
     wrap,
     h('div', { class: 'list-foot' }, note, more))
@@ -166,7 +158,7 @@ export const traces: Page = (root, ctx) => {
   const load = async (reset: boolean): Promise<void> => {
     const g = reset ? ++generation : generation
     loading = true
-    if (reset) { cursor = null; anchorTo = null; more.hidden = true; arrived = []; showNote() }
+    if (reset) { cursor = null; anchorTo = null; more.hidden = true; arrived = []; showNote(); loadTotals() }
     more.disabled = true
     try {
       const to = reset ? null : anchorTo
@@ -195,6 +187,20 @@ export const traces: Page = (root, ctx) => {
       if (g === generation) { loading = false; more.disabled = false }
     }
     showNote()
+  }
+
+  /** The totals of the filter; a newer ask wins over an older answer. */
+  let totalsAsked = 0
+  const loadTotals = (): void => {
+    const n = ++totalsAsked
+    get<TraceTotals>('/api/ui/traces/totals', apiQuery(f)).then((t) => { if (n === totalsAsked) totals.show(t) },
+      () => { if (n === totalsAsked) totals.show(null) })
+  }
+  /** Live traces move the totals: asked again at most once a second. */
+  let totalsTimer: ReturnType<typeof setTimeout> | null = null
+  const refreshTotals = (): void => {
+    if (totalsTimer !== null) return
+    totalsTimer = setTimeout(() => { totalsTimer = null; loadTotals() }, 1000)
   }
 
   /** New traces the socket cannot vouch for (the text filter is the server's): ask for the first page and put the unseen ones on top. */
@@ -238,16 +244,19 @@ export const traces: Page = (root, ctx) => {
   }
 
   const matches = (t: TraceListItem): boolean =>
-    (f.provider === '' || t.provider === f.provider) &&
-    (f.model.trim() === '' || t.model === f.model.trim()) &&
-    (f.outcome === '' || t.outcome === f.outcome) &&
-    (f.key === '' || t.key_id === f.key)
+    (f.text.provider === '' || t.provider === f.text.provider) &&
+    (f.text.model.trim() === '' || t.model === f.text.model.trim()) &&
+    (f.outcome.length === 0 || f.outcome.includes(t.outcome)) &&
+    (f.text.key === '' || t.key_id === f.text.key)
 
   const live = new Live({
     traces (items) {
       const ok = items.filter(matches)
       if (ok.length === 0) return
-      if (f.q.trim() !== '') mergeNewest()
+      refreshTotals()
+      // Sorted otherwise than newest first, a new trace's place is not the top: the list stays as it is.
+      if (f.sort !== 'time' || f.order !== 'desc') return
+      if (!judgedHere(f)) mergeNewest()
       else prepend(ok)
     },
     state (s: LiveState) {
@@ -259,29 +268,13 @@ export const traces: Page = (root, ctx) => {
     reconnected: mergeNewest,
   })
 
-  const changed = (): void => {
-    f.range = range.value
-    f.provider = provider.value
-    f.model = model.value
-    f.outcome = outcome.value
-    f.key = key.value
-    f.q = text.value
-    const p = new URLSearchParams()
-    if (f.range !== 'day') p.set('range', f.range)
-    for (const k of ['provider', 'model', 'outcome', 'key', 'q'] as const) if (f[k].trim() !== '') p.set(k, f[k].trim())
-    const s = p.toString()
-    history.replaceState(null, '', s === '' ? '/traces' : `/traces?${s}`)
+  function changed (): void {
+    const q = addressQuery(f)
+    history.replaceState(null, '', q === '' ? '/traces' : `/traces?${q}`)
+    csv.href = exportHref(f, 'csv')
+    jsonl.href = exportHref(f, 'jsonl')
+    showSort()
     void load(true)
-  }
-  let typing: ReturnType<typeof setTimeout> | null = null
-  const typed = (): void => {
-    if (typing !== null) clearTimeout(typing)
-    typing = setTimeout(() => { typing = null; changed() }, 300)
-  }
-  for (const s of [range, provider, outcome, key]) s.addEventListener('change', changed)
-  for (const i of [model, text]) {
-    i.addEventListener('input', typed)
-    i.addEventListener('keydown', (e) => { if (e.key === 'Enter') { if (typing !== null) clearTimeout(typing); typing = null; changed() } })
   }
   more.addEventListener('click', () => { void load(false) })
 
@@ -297,18 +290,20 @@ export const traces: Page = (root, ctx) => {
 
   // Key names for the key filter.
   get<{ keys: ApiKey[] }>('/api/ui/keys').then(({ keys }) => {
-    const current = key.value
-    const pairs: Array<readonly [string, string]> = [['', 'All keys'], ...keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`] as const)]
-    if (!pairs.some(([id]) => id === current)) pairs.push([current, current])
-    replace(key, ...options(pairs, current))
+    filters.keys(keys.map((k) => [k.id, `${k.name} (${k.prefix}…)`] as const))
   }).catch(() => {})
 
+  csv.href = exportHref(f, 'csv')
+  jsonl.href = exportHref(f, 'jsonl')
+  showSort()
   void load(true)
 
   return () => {
     generation++
     live.close()
+    totalsAsked++
     if (mergeTimer !== null) clearTimeout(mergeTimer)
-    if (typing !== null) clearTimeout(typing)
+    if (totalsTimer !== null) clearTimeout(totalsTimer)
+    filters.dispose()
   }
 }

@@ -9,7 +9,7 @@ import { AccountStore } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
 import { lowerStoreThreads } from './priority.js'
-import type { LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from '../protocol.js'
+import type { ExportAck, LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from '../protocol.js'
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
@@ -21,6 +21,8 @@ import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from 
 import { keysLastUsed } from './key-last-used.js'
 import { listTraces, type TraceFilter } from './trace-queries.js'
 import { recentPage, recentTrace } from './recent-traces.js'
+import { heldColumns, traceTotals } from './trace-totals.js'
+import { exportTraces, type ExportArgs } from './trace-export.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
@@ -101,7 +103,18 @@ function seam (): void {
   if (!data.testSeams) throw new TracegateError('not_allowed', { message: 'test seams are off' })
 }
 
-async function run (op: OpName, args: unknown): Promise<unknown> {
+/** Streamed answers waiting for the front thread to take their last chunk, by request id. */
+const acks = new Map<number, (more: boolean) => void>()
+
+/** Sends one chunk of request `id`'s answer; resolves when it was taken (false: stop). */
+function sendChunk (id: number, chunk: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    acks.set(id, resolve)
+    port.postMessage({ id, chunk })
+  })
+}
+
+async function run (op: OpName, args: unknown, id: number): Promise<unknown> {
   await open()
   const ch = holder!.client
   const store = accounts!
@@ -134,6 +147,12 @@ async function run (op: OpName, args: unknown): Promise<unknown> {
       // answers (and shown once), never in neither.
       return listTraces(ch, f, traces === null ? null : recentPage(traces.held(), f))
     }
+    case 'traceTotals': {
+      const f = args as TraceFilter
+      // Read before ClickHouse is asked, as for the list: a row inserted in between is counted from memory.
+      return traceTotals(ch, f, traces === null ? null : heldColumns(traces.held(), f))
+    }
+    case 'exportTraces': return exportTraces(ch, args as ExportArgs, (chunk) => sendChunk(id, chunk))
     case 'keysLastUsed': return keysLastUsed(ch, (args as { accountId: string }).accountId)
     case 'flushTraces':
       await traces?.flush()
@@ -210,11 +229,14 @@ function reply (msg: StoreResponse, to: Replier = port): void {
   to.postMessage(msg)
 }
 
-port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | 'close') => { onMessage(msg, port) })
+port.on('message', (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck | 'close') => { onMessage(msg, port) })
 serveFrontPorts(onMessage)
 
-function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to: Replier): void {
+function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck | 'close', to: Replier): void {
   if (msg === 'close') {
+    // Streams in progress stop at their current chunk.
+    for (const stop of acks.values()) stop(false)
+    acks.clear()
     void (async () => {
       await writes.catch(() => {})
       if (ready !== null) await ready.catch(() => {})
@@ -225,6 +247,12 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to
       port.postMessage('closed')
       port.close()
     })()
+    return
+  }
+  if ('ack' in msg) {
+    const taken = acks.get(msg.ack)
+    acks.delete(msg.ack)
+    taken?.(msg.more)
     return
   }
   if ('live' in msg) {
@@ -244,7 +272,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | 'close', to
     }
     return
   }
-  const exec = (): Promise<unknown> => run(msg.op, msg.args)
+  const exec = (): Promise<unknown> => run(msg.op, msg.args, msg.id)
   let p: Promise<unknown>
   if (SERIAL.has(msg.op)) {
     p = writes.then(exec, exec)

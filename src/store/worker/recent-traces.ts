@@ -6,7 +6,7 @@
 // description of each (trace-filters.ts); one that cannot always be (the text search) makes the query
 // skip these rows instead.
 import { readRow, readSummary } from './tsv-read.js'
-import { HeldRow, heldBytes, heldTests, uuidKey, type HeldTest } from './trace-filters.js'
+import { HeldRow, heldBytes, heldTests, listOrder, SORTS, uuidKey, type HeldTest } from './trace-filters.js'
 import type { TraceFilter } from './trace-queries.js'
 import type { TraceRow, TraceSummary } from '../trace-types.js'
 
@@ -25,6 +25,8 @@ export function newestFirst (a: { time: string; trace_id: string }, b: { time: s
 }
 
 interface Candidate {
+  /** The row's value under the list's sort (0 when sorted by time). */
+  readonly value: number
   readonly time: string
   readonly trace_id: string
   readonly rows: HeldRows
@@ -34,7 +36,7 @@ interface Candidate {
 
 /**
  * The rows of the filter's account that pass all its filters (trace-filters.ts, each tested as ClickHouse
- * tests it), newest first, at most `limit + 1` (what the list query asks ClickHouse for). Null when the
+ * tests it), in the list's order (newest first unless sorted otherwise), at most `limit + 1` (what the list query asks ClickHouse for). Null when the
  * filter has a test these rows cannot answer exactly as ClickHouse would (the text search with a needle
  * that is not all ASCII, or a row with a character ClickHouse case-folds inconsistently): the list then
  * shows what ClickHouse holds, as it did before rows waited in memory.
@@ -44,6 +46,7 @@ export function recentPage (batches: Iterable<HeldRows>, f: TraceFilter): TraceS
   if (tests === null) return null
   const candidates: Candidate[] = []
   const r = new HeldRow()
+  const sortValue = SORTS[f.sort].held
   for (const rows of batches) {
     const { tsv, ends } = rows
     for (let i = 0; i < ends.length; i++) {
@@ -51,10 +54,10 @@ export function recentPage (batches: Iterable<HeldRows>, f: TraceFilter): TraceS
       const pass = passes(tests.cheap, r)
       if (pass === null) return null
       if (!pass) continue
-      candidates.push({ time: r.time, trace_id: r.traceId, rows, start: r.start, end: r.end })
+      candidates.push({ value: sortValue(r), time: r.time, trace_id: r.traceId, rows, start: r.start, end: r.end })
     }
   }
-  candidates.sort(newestFirst)
+  candidates.sort(listOrder(f))
   const out: TraceSummary[] = []
   for (const c of candidates) {
     if (out.length > f.limit) break

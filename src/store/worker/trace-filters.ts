@@ -5,7 +5,8 @@
 import { chTime } from './connect.js'
 import { EncodedRow, unescapeInto } from './tsv-read.js'
 import { TsvWriter } from './tsv.js'
-import type { TraceFilter } from './trace-queries.js'
+import type { SortKey, TraceFilter } from './trace-queries.js'
+import type { TraceSummary } from '../trace-types.js'
 
 /** A String column's value as a held row holds it (escaped as tsv.ts writes it), for comparing bytes. */
 export function heldBytes (value: string): Buffer {
@@ -98,8 +99,8 @@ export interface ListFilter {
   readonly late?: true
 }
 
-/** A filter that is one equality or membership test of one field of TraceFilter. */
-function equals (field: 'provider' | 'model' | 'outcome' | 'user' | 'session', column: string): ListFilter {
+/** A filter that is one equality test of one field of TraceFilter. */
+function equals (field: 'provider' | 'model' | 'user' | 'session', column: string): ListFilter {
   return {
     sql: (f) => f[field] === null ? null : { clauses: [`${column} = {${field}:String}`], params: { [field]: f[field] } },
     held: (f) => {
@@ -180,7 +181,44 @@ export const FILTERS: readonly ListFilter[] = [
   },
   equals('provider', 'provider'),
   equals('model', 'model'),
-  equals('outcome', 'outcome'),
+  {
+    sql: (f) => f.outcomes === null ? null : { clauses: ['outcome IN {outcomes:Array(String)}'], params: { outcomes: f.outcomes } },
+    held: (f) => {
+      const values = f.outcomes!.map(heldBytes)
+      return (r) => values.some((v) => r.fields.equals('outcome', v))
+    },
+  },
+  {
+    // 2xx, 4xx, 5xx…: the hundreds of the status code (0, no answer at all, is in no class).
+    sql: (f) => f.statusClasses === null ? null : { clauses: ['intDiv(status, 100) IN {statusClasses:Array(UInt8)}'], params: { statusClasses: f.statusClasses } },
+    held: (f) => (r) => f.statusClasses!.includes(Math.floor(r.fields.number('status')! / 100)),
+  },
+  {
+    // latency_ms is a Float32: the held value is rounded to it, and both sides compare it as a Float64.
+    sql: (f) => f.latencyMin === null ? null : { clauses: ['latency_ms >= {latencyMin:Float64}'], params: { latencyMin: f.latencyMin } },
+    held: (f) => (r) => Math.fround(r.fields.number('latency_ms')!) >= f.latencyMin!,
+  },
+  {
+    sql: (f) => f.latencyMax === null ? null : { clauses: ['latency_ms <= {latencyMax:Float64}'], params: { latencyMax: f.latencyMax } },
+    held: (f) => (r) => Math.fround(r.fields.number('latency_ms')!) <= f.latencyMax!,
+  },
+  {
+    // An unpriced call (cost NULL) is in no cost range: NULL compares as neither true nor false.
+    sql: (f) => f.costMin === null ? null : { clauses: ['cost_usd >= {costMin:Float64}'], params: { costMin: f.costMin } },
+    held: (f) => (r) => { const c = r.fields.number('cost_usd'); return c !== null && c >= f.costMin! },
+  },
+  {
+    sql: (f) => f.costMax === null ? null : { clauses: ['cost_usd <= {costMax:Float64}'], params: { costMax: f.costMax } },
+    held: (f) => (r) => { const c = r.fields.number('cost_usd'); return c !== null && c <= f.costMax! },
+  },
+  {
+    sql: (f) => f.streaming === null ? null : { clauses: ['streaming = {streaming:Bool}'], params: { streaming: f.streaming } },
+    held: (f) => (r) => r.fields.bool('streaming') === f.streaming,
+  },
+  {
+    sql: (f) => f.confidential === null ? null : { clauses: ['confidential = {confidential:Bool}'], params: { confidential: f.confidential } },
+    held: (f) => (r) => r.fields.bool('confidential') === f.confidential,
+  },
   {
     sql: (f) => f.keyId === null ? null : { clauses: ['key_id = {keyId:UUID}'], params: { keyId: f.keyId } },
     held: (f) => {
@@ -195,17 +233,42 @@ export const FILTERS: readonly ListFilter[] = [
     held: (f) => (r) => r.fields.strings('tags').includes(f.tag!),
   },
   {
-    // Rows strictly older than the cursor in (time, trace_id) order. Spelled out rather than as a tuple
-    // comparison: `time <= …` lets the primary key skip every granule newer than the cursor, so a deep
-    // page costs what the first one does (a tuple `<` scans them).
-    sql: (f) => f.cursor === null ? null : {
-      clauses: ["time <= {cursorTime:DateTime64(3, 'UTC')}", "(time < {cursorTime:DateTime64(3, 'UTC')} OR trace_id < {cursorId:UUID})"],
-      params: { cursorTime: f.cursor.time, cursorId: f.cursor.traceId },
+    // A metadata value: ClickHouse reads a key the map lacks as '', so `key=` also matches traces without it.
+    sql: (f) => f.meta === null ? null : { clauses: ['metadata[{metaKey:String}] = {metaValue:String}'], params: { metaKey: f.meta.key, metaValue: f.meta.value } },
+    held: (f) => {
+      const { key, value } = f.meta!
+      // A key the decoded object cannot hold as its own property is not judged here.
+      if (key === '__proto__') return null
+      return (r) => {
+        const m = r.fields.map('metadata')
+        return (Object.hasOwn(m, key) ? m[key] : '') === value
+      }
+    },
+  },
+  {
+    // Rows strictly after the cursor in the list's order: (time, trace_id) descending or ascending, or
+    // (sort value, time, trace_id). For time the clause is spelled out rather than a tuple comparison:
+    // `time <= …` lets the primary key skip every granule before the cursor, so a deep page costs what
+    // the first one does (a tuple comparison scans them).
+    sql: (f) => {
+      const c = f.cursor
+      if (c === null) return null
+      const lt = f.order === 'desc' ? '<' : '>'
+      const time = "{cursorTime:DateTime64(3, 'UTC')}"
+      const params: Record<string, unknown> = { cursorTime: c.time, cursorId: c.traceId }
+      const after = `(time ${lt} ${time} OR (time = ${time} AND trace_id ${lt} {cursorId:UUID}))`
+      if (f.sort === 'time') return { clauses: [`time ${lt}= ${time}`, `(time ${lt} ${time} OR trace_id ${lt} {cursorId:UUID})`], params }
+      const s = SORTS[f.sort]
+      params.cursorValue = c.value
+      const v = `{cursorValue:${s.type}}`
+      return { clauses: [`(${s.sql} ${lt} ${v} OR (${s.sql} = ${v} AND ${after}))`], params }
     },
     held: (f) => {
-      const ms = epochMs(f.cursor!.time)
-      const key = uuidKey(f.cursor!.traceId.toLowerCase())
-      return (r) => r.ms < ms || (r.ms === ms && uuidKey(r.traceId) < key)
+      const order = listOrder(f)
+      const c = f.cursor!
+      const at: Ordered = { value: c.value ?? 0, time: c.time, trace_id: c.traceId.toLowerCase() }
+      const sort = SORTS[f.sort]
+      return (r) => order({ value: sort.held(r), time: r.time, trace_id: r.traceId }, at) > 0
     },
   },
   {
@@ -222,6 +285,53 @@ export const FILTERS: readonly ListFilter[] = [
     late: true,
   },
 ]
+
+/** A row as the list orders it: its sort value (0 when sorted by time), its time text and trace id. */
+export interface Ordered {
+  readonly value: number
+  readonly time: string
+  readonly trace_id: string
+}
+
+/**
+ * Each sort of the list: the expression ClickHouse orders by, its type for the cursor's parameter, and the
+ * same value of a held row and of a summary (ClickHouse's answer). An unpriced call's cost sorts as -1,
+ * below every priced one.
+ */
+export const SORTS: Readonly<Record<SortKey, { readonly sql: string; readonly type: string; held (r: HeldRow): number; summary (s: TraceSummary): number }>> = {
+  time: { sql: 'time', type: "DateTime64(3, 'UTC')", held: () => 0, summary: () => 0 },
+  latency: { sql: 'latency_ms', type: 'Float32', held: (r) => Math.fround(r.fields.number('latency_ms')!), summary: (s) => Math.fround(s.latency_ms) },
+  cost: { sql: 'ifNull(cost_usd, -1)', type: 'Float64', held: (r) => r.fields.number('cost_usd') ?? -1, summary: (s) => s.cost_usd ?? -1 },
+  tokens: {
+    sql: '(toUInt64(input_tokens) + output_tokens)',
+    type: 'UInt64',
+    held: (r) => r.fields.number('input_tokens')! + r.fields.number('output_tokens')!,
+    summary: (s) => s.input_tokens + s.output_tokens,
+  },
+}
+
+/** The list's ORDER BY: the sort value (unless time), then time and trace id, all in the one direction. */
+export function orderBy (f: Pick<TraceFilter, 'sort' | 'order'>): string {
+  const d = f.order === 'desc' ? ' DESC' : ' ASC'
+  const keys = f.sort === 'time' ? ['time', 'trace_id'] : [SORTS[f.sort].sql, 'time', 'trace_id']
+  return keys.map((k) => k + d).join(', ')
+}
+
+/**
+ * The list's order as a comparison: negative when `a` comes first. Times compare as ClickHouse's
+ * fixed-width text, trace ids as ClickHouse orders UUIDs (uuidKey).
+ */
+export function listOrder (f: Pick<TraceFilter, 'sort' | 'order'>): (a: Ordered, b: Ordered) => number {
+  const sign = f.order === 'desc' ? -1 : 1
+  const byValue = f.sort !== 'time'
+  return (a, b) => {
+    if (byValue && a.value !== b.value) return a.value < b.value ? -sign : sign
+    if (a.time !== b.time) return a.time < b.time ? -sign : sign
+    const ka = uuidKey(a.trace_id)
+    const kb = uuidKey(b.trace_id)
+    return ka === kb ? 0 : ka < kb ? -sign : sign
+  }
+}
 
 /** The WHERE clause and its parameters. Only fixed text is joined; every value is a parameter. */
 export function where (f: TraceFilter): { sql: string; params: Record<string, unknown> } {

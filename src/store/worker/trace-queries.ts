@@ -1,9 +1,9 @@
 // The dashboard's and the read API's trace queries. Every value is a query parameter and every query is
-// filtered by the caller's account. The list pages with a keyset on (time, trace_id), the table's own
-// sort order after account_id, so page N costs what page 1 costs (never OFFSET).
+// filtered by the caller's account. The list pages with a keyset on its order, never OFFSET: (time,
+// trace_id), the table's own sort order after account_id, so page N costs what page 1 costs; or (sort
+// value, time, trace_id) when sorted by latency, cost or tokens.
 import type { ClickHouseClient } from '@clickhouse/client'
-import { newestFirst } from './recent-traces.js'
-import { where } from './trace-filters.js'
+import { listOrder, orderBy, SORTS, where } from './trace-filters.js'
 import type { TraceSummary } from '../trace-types.js'
 
 export interface TraceCursor {
@@ -11,6 +11,14 @@ export interface TraceCursor {
   readonly time: string
   readonly traceId: string
 }
+
+/** The last row shown under the list's order: its sort value too (null when sorted by time). */
+export interface ListCursor extends TraceCursor {
+  readonly value: number | null
+}
+
+export type SortKey = 'time' | 'latency' | 'cost' | 'tokens'
+export const SORT_KEYS: readonly SortKey[] = ['time', 'latency', 'cost', 'tokens']
 
 /** The list's filters; each is described once, for ClickHouse and for rows in memory, in trace-filters.ts. */
 export interface TraceFilter {
@@ -21,27 +29,55 @@ export interface TraceFilter {
   readonly to: number | null
   readonly provider: string | null
   readonly model: string | null
-  readonly outcome: string | null
+  /** Any of these outcomes. */
+  readonly outcomes: readonly string[] | null
+  /** Any of these status classes (2 for 2xx…). */
+  readonly statusClasses: readonly number[] | null
+  /** Latency in ms and cost in USD, both bounds inclusive; an unpriced call is in no cost range. */
+  readonly latencyMin: number | null
+  readonly latencyMax: number | null
+  readonly costMin: number | null
+  readonly costMax: number | null
+  readonly streaming: boolean | null
+  readonly confidential: boolean | null
   readonly keyId: string | null
   /** The caller's labels: exactly this user, this session, and a trace whose tags hold this one. */
   readonly user: string | null
   readonly session: string | null
   readonly tag: string | null
+  /** A metadata key holding exactly this value (a key the trace lacks reads as ''). */
+  readonly meta: { readonly key: string; readonly value: string } | null
   /** Case-insensitive text in the prompt or the response. */
   readonly q: string | null
+  readonly sort: SortKey
+  readonly order: 'asc' | 'desc'
   readonly limit: number
-  /** Rows strictly older than this one (the last row of the previous page). */
-  readonly cursor: TraceCursor | null
+  /** Rows strictly after this one in the list's order (the last row of the previous page). */
+  readonly cursor: ListCursor | null
+}
+
+/** No filter but the account: every trace, newest first. */
+export function emptyFilter (accountId: string, limit = 50): TraceFilter {
+  return {
+    accountId, from: null, to: null, provider: null, model: null, outcomes: null, statusClasses: null,
+    latencyMin: null, latencyMax: null, costMin: null, costMax: null, streaming: null, confidential: null,
+    keyId: null, user: null, session: null, tag: null, meta: null, q: null, sort: 'time', order: 'desc', limit, cursor: null,
+  }
+}
+
+/** The cursor after a row under the filter's order. */
+export function cursorOf (f: Pick<TraceFilter, 'sort'>, row: TraceSummary): ListCursor {
+  return { value: f.sort === 'time' ? null : SORTS[f.sort].summary(row), time: row.time, traceId: row.trace_id }
 }
 
 export interface TracePage {
   readonly traces: TraceSummary[]
   /** The cursor of the next page, or null when this page is the last. */
-  readonly next: TraceCursor | null
+  readonly next: ListCursor | null
 }
 
 // The columns of TraceSummary (trace-types.ts), the live list's shape.
-const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
+export const SUMMARY_COLUMNS = `account_id, trace_id, time, key_id, provider, model, streaming, confidential, status,
   outcome, error_code, input_tokens, output_tokens, cached_input_tokens, token_source, latency_ms, cost_usd,
   user, session, tags`
 
@@ -56,22 +92,28 @@ export async function listTraces (ch: ClickHouseClient, f: TraceFilter, recent: 
   // One row more than asked tells whether another page exists.
   const rs = await ch.query({
     query: `SELECT ${SUMMARY_COLUMNS} FROM traces WHERE ${w.sql}
-      ORDER BY time DESC, trace_id DESC LIMIT {limit:UInt32}`,
+      ORDER BY ${orderBy(f)} LIMIT {limit:UInt32}`,
     query_params: { ...w.params, limit: f.limit + 1 },
     format: 'JSONEachRow',
   })
   const stored = await rs.json<TraceSummary>()
-  const rows = recent === null || recent.length === 0 ? stored : merged(stored, recent, f.limit + 1)
+  const rows = recent === null || recent.length === 0 ? stored : merged(f, stored, recent, f.limit + 1)
   const more = rows.length > f.limit
   const traces = more ? rows.slice(0, f.limit) : rows
   const last = traces[traces.length - 1]
-  return { traces, next: more && last !== undefined ? { time: last.time, traceId: last.trace_id } : null }
+  return { traces, next: more && last !== undefined ? cursorOf(f, last) : null }
 }
 
-/** The union of two newest-first lists by trace id (ClickHouse's row wins), newest first, at most `n`. */
-function merged (stored: readonly TraceSummary[], recent: readonly TraceSummary[], n: number): TraceSummary[] {
+/** The union of two lists in the filter's order by trace id (ClickHouse's row wins), in that order, at most `n`. */
+function merged (f: TraceFilter, stored: readonly TraceSummary[], recent: readonly TraceSummary[], n: number): TraceSummary[] {
   const ids = new Set(stored.map((r) => r.trace_id))
   const all = [...stored]
   for (const r of recent) if (!ids.has(r.trace_id)) all.push(r)
-  return all.sort(newestFirst).slice(0, n)
+  const order = listOrder(f)
+  const value = SORTS[f.sort].summary
+  return all
+    .map((r) => ({ r, k: { value: value(r), time: r.time, trace_id: r.trace_id } }))
+    .sort((a, b) => order(a.k, b.k))
+    .slice(0, n)
+    .map((x) => x.r)
 }
