@@ -97,7 +97,7 @@ t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it 
   await sleep(200)
   await ch.stop()
   const away = await statsUntil(r.tg, 'batches are spooled while the server is away', (s) => !s.clickhouseUp && s.spooled > 0, 15_000)
-  t.match(String(away.insertError), /ECONNREFUSED|socket hang up|ECONNRESET/, `the stats say why (${String(away.insertError)})`)
+  t.match(String(away.insertError), /ECONNREFUSED|socket hang up|ECONNRESET|EPIPE/, `the stats say why (${String(away.insertError)})`)
   const during = await readyz(r.url)
   t.equal(during.status, 503, '/readyz is not ready while the server is away')
   t.equal(during.reason, 'store_unreachable', `reason ${String(during.reason)}`)
