@@ -6,7 +6,7 @@
 // description of each (trace-filters.ts); one that cannot always be (the text search) makes the query
 // skip these rows instead.
 import { readRow, readSummary } from './tsv-read.js'
-import { HeldRow, heldBytes, heldTests, listOrder, SORTS, uuidKey, type HeldTest } from './trace-filters.js'
+import { HeldRow, heldBytes, heldTests, listOrder, SORTS, type HeldTest } from './trace-filters.js'
 import type { TraceFilter } from './trace-queries.js'
 import type { TraceRow, TraceSummary } from '../trace-types.js'
 
@@ -14,14 +14,6 @@ import type { TraceRow, TraceSummary } from '../trace-types.js'
 export interface HeldRows {
   readonly tsv: Buffer
   readonly ends: readonly number[]
-}
-
-/** Newest first as the list orders them: time, then trace id, both descending. */
-export function newestFirst (a: { time: string; trace_id: string }, b: { time: string; trace_id: string }): number {
-  if (a.time !== b.time) return a.time < b.time ? 1 : -1
-  const ka = uuidKey(a.trace_id)
-  const kb = uuidKey(b.trace_id)
-  return ka === kb ? 0 : ka < kb ? 1 : -1
 }
 
 interface Candidate {
@@ -69,7 +61,7 @@ export function recentPage (batches: Iterable<HeldRows>, f: TraceFilter): TraceS
 }
 
 /** Whether every test passes, stopping at the first that fails; null when one cannot judge the row. */
-function passes (tests: readonly HeldTest[], r: HeldRow): boolean | null {
+export function passes (tests: readonly HeldTest[], r: HeldRow): boolean | null {
   for (const test of tests) {
     const match = test(r)
     if (match !== true) return match

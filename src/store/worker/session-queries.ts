@@ -5,6 +5,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { SessionCall, SessionSummary } from '../insight-types.js'
 import { chTime } from './connect.js'
+import { ERROR_OUTCOMES_SQL } from './usage-rollup.js'
 
 export interface SessionCursor {
   /** The last_time (ClickHouse's DateTime64(3) text) and id of the last session shown. */
@@ -51,11 +52,10 @@ export interface SessionCalls {
 /** How much of a call's last message and of its response a session page carries. */
 export const EXCERPT_BYTES = 65_536
 
-// The same outcomes the usage rollup counts as errors (clickhouse/002_traces.sql).
-// The first user is aliased apart from the column, which the next aggregate reads.
+// Errors are the outcomes the usage rollup counts as errors. The first user is aliased apart from the column, which the next aggregate reads.
 const SUMMARY = `argMinIf(user, time, user != '') AS first_user, uniqExactIf(user, user != '') AS users,
   min(time) AS first_time, max(time) AS last_time, count() AS calls,
-  countIf(outcome IN ('rejected', 'provider_error', 'provider_stream_error', 'proxy_error')) AS errors,
+  countIf(outcome IN ${ERROR_OUTCOMES_SQL}) AS errors,
   countIf(outcome = 'blocked') AS blocked,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd,

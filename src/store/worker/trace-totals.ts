@@ -3,16 +3,14 @@
 // left out of ClickHouse's part by its trace id (it may already be in both), so each trace counts once;
 // the percentiles are computed by ClickHouse over the union of both parts, never merged from two answers.
 import type { ClickHouseClient } from '@clickhouse/client'
-import { HeldRow, heldTests, type HeldTest } from './trace-filters.js'
-import type { HeldRows } from './recent-traces.js'
-import { where } from './trace-filters.js'
+import { HeldRow, heldTests, where, type HeldTest } from './trace-filters.js'
+import { passes, type HeldRows } from './recent-traces.js'
+import { ERROR_OUTCOMES } from './usage-rollup.js'
 import type { TraceFilter } from './trace-queries.js'
 import type { TraceTotals } from '../trace-types.js'
 
 export type { TraceTotals }
 
-/** The outcomes counted as errors, as the usage rollup counts them (clickhouse/002_traces.sql). */
-export const ERROR_OUTCOMES: readonly string[] = ['rejected', 'provider_error', 'provider_stream_error', 'proxy_error']
 
 
 /** The held rows the filter matches, as columns; null when they cannot be judged exactly as ClickHouse would. */
@@ -33,13 +31,11 @@ export function heldColumns (batches: Iterable<HeldRows>, f: TraceFilter): HeldC
   const out: HeldColumns = { ids: [], outcome: [], input: [], output: [], cost: [], latency: [] }
   const r = new HeldRow()
   for (const { tsv, ends } of batches) {
-    rows: for (let i = 0; i < ends.length; i++) {
+    for (let i = 0; i < ends.length; i++) {
       r.at(tsv, i === 0 ? 0 : ends[i - 1]!, ends[i]!)
-      for (const test of all) {
-        const pass = test(r)
-        if (pass === null) return null
-        if (!pass) continue rows
-      }
+      const pass = passes(all, r)
+      if (pass === null) return null
+      if (!pass) continue
       const row = r.fields
       out.ids.push(r.traceId)
       out.outcome.push(row.string('outcome'))

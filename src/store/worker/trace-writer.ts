@@ -406,13 +406,14 @@ export class TraceWriter {
       }
       this.#sending = null
       this.stats.written += batch.rows
+      const usageTsv = usage.tsv()
       try {
-        await this.#insertUsage(token, usage.tsv())
+        await this.#insertUsage(token, usageTsv)
       } catch (err) {
         // The rows are in; their rollup waits in the spool (or memory) and is replayed under the same token.
         // Until it is put aside, the segment still holds the batch: a restart would count it from there.
         this.#down(err)
-        this.#usageAside(token, usage.tsv(), batch.rows)
+        this.#usageAside(token, usageTsv, batch.rows)
         this.#stored(batch)
         continue
       }

@@ -4,6 +4,7 @@
 // in JSONEachRow (Float32 columns at Float32 precision), so a row read here and the same row read back
 // from ClickHouse are equal.
 import { TRACE_COLUMNS } from './rows.js'
+import { ESCAPE } from './tsv.js'
 import type { TraceRow, TraceSummary } from '../trace-types.js'
 
 const TAB = 0x09
@@ -14,14 +15,9 @@ const QUOTE = 0x27
 const AT: Readonly<Record<string, number>> = Object.fromEntries(TRACE_COLUMNS.map((c, i) => [c, i]))
 const COLUMNS = TRACE_COLUMNS.length
 
-/** The byte an escape letter stands for (tsv.ts writes these; anything else stands for itself). */
+/** The byte an escape letter stands for: tsv.ts's ESCAPE read backwards (anything else stands for itself). */
 const UNESCAPE = new Uint8Array(256).map((_, i) => i)
-UNESCAPE[0x30] = 0x00 // \0
-UNESCAPE[0x62] = 0x08 // \b
-UNESCAPE[0x74] = 0x09 // \t
-UNESCAPE[0x6e] = 0x0a // \n
-UNESCAPE[0x66] = 0x0c // \f
-UNESCAPE[0x72] = 0x0d // \r
+for (let b = 0; b < 256; b++) if (ESCAPE[b] !== 0) UNESCAPE[ESCAPE[b]!] = b
 
 /**
  * ClickHouse's text form of a Float32 value: the shortest decimal that reads back as the same Float32

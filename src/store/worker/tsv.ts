@@ -9,7 +9,7 @@ const NL = 0x0a
 const BACKSLASH = 0x5c
 
 /** For each byte, the letter of its escape after a backslash, or 0 when it is written as is. */
-const ESCAPE = new Uint8Array(256)
+export const ESCAPE = new Uint8Array(256)
 ESCAPE[0x00] = 0x30 // \0
 ESCAPE[0x08] = 0x62 // \b
 ESCAPE[0x09] = 0x74 // \t

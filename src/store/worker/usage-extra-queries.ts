@@ -7,6 +7,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import type { TtftMeasures, UsageGroupRow, UsersOrder } from '../insight-types.js'
 import type { UsageMeasures } from '../trace-types.js'
 import { chTime } from './connect.js'
+import { ERROR_OUTCOMES_SQL } from './usage-rollup.js'
 import { measures, type Bucket, type Raw, type UsageRange } from './usage-queries.js'
 import type { UsageReport } from './usage-report.js'
 
@@ -23,11 +24,9 @@ export const TOP_USERS = 50
 
 const MINUTE = 60_000
 
-// Kept equal to the rollup's definitions (clickhouse/002_traces.sql), so a report read from the traces
-// counts what one read from usage_minute counts.
-const ERROR_OUTCOMES = "('rejected', 'provider_error', 'provider_stream_error', 'proxy_error')"
+// The rollup's own error outcomes, so a report read from the traces counts what one read from usage_minute counts.
 const TRACE_MEASURES = `count() AS requests, countIf(outcome = 'blocked') AS blocked,
-  countIf(outcome IN ${ERROR_OUTCOMES}) AS errors,
+  countIf(outcome IN ${ERROR_OUTCOMES_SQL}) AS errors,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd,
   quantilesTDigest(0.5, 0.95, 0.99)(latency_ms) AS q`

@@ -8,8 +8,11 @@
 import type { TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
 
-/** The outcomes counted as errors (as the view counted them, migration 002). */
-const ERRORS: ReadonlySet<string> = new Set(['rejected', 'provider_error', 'provider_stream_error', 'proxy_error'])
+/** The outcomes counted as errors (as the view counted them, migration 002); every error count reads this list. */
+export const ERROR_OUTCOMES: readonly string[] = ['rejected', 'provider_error', 'provider_stream_error', 'proxy_error']
+/** ERROR_OUTCOMES as a ClickHouse tuple, for `outcome IN …` in query text. */
+export const ERROR_OUTCOMES_SQL = `(${ERROR_OUTCOMES.map((o) => `'${o}'`).join(', ')})`
+const ERRORS: ReadonlySet<string> = new Set(ERROR_OUTCOMES)
 
 /** What a rollup row is grouped by. */
 interface UsageGroup {
