@@ -163,16 +163,13 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
   if (!SORT_KEYS.includes(sort)) throw bad('sort')
   const order = get(q, 'order') ?? 'desc'
   if (order !== 'asc' && order !== 'desc') throw bad('order')
-  const keyId = get(q, 'key')
-  if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  const keyId = keyParam(q)
   const user = label(q, 'user', MAX_USER)
   const session = label(q, 'session', MAX_SESSION)
   const tag = label(q, 'tag', MAX_TAG)
   const text = get(q, 'q')
   if (text !== null && text.length > 1000) throw bad('q')
-  const rawLimit = get(q, 'limit')
-  const limit = rawLimit === null ? DEFAULT_LIMIT : /^\d{1,4}$/.test(rawLimit) ? Number(rawLimit) : NaN
-  if (!(limit >= 1 && limit <= MAX_LIMIT)) throw bad('limit')
+  const limit = limitOf(q, DEFAULT_LIMIT, MAX_LIMIT)
   const cursor = get(q, 'cursor')
   return {
     accountId,
@@ -188,7 +185,7 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
     costMax,
     streaming: flag(q, 'streaming'),
     confidential: flag(q, 'confidential'),
-    keyId: keyId?.toLowerCase() ?? null,
+    keyId,
     user,
     session,
     tag,
@@ -260,12 +257,18 @@ export function usageWindow (q: URLSearchParams, now = Date.now()): UsageWindow 
 
 /** The usage answer's drill-down: `key` (a key id), `user` (a user label), `users_by=requests|cost`. */
 export function usageScope (q: URLSearchParams): { keyId: string | null; user: string | null; usersBy: UsersOrder } {
-  const keyId = get(q, 'key')
-  if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  const keyId = keyParam(q)
   const user = label(q, 'user', MAX_USER)
   const usersBy = get(q, 'users_by') ?? 'requests'
   if (usersBy !== 'requests' && usersBy !== 'cost') throw bad('users_by')
-  return { keyId: keyId?.toLowerCase() ?? null, user, usersBy }
+  return { keyId, user, usersBy }
+}
+
+/** `key`: a key id (a UUID, answered in lower case), or null when not given. */
+function keyParam (q: URLSearchParams): string | null {
+  const keyId = get(q, 'key')
+  if (keyId !== null && !UUID.test(keyId)) throw bad('key')
+  return keyId?.toLowerCase() ?? null
 }
 
 /** `limit`: 1..max, `fallback` when not given. */

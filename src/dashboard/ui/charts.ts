@@ -41,11 +41,16 @@ export interface ChartSpec {
 const HEIGHT = 180
 const COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12]
 
-function fillOf (color: string): string {
-  // #rrggbb → a faint fill of the same colour.
+/** #rrggbb as rgba() with `alpha`; `otherwise` for a colour in any other form. */
+function rgba (color: string, alpha: number, otherwise: string): string {
   const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color)
-  return m === null ? 'transparent' : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, 0.10)`
+  return m === null ? otherwise : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, ${alpha})`
 }
+
+/** A faint fill of the line's colour. */
+const fillOf = (color: string): string => rgba(color, 0.10, 'transparent')
+/** A bar's fill: the colour, nearly opaque. */
+const barFill = (color: string): string => rgba(color, 0.85, color)
 
 /** Bars stand at their bucket's middle. */
 function bars (spec: ChartSpec): uPlot.AlignedData {
@@ -61,11 +66,6 @@ function levels (spec: ChartSpec): uPlot.AlignedData {
   for (const t of spec.x) x.push(t, t + Math.max(1, spec.step - 1))
   const ys = spec.lines.map((l) => l.values.flatMap((v) => [v, v]))
   return [x, ...ys] as uPlot.AlignedData
-}
-
-function barFill (color: string): string {
-  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color)
-  return m === null ? color : `rgba(${parseInt(m[1]!, 16)}, ${parseInt(m[2]!, 16)}, ${parseInt(m[3]!, 16)}, 0.85)`
 }
 
 export class Charts {
@@ -102,8 +102,8 @@ export class Charts {
           : uPlot.paths.bars!({ size: [i === 0 ? 0.8 : 0.45, Infinity, 1] }),
       value: (_u, v) => (v === null || v === undefined ? '—' : fmt(v)),
     }))
-    // Times in the dashboard's one format (format.ts), in the browser's locale and zone; the bucket is the points' spacing.
-    const bucketMs = (spec.x.length > 1 ? spec.x[1]! - spec.x[0]! : 3600) * 1000
+    // Times in the dashboard's one format (format.ts), in the browser's locale and zone.
+    const bucketMs = spec.step * 1000
     const opts: uPlot.Options = {
       width: Math.max(200, Math.floor(el.clientWidth)),
       height: HEIGHT,

@@ -8,11 +8,9 @@ import { fullTime, int, ms, usd, when } from './format.js'
 import { parse } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
+import { RANGES } from './usage.js'
 import type { SessionBody, SessionCall, SessionList, SessionSummary } from '../../store/insight-types.js'
 
-const RANGES: ReadonlyArray<readonly [string, string]> = [
-  ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'],
-]
 
 export function sessionHref (id: string): string {
   return `/sessions/${encodeURIComponent(id)}`

@@ -9,7 +9,8 @@ import type { Page } from './main.js'
 import type { UsageAnswer, UsageGroupRow } from '../../store/insight-types.js'
 import type { UsageGroup, UsageMeasures } from './types.js'
 
-const RANGES: ReadonlyArray<readonly [string, string]> = [
+/** The preset windows of the usage and sessions pages. */
+export const RANGES: ReadonlyArray<readonly [string, string]> = [
   ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'],
 ]
 const USERS_BY: ReadonlyArray<readonly [string, string]> = [['requests', 'by calls'], ['cost', 'by cost']]
