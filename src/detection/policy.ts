@@ -2,7 +2,7 @@
 // it blocks, the phrases that never count as injection for that account, and whether the PII and secrets
 // found in its calls are masked in the stored prompt and response. The values, how a change is read from
 // loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
-import { TracegateError } from '../errors.js'
+import { givenName, isNone, refuse, type Code } from '../limits/types.js'
 import type { Verdict } from './types.js'
 
 /**
@@ -50,7 +50,6 @@ const HAS_WORD = /[\p{L}\p{N}]/u
 const THRESHOLD = /^(?:\d+(?:\.\d{1,3})?|\.\d{1,3})$/
 
 type Field = keyof DetectionPatch
-type Code = 'invalid_argument' | 'invalid_parameter'
 
 /** Input names for each member, the JSON spelling first. */
 export type DetectionNames = Readonly<Record<Field, readonly string[]>>
@@ -71,12 +70,6 @@ export const UI_NAMES: DetectionNames = {
 /** The dashboard API's member for the stored text (`/api/ui/account/pii-at-rest`). */
 export const UI_PII_NAMES: DetectionNames = { policy: [], threshold: [], allowPhrases: [], piiAtRest: ['pii_at_rest'] }
 
-function refuse (code: Code, param: string, message: string): TracegateError {
-  return new TracegateError(code, { param, message })
-}
-
-const isNone = (v: unknown): boolean => v === null || (typeof v === 'string' && (v.trim() === '' || v.trim().toLowerCase() === 'none'))
-
 /**
  * Reads a patch from loosely typed input; members that are not detection fields are ignored (the input
  * also carries the id and the limits). Throws TracegateError(code, { param: <the name as given> }).
@@ -84,17 +77,14 @@ const isNone = (v: unknown): boolean => v === null || (typeof v === 'string' && 
 export function parseDetectionPatch (input: Record<string, unknown>, opts: { names: DetectionNames; code: Code }): DetectionPatch {
   const patch: DetectionPatch = {}
   for (const field of ['policy', 'threshold', 'allowPhrases', 'piiAtRest'] as const) {
-    const names = opts.names[field]
-    const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
-    if (given.length === 0) continue
-    const name = given[0]!
-    if (given.length > 1) throw refuse(opts.code, name, `${name} is given twice (as ${given.join(' and ')})`)
+    const name = givenName(input, opts.names[field], opts.code)
+    if (name === null) continue
     const value = input[name]
     switch (field) {
-      case 'policy': patch.policy = policy(value, name, opts.code); break
+      case 'policy': patch.policy = oneOf(DETECTION_POLICIES, value, name, opts.code); break
       case 'threshold': patch.threshold = isNone(value) ? null : threshold(value, name, opts.code); break
       case 'allowPhrases': patch.allowPhrases = isNone(value) ? Object.freeze([]) : phrases(value, name, opts.code); break
-      case 'piiAtRest': patch.piiAtRest = piiAtRest(value, name, opts.code); break
+      case 'piiAtRest': patch.piiAtRest = oneOf(PII_AT_REST, value, name, opts.code); break
     }
   }
   return patch
@@ -112,16 +102,11 @@ export function applyDetectionPatch (base: AccountDetection, patch: DetectionPat
 export const isEmptyPatch = (p: DetectionPatch): boolean =>
   p.policy === undefined && p.threshold === undefined && p.allowPhrases === undefined && p.piiAtRest === undefined
 
-function policy (value: unknown, name: string, code: Code): DetectionPolicy {
+/** One of `values`, given in any case with spaces around. */
+function oneOf<T extends string> (values: readonly T[], value: unknown, name: string, code: Code): T {
   const v = typeof value === 'string' ? value.trim().toLowerCase() : ''
-  if (!DETECTION_POLICIES.includes(v as DetectionPolicy)) throw refuse(code, name, `${name} must be one of ${DETECTION_POLICIES.join(', ')}`)
-  return v as DetectionPolicy
-}
-
-function piiAtRest (value: unknown, name: string, code: Code): PiiAtRest {
-  const v = typeof value === 'string' ? value.trim().toLowerCase() : ''
-  if (!PII_AT_REST.includes(v as PiiAtRest)) throw refuse(code, name, `${name} must be one of ${PII_AT_REST.join(', ')}`)
-  return v as PiiAtRest
+  if (!values.includes(v as T)) throw refuse(code, name, `${name} must be one of ${values.join(', ')}`)
+  return v as T
 }
 
 function threshold (value: unknown, name: string, code: Code): number {

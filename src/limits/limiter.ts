@@ -126,10 +126,7 @@ export class Limiter {
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
     const refused = this.#check(call.key, k, call.account, a, now)
     if (refused !== null) return refused
-    k.reqOwn++
-    a.reqOwn++
-    this.#touch(k, now)
-    this.#touch(a, now)
+    this.#admit(k, a, 1, now)
     return null
   }
 
@@ -139,6 +136,11 @@ export class Limiter {
     if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
     const k = this.#subject(this.#keys, keyId, 'k:')
     const a = this.#subject(this.#accounts, accountId, 'a:')
+    this.#admit(k, a, n, now)
+  }
+
+  /** `n` admitted requests of a key and its account, in the current window. */
+  #admit (k: Subject, a: Subject, n: number, now: number): void {
     k.reqOwn += n
     a.reqOwn += n
     this.#touch(k, now)

@@ -57,7 +57,20 @@ const NAMES: ReadonlyArray<readonly [Field, readonly string[]]> = [
   ['maxBodyBytes', ['max_body_bytes', 'max-body-bytes']],
 ]
 
-type Code = 'invalid_argument' | 'invalid_parameter'
+/** The error a refused argument gets: `invalid_argument` from the CLI and admin socket, `invalid_parameter` from the dashboard. */
+export type Code = 'invalid_argument' | 'invalid_parameter'
+
+/** A value that removes a setting: null, '' or 'none' (any case, spaces around). */
+export const isNone = (v: unknown): boolean => v === null || (typeof v === 'string' && (v.trim() === '' || v.trim().toLowerCase() === 'none'))
+
+/** The one of `names` the input gives a value under, or null; refused when it gives it under two. */
+export function givenName (input: Record<string, unknown>, names: readonly string[], code: Code): string | null {
+  const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
+  if (given.length === 0) return null
+  const name = given[0]!
+  if (given.length > 1) throw refuse(code, name, `${name} is given twice (as ${given.join(' and ')})`)
+  return name
+}
 
 /**
  * Reads a patch from loosely typed input (CLI strings, admin-socket JSON, dashboard JSON). Accepts numbers or
@@ -69,13 +82,11 @@ type Code = 'invalid_argument' | 'invalid_parameter'
 export function parseLimitsPatch (input: Record<string, unknown>, opts: { forAccount: boolean; code: Code }): LimitsPatch {
   const patch: LimitsPatch = {}
   for (const [field, names] of NAMES) {
-    const given = names.filter((n) => Object.hasOwn(input, n) && input[n] !== undefined)
-    if (given.length === 0) continue
-    const name = given[0]!
-    if (given.length > 1) throw refuse(opts.code, name, `${name} is given twice (as ${given.join(' and ')})`)
+    const name = givenName(input, names, opts.code)
+    if (name === null) continue
     if (field === 'maxBodyBytes' && opts.forAccount) throw refuse(opts.code, name, `${name} is a limit of keys only; an account has none`)
     const value = input[name]
-    if (value === null || (typeof value === 'string' && (value.trim() === '' || value.trim().toLowerCase() === 'none'))) {
+    if (isNone(value)) {
       patch[field] = null
       continue
     }
@@ -157,7 +168,7 @@ function globMatch (g: Glob, text: string): boolean {
   return true
 }
 
-function refuse (code: Code, param: string, message: string): TracegateError {
+export function refuse (code: Code, param: string, message: string): TracegateError {
   return new TracegateError(code, { param, message })
 }
 
