@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { buildBody, CLIENT_KEYS, ROUTES, type Provider } from '../helpers/bodies.js'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
-import { checkWatched, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.js'
+import { checkWatched, launchBrowser, newPage, screenshot, signIn, overflowing } from '../helpers/browser.js'
 import { send } from '../helpers/http.js'
 import { stored } from '../helpers/store.js'
 
@@ -193,17 +193,8 @@ t.test('users by cost, and the range, are kept in the address', async (t) => {
 t.test('at 390 px the usage page does not scroll sideways, filtered or not', async (t) => {
   await page.setViewportSize({ width: 390, height: 844 })
   t.teardown(() => page.setViewportSize({ width: 1280, height: 860 }))
-  // The page's own content (the shell's nav is the phone layout's concern): nothing sticks out past the
-  // viewport except inside a container that scrolls sideways itself (the tables' wrappers).
-  const wide = (): Promise<string[]> => page.evaluate(() => {
-    const width = document.documentElement.clientWidth
-    const scrolls = (el: Element | null): boolean => {
-      for (let e = el; e !== null; e = e.parentElement) if (/(auto|scroll)/.test(getComputedStyle(e).overflowX)) return true
-      return false
-    }
-    return [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 0.5 && !scrolls(el.parentElement))
-      .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${Math.round(el.getBoundingClientRect().right)}px`)
-  })
+  // The page's own content (the shell's nav is the phone layout's concern).
+  const wide = (): Promise<string[]> => overflowing(page)
   await page.goto('/usage')
   await loaded(5)
   t.same(await wide(), [], 'unfiltered')

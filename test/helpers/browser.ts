@@ -117,6 +117,22 @@ export async function pageWidth (page: Page): Promise<{ scrollWidth: number; inn
   return await page.evaluate(() => ({ scrollWidth: document.scrollingElement?.scrollWidth ?? Infinity, innerWidth: window.innerWidth }))
 }
 
+/**
+ * The elements of the page's own content (under main) that stick out past the viewport outside any
+ * container that scrolls sideways itself (a table's wrapper), each as `tag.class Npx`.
+ */
+export async function overflowing (page: Page): Promise<string[]> {
+  return await page.evaluate(() => {
+    const width = document.documentElement.clientWidth
+    const scrolls = (el: Element | null): boolean => {
+      for (let e = el; e !== null; e = e.parentElement) if (/(auto|scroll)/.test(getComputedStyle(e).overflowX)) return true
+      return false
+    }
+    return [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 0.5 && !scrolls(el.parentElement))
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${Math.round(el.getBoundingClientRect().right)}px`)
+  })
+}
+
 export function nonce (label: string): string {
   return `${label}-${randomUUID()}`
 }

@@ -139,6 +139,14 @@ export interface DashboardServer extends TestServer {
   readonly tenant: (name: string) => Promise<Tenant>
 }
 
+/** A client of `s` signed in as `who` (a tenant or any user); throws when the sign-in is refused. */
+export async function signedIn (s: DashboardServer, who: { readonly email: string; readonly password: string }): Promise<UiClient> {
+  const c = s.client()
+  const r = await c.signIn(who.email, who.password)
+  if (r.status !== 200) throw new Error(`sign-in ${who.email}: ${r.status} ${r.text}`)
+  return c
+}
+
 /**
  * A tracegate with its dashboard; `{ bootstrap: true }` makes the first start on the empty data directory
  * create the admin (see firstStart).

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
-import { childEnv, runTracegate, type CliRun } from '../helpers/cli.js'
+import { cliEnv, oneJson, runTracegate, type CliRun } from '../helpers/cli.js'
 import { proxyCall, startDashboard } from '../helpers/dashboard.js'
 import { closedPort, tempDir } from '../helpers/server.js'
 import { stored } from '../helpers/store.js'
@@ -23,7 +23,7 @@ const DOCTOR_CHECKS = ['node', 'config', 'data_dir', 'clickhouse', 'migrations',
 const d = await startDashboard(t, {}, { testSeams: true })
 
 function env (dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn', ...extra })
+  return cliEnv(dataDir, extra)
 }
 
 /** `tracegate ...args` on the running server's data directory (through its admin socket). */
@@ -31,13 +31,6 @@ function cli (args: string[], stdin = '', extra: Record<string, string> = {}): P
   return runTracegate(args, env(d.dataDir, extra), stdin)
 }
 
-/** The one JSON line a successful --json command prints. */
-function oneJson (t: Test, r: CliRun, what: string): any {
-  t.equal(r.code, 0, `${what} exits 0 (stderr: ${r.stderr.trim()})`)
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '')
-  t.equal(lines.length, 1, `${what} prints one line`)
-  return JSON.parse(lines[0] ?? 'null')
-}
 
 /** The doctor's checks by id, after the checks that hold for every run. */
 function doctorChecks (t: Test, r: CliRun): Map<string, { ok: boolean; detail: string; fix: string | null }> {

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { childEnv, cliArgs } from '../helpers/cli.js'
+import { childEnv, cliArgs, oneJson } from '../helpers/cli.js'
 import { tempDir } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -85,13 +85,6 @@ function runCli (sc: Scenario, args: string[], opts: { stdin?: string; env?: Rec
   })
 }
 
-/** The one JSON object a successful `--json` command prints. */
-function oneJson (t: Test, r: CliResult, what: string): any {
-  t.equal(r.code, 0, `${what} exits 0 (stderr: ${r.stderr.trim()})`)
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '')
-  t.equal(lines.length, 1, `${what} prints one line`)
-  return JSON.parse(lines[0] ?? 'null')
-}
 
 /** ClickHouse DateTime64 text (`2026-01-02 03:04:05.678`, UTC) or ISO-8601 → ms. */
 function parseTime (text: unknown): number {

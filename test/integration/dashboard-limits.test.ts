@@ -8,7 +8,7 @@
 // dropping the cache, not an entry expiring. The limits' clock stands in the middle of a minute and is
 // moved on by the tests when a window must end.
 import t from 'tap'
-import { proxyCall, startDashboard, type UiClient } from '../helpers/dashboard.js'
+import { proxyCall, startDashboard, type UiClient, signedIn as signIn } from '../helpers/dashboard.js'
 import { until } from '../helpers/wait.js'
 
 let clock = Math.floor(Date.now() / 60_000) * 60_000 + 30_000
@@ -16,12 +16,7 @@ const s = await startDashboard(t, { TRACEGATE_KEY_CACHE_TTL_MS: '600000' }, { bo
 const a = await s.tenant('acme')
 const b = await s.tenant('globex')
 
-async function signedIn (email: string, password: string): Promise<UiClient> {
-  const c = s.client()
-  const r = await c.signIn(email, password)
-  if (r.status !== 200) throw new Error(`sign-in ${email}: ${r.status} ${r.text}`)
-  return c
-}
+const signedIn = (email: string, password: string): Promise<UiClient> => signIn(s, { email, password })
 const c = await signedIn(a.email, a.password)
 
 const NONE = { rpm: null, tpm: null, budget_day: null, budget_month: null, models: null, max_body_bytes: null }

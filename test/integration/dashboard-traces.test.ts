@@ -3,19 +3,14 @@
 // narrows the list, and a call through the proxy reaches the live socket of its own account only.
 import t from 'tap'
 import { stored } from '../helpers/store.js'
-import { allPages, proxyCall, startDashboard, type Tenant, type UiClient } from '../helpers/dashboard.js'
+import { allPages, proxyCall, startDashboard, type Tenant, type UiClient, signedIn as signIn } from '../helpers/dashboard.js'
 import type { ProviderName } from '../../src/providers/index.js'
 
 const s = await startDashboard(t, {}, { testSeams: true })
 const a = await s.tenant('acme')
 const b = await s.tenant('globex')
 
-async function signedIn (x: Tenant): Promise<UiClient> {
-  const c = s.client()
-  const r = await c.signIn(x.email, x.password)
-  if (r.status !== 200) throw new Error(`sign-in ${r.status} ${r.text}`)
-  return c
-}
+const signedIn = (x: Tenant): Promise<UiClient> => signIn(s, x)
 
 async function calls (x: Tenant, n: number, provider: ProviderName = 'alpha', fields: Record<string, unknown> = {}, key = x.proxyKey): Promise<string[]> {
   const ids: string[] = []

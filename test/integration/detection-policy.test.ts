@@ -9,10 +9,9 @@
 // The key cache keeps entries for ten minutes: a change seen at the next call is the update dropping the
 // account's keys, never an expiry; no restart happens in between.
 import t, { type Test } from 'tap'
-import { copyFileSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
-import { adminFile } from '../../src/admin/server.js'
 import { loadConfig } from '../../src/config.js'
 import { DEFAULT_DETECTION, MAX_ALLOW_PHRASES } from '../../src/detection/policy.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
@@ -20,7 +19,7 @@ import { MIGRATIONS_DIR, StoreClient } from '../../src/store/client.js'
 import type { TraceRow } from '../../src/store/trace-types.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
-import { childEnv, runTracegate, type CliRun } from '../helpers/cli.js'
+import { adminCall, cliEnv, oneJson, refused, runTracegate, type CliRun } from '../helpers/cli.js'
 import { UiClient } from '../helpers/dashboard.js'
 import { json, send } from '../helpers/http.js'
 import { tempDir, testConfig } from '../helpers/server.js'
@@ -72,33 +71,12 @@ const key = (await tg.admin.createKey({ account: account.id, scope: 'proxy' })).
 const other = await tg.admin.createAccount({ name: 'bystander', plan: 'pro' })
 const otherKey = (await tg.admin.createKey({ account: other.id, scope: 'proxy' })).key
 
-const env = childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn' })
+const env = cliEnv(dataDir)
 /** `tracegate ...args` on the running server's data directory: through its admin socket. */
 const cli = (args: string[]): Promise<CliRun> => runTracegate(args, env)
 
-function oneJson (t: Test, r: CliRun, what: string): any {
-  t.equal(r.code, 0, `${what} exits 0 (stderr: ${r.stderr.trim()})`)
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '')
-  t.equal(lines.length, 1, `${what} prints one line`)
-  return JSON.parse(lines[0] ?? 'null')
-}
 
-function refused (t: Test, r: CliRun, what: string): void {
-  t.equal(r.code, 1, `${what}: exit 1`)
-  t.equal(r.stdout, '', `${what}: nothing on stdout`)
-  t.match(r.stderr, /^tracegate: \S/, `${what}: a message on stderr`)
-}
 
-/** One operation on the admin socket, as the CLI sends it: the error object on a refusal. */
-async function adminCall (op: string, args: Record<string, unknown>): Promise<{ status: number; value?: any; error?: { code: string; param: string | null } }> {
-  const endpoint = JSON.parse(readFileSync(adminFile(dataDir), 'utf8')) as { port: number; token: string }
-  const r = await request(`http://127.0.0.1:${endpoint.port}/admin/${op}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${endpoint.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(args),
-  })
-  return { status: r.statusCode, ...await r.body.json() as object }
-}
 
 interface Call { status: number; code: unknown; detection: any; row: TraceRow; det: any; received: boolean }
 
@@ -241,7 +219,7 @@ t.test('the CLI sets, lists and resets the policy, through the admin socket and 
 
   const dir = tempDir('tracegate-detection-cli-')
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const offline = childEnv({ TRACEGATE_DATA_DIR: dir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn' })
+  const offline = cliEnv(dir)
   const acct = oneJson(t, await runTracegate(['account', 'create', '--name', 'offline', '--plan', 'pro', '--json'], offline), 'account create, no server')
   t.same(acct.detection, DEFAULT_DETECTION)
   const a2 = oneJson(t, await runTracegate(['account', 'update', '--id', acct.id, '--detection-policy', 'off', '--json'], offline), 'account update, no server')
@@ -270,16 +248,16 @@ t.test('bad values are refused, naming the member, and change nothing', async (t
   for (const [args, flag] of cases) {
     refused(t, await cli(['account', 'update', '--id', account.id, ...args]), args.join(' '))
     const name = flag.replace(/-/g, '_')
-    const r = await adminCall('account.update', { id: account.id, [name]: args[1] })
+    const r = await adminCall(dataDir, 'account.update', { id: account.id, [name]: args[1] })
     t.same([r.status, r.error?.code, r.error?.param], [400, 'invalid_argument', name], `the admin socket names ${name}`)
   }
-  const none = await adminCall('account.update', { id: account.id })
+  const none = await adminCall(dataDir, 'account.update', { id: account.id })
   t.same([none.status, none.error?.code], [400, 'missing_argument'], 'an update without a field')
-  const both = await adminCall('account.update', { id: account.id, 'detection-policy': 'off', detection_policy: 'off' })
+  const both = await adminCall(dataDir, 'account.update', { id: account.id, 'detection-policy': 'off', detection_policy: 'off' })
   t.same([both.status, both.error?.code], [400, 'invalid_argument'], 'a member given twice')
-  const withBadLimit = await adminCall('account.update', { id: account.id, detection_policy: 'off', rpm: 'many' })
+  const withBadLimit = await adminCall(dataDir, 'account.update', { id: account.id, detection_policy: 'off', rpm: 'many' })
   t.same([withBadLimit.error?.code, withBadLimit.error?.param], ['invalid_argument', 'rpm'], 'a bad limit beside a good policy')
-  const unknown = await adminCall('account.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', detection_policy: 'off' })
+  const unknown = await adminCall(dataDir, 'account.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', detection_policy: 'off' })
   t.same([unknown.status, unknown.error?.code], [404, 'unknown_account'])
   t.same(await stored(), kept, 'nothing changed')
 })

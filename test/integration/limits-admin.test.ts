@@ -3,13 +3,12 @@
 // changing, removing and refusing limits both through a running server's admin socket and in its own
 // process, the listings, lookupKey's KeyInfo, the key cache dropping an account's keys on a change made
 // through the socket, and limitUsage against the sums of real traces.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { copyFileSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { request } from 'undici'
 import { AdminOps } from '../../src/admin/ops.js'
-import { AdminServer, adminFile } from '../../src/admin/server.js'
+import { AdminServer } from '../../src/admin/server.js'
 import { generateKey, hashKey, keyPrefix } from '../../src/auth/keys.js'
 import { loadConfig } from '../../src/config.js'
 import { NO_LIMITS, type Limits } from '../../src/limits/types.js'
@@ -17,7 +16,7 @@ import { startMockProvider } from '../../src/mock-provider/index.js'
 import { MIGRATIONS_DIR, StoreClient } from '../../src/store/client.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
-import { childEnv, runTracegate, type CliRun } from '../helpers/cli.js'
+import { adminCall, cliEnv, oneJson, refused, runTracegate, type CliRun } from '../helpers/cli.js'
 import { send } from '../helpers/http.js'
 import { tempDir, testConfig } from '../helpers/server.js'
 import { stored } from '../helpers/store.js'
@@ -80,38 +79,15 @@ const tg = await Tracegate.start(testConfig(dataDir, mock, { TRACEGATE_KEY_CACHE
 t.teardown(() => tg.close())
 const proxyUrl = `http://127.0.0.1:${tg.proxyPort}${ROUTES.alpha}`
 
-function env (dir: string): NodeJS.ProcessEnv {
-  return childEnv({ TRACEGATE_DATA_DIR: dir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn' })
-}
+const env = (dir: string): NodeJS.ProcessEnv => cliEnv(dir)
 
 /** `tracegate ...args` on the running server's data directory: through its admin socket. */
 function cli (args: string[]): Promise<CliRun> {
   return runTracegate(args, env(dataDir))
 }
 
-function oneJson (t: Test, r: CliRun, what: string): any {
-  t.equal(r.code, 0, `${what} exits 0 (stderr: ${r.stderr.trim()})`)
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '')
-  t.equal(lines.length, 1, `${what} prints one line`)
-  return JSON.parse(lines[0] ?? 'null')
-}
 
-function refused (t: Test, r: CliRun, what: string): void {
-  t.equal(r.code, 1, `${what}: exit 1`)
-  t.equal(r.stdout, '', `${what}: nothing on stdout`)
-  t.match(r.stderr, /^tracegate: \S/, `${what}: a message on stderr`)
-}
 
-/** One operation on the running server's admin socket, as the CLI sends it; the error object on a refusal. */
-async function adminCall (op: string, args: Record<string, unknown>): Promise<{ status: number; value?: any; error?: { code: string; param: string | null } }> {
-  const endpoint = JSON.parse(readFileSync(adminFile(dataDir), 'utf8')) as { port: number; token: string }
-  const r = await request(`http://127.0.0.1:${endpoint.port}/admin/${op}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${endpoint.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(args),
-  })
-  return { status: r.statusCode, ...await r.body.json() as object }
-}
 
 function limits (l: Partial<Limits>): Limits {
   return { ...NO_LIMITS, ...l }
@@ -212,19 +188,19 @@ t.test('refusals: the CLI exits 1, the socket answers with the code', async (t) 
 
   for (const [flags, field] of bad) {
     const value = (flags[0]!.includes('=') ? flags[0]!.split('=')[1] : flags[1])!
-    const r = await adminCall('key.update', { id: key.id, [field]: value })
+    const r = await adminCall(dataDir, 'key.update', { id: key.id, [field]: value })
     t.equal(r.error?.code, 'invalid_argument', `${field}=${value}: invalid_argument`)
     t.equal(r.error?.param, field, `naming ${field}`)
     t.equal(r.status, 400)
   }
-  const body = await adminCall('account.update', { id: account.id, max_body_bytes: 1000 })
+  const body = await adminCall(dataDir, 'account.update', { id: account.id, max_body_bytes: 1000 })
   t.match(body, { status: 400, error: { code: 'invalid_argument', param: 'max_body_bytes' } }, 'max_body_bytes on an account')
-  t.match(await adminCall('key.update', { id: key.id }), { status: 400, error: { code: 'missing_argument' } }, 'an update with no limit')
-  t.match(await adminCall('account.update', { id: account.id, name: 'x' }), { status: 400, error: { code: 'missing_argument' } }, 'fields other than limits are not a change')
-  t.match(await adminCall('key.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', rpm: 5 }), { status: 404, error: { code: 'key_not_found' } })
-  t.match(await adminCall('account.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', rpm: 5 }), { status: 404, error: { code: 'unknown_account' } })
-  t.match(await adminCall('key.update', { id: 'nope', rpm: 5 }), { status: 400, error: { code: 'invalid_argument' } }, 'an id that is not a UUID')
-  t.match(await adminCall('key.create', { account: account.id, scope: 'proxy', rpm: 0 }), { status: 400, error: { code: 'invalid_argument', param: 'rpm' } })
+  t.match(await adminCall(dataDir, 'key.update', { id: key.id }), { status: 400, error: { code: 'missing_argument' } }, 'an update with no limit')
+  t.match(await adminCall(dataDir, 'account.update', { id: account.id, name: 'x' }), { status: 400, error: { code: 'missing_argument' } }, 'fields other than limits are not a change')
+  t.match(await adminCall(dataDir, 'key.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', rpm: 5 }), { status: 404, error: { code: 'key_not_found' } })
+  t.match(await adminCall(dataDir, 'account.update', { id: '0190b5a4-0000-7000-8000-0000000000ff', rpm: 5 }), { status: 404, error: { code: 'unknown_account' } })
+  t.match(await adminCall(dataDir, 'key.update', { id: 'nope', rpm: 5 }), { status: 400, error: { code: 'invalid_argument' } }, 'an id that is not a UUID')
+  t.match(await adminCall(dataDir, 'key.create', { account: account.id, scope: 'proxy', rpm: 0 }), { status: 400, error: { code: 'invalid_argument', param: 'rpm' } })
   t.same((await tg.store.call('lookupKey', { hash: hashKey(key.key) }))?.limits, limits({ rpm: 10 }), 'no refused update changed the key')
 })
 

@@ -9,7 +9,7 @@
 // The provider here is a scripted real HTTP server that answers each dialect's own shapes with a text that
 // holds the same values, so the response side is checked too. The key cache keeps entries for ten
 // minutes: a change seen at the next call is the update dropping the account's keys.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
@@ -20,7 +20,7 @@ import type { TraceRow } from '../../src/store/trace-types.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { extractSegments } from '../../workers/detector/extract.js'
 import { bodyFor, PROVIDER_KEYS, ROUTES } from '../helpers/bodies.js'
-import { childEnv, runTracegate, type CliRun } from '../helpers/cli.js'
+import { cliEnv, oneJson, runTracegate, type CliRun } from '../helpers/cli.js'
 import { UiClient } from '../helpers/dashboard.js'
 import { send } from '../helpers/http.js'
 import { sseData } from '../helpers/sse.js'
@@ -152,15 +152,9 @@ const maskedKey = (await tg.admin.createKey({ account: masked.id, scope: 'proxy'
 const kept = await tg.admin.createAccount({ name: 'kept', plan: 'pro' })
 const keptKey = (await tg.admin.createKey({ account: kept.id, scope: 'proxy' })).key
 
-const env = childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn' })
+const env = cliEnv(dataDir)
 const cli = (args: string[]): Promise<CliRun> => runTracegate(args, env)
 
-function oneJson (t: Test, r: CliRun, what: string): any {
-  t.equal(r.code, 0, `${what} exits 0 (stderr: ${r.stderr.trim()})`)
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '')
-  t.equal(lines.length, 1, `${what} prints one line`)
-  return JSON.parse(lines[0] ?? 'null')
-}
 
 const setting = async (id: string): Promise<string | undefined> => (await tg.admin.listAccounts()).find((a) => a.id === id)?.detection.piiAtRest
 

@@ -6,7 +6,7 @@
 // session is 404 session_not_found.
 import t from 'tap'
 import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
-import { startDashboard, type Tenant, type UiClient } from '../helpers/dashboard.js'
+import { startDashboard, type Tenant, type UiClient, signedIn as signIn } from '../helpers/dashboard.js'
 import { send } from '../helpers/http.js'
 import { stored } from '../helpers/store.js'
 
@@ -29,12 +29,7 @@ async function call (key: string, session: string | null, text: string, o: { use
   return { traceId: String(r.headers['x-request-id']), status: r.status, text }
 }
 
-async function signedIn (tenant: Tenant): Promise<UiClient> {
-  const c = s.client()
-  const r = await c.signIn(tenant.email, tenant.password)
-  if (r.status !== 200) throw new Error(`sign-in: ${r.status} ${r.text}`)
-  return c
-}
+const signedIn = (tenant: Tenant): Promise<UiClient> => signIn(s, tenant)
 
 // A session id with what a URL must escape.
 const CONVO = 'chat/42 ?#&%+'

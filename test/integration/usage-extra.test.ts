@@ -5,7 +5,7 @@
 // parameters are 400 invalid_parameter naming the parameter.
 import t from 'tap'
 import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
-import { startDashboard, type Tenant, type UiClient } from '../helpers/dashboard.js'
+import { startDashboard, type Tenant, type UiClient, signedIn as signIn } from '../helpers/dashboard.js'
 import { send } from '../helpers/http.js'
 import { stored } from '../helpers/store.js'
 
@@ -28,12 +28,7 @@ async function call (key: string, o: { user?: string; provider?: Provider; model
   return { traceId: String(r.headers['x-request-id']), status: r.status }
 }
 
-async function signedIn (tenant: Tenant): Promise<UiClient> {
-  const c = s.client()
-  const r = await c.signIn(tenant.email, tenant.password)
-  if (r.status !== 200) throw new Error(`sign-in: ${r.status} ${r.text}`)
-  return c
-}
+const signedIn = (tenant: Tenant): Promise<UiClient> => signIn(s, tenant)
 
 // Account A: alice on the first key (3 plain calls, 2 streamed with a first token after 60 and 120 ms),
 // bob on the second key (1 call and 1 the provider fails), and 1 call without a user label.
