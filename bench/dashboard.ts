@@ -8,17 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
-import { CLI, spawnUntil } from './processes.js'
+import { CLI, spawnUntil, quantile, round2 } from './processes.js'
 
 const traces = Number(process.env.BENCH_DASHBOARD_TRACES ?? 200)
 const rounds = Number(process.env.BENCH_DASHBOARD_ROUNDS ?? 20)
 const CHROMIUM = '/usr/bin/chromium'
 
-const round2 = (x: number): number => Math.round(x * 100) / 100
-function quantile (xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN
-}
 
 async function main (): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-dashboard-'))

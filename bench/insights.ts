@@ -12,16 +12,12 @@ import { migrate } from '../src/store/worker/migrate.js'
 import { listSessions, sessionCalls } from '../src/store/worker/session-queries.js'
 import { usageByUser, usageExtras } from '../src/store/worker/usage-extra-queries.js'
 import { usageReport } from '../src/store/worker/usage-report.js'
+import { quantile, round2 } from './processes.js'
 
 const rows = Number(process.env.BENCH_INSIGHTS_ROWS ?? 1_000_000)
 const rounds = Number(process.env.BENCH_INSIGHTS_ROUNDS ?? 10)
 const DAY = 86_400_000
 
-const round2 = (x: number): number => Math.round(x * 100) / 100
-function quantile (xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN
-}
 
 async function main (): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-insights-'))

@@ -178,6 +178,15 @@ http {
 }
 
 /** Resident memory of a process in bytes, from /proc. */
+/** x to two decimals, as the bench lines print figures. */
+export const round2 = (x: number): number => Math.round(x * 100) / 100
+
+/** The value at position ⌊q × n⌋ of xs sorted (NaN when empty). */
+export function quantile (xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN
+}
+
 export function rssOf (pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return m === null ? 0 : Number(m[1]) * 1024

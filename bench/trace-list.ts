@@ -14,23 +14,16 @@ import { join } from 'node:path'
 import { MIGRATIONS_DIR } from '../src/store/client.js'
 import { connect } from '../src/store/worker/connect.js'
 import { migrate } from '../src/store/worker/migrate.js'
-import { CLI, spawnUntil, type Proc } from './processes.js'
+import { CLI, spawnUntil, type Proc, quantile, round2, rssOf } from './processes.js'
 
 const rows = Number(process.env.BENCH_TRACE_LIST_ROWS ?? 1_000_000)
 const rounds = Number(process.env.BENCH_TRACE_LIST_ROUNDS ?? 10)
 const exportRows = Number(process.env.BENCH_TRACE_LIST_EXPORT ?? 100_000)
 const DAY = 86_400_000
 
-const round2 = (x: number): number => Math.round(x * 100) / 100
-function quantile (xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN
-}
 
-function rssKb (pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return m === null ? 0 : Number(m[1])
-}
+/** The process's RSS in kB. */
+const rssKb = (pid: number): number => rssOf(pid) / 1024
 
 const SERVE_ENV = (dataDir: string): Record<string, string> => ({
   TRACEGATE_DATA_DIR: dataDir,
