@@ -32,14 +32,17 @@ export const account: Page = (root, ctx) => {
     piiAtRest.element,
     dialog.element)
 
+  // The id and its copy button outlive redraws (the page draws from the session, then from the server's
+  // answer), so a click just before the second draw keeps its "Copied".
+  const id = h('span', { class: 'mono', 'data-testid': 'account-id' })
+  const copyId = copyButton(() => id.textContent ?? '', id, { 'data-testid': 'copy-account-id', class: 'copy quiet' })
   const draw = (a: Account): void => {
     const row = (label: string, testid: string | null, value: string, note?: string): HTMLElement =>
       h('div', null, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), note !== undefined ? h('span', { class: 'muted sub' }, note) : null))
-    const id = h('span', { class: 'mono', 'data-testid': 'account-id' }, a.id)
+    id.textContent = a.id
     replace(facts, h('dl', { class: 'facts vertical' },
       row('Account', 'account-name', a.name),
-      h('div', null, h('dt', null, 'Account id'), h('dd', { class: 'copyable' }, id,
-        copyButton(() => a.id, id, { 'data-testid': 'copy-account-id', class: 'copy quiet' }),
+      h('div', null, h('dt', null, 'Account id'), h('dd', { class: 'copyable' }, id, copyId,
         h('span', { class: 'muted sub' }, 'The id the CLI\'s --account option takes.'))),
       row('Plan', 'account-plan', a.plan, a.plan === 'free' ? 'The free plan cannot send calls through the proxy.' : undefined),
       row('Server-side provider keys', 'account-server-side-keys', a.server_side_keys ? 'enabled' : 'disabled',
