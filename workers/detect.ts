@@ -1,14 +1,14 @@
 // The detection worker (run by piscina in src/detection/pool.ts): for each body of a batch, parses it,
 // takes the text its dialect carries, and runs every detector over it. Injection decides the verdict;
-// PII and secrets are recorded as issues and never block.
+// PII and secrets are recorded as issues and never block. What each segment text gave is kept
+// (injection.ts, detector/segment-cache.ts), so a chat's resent history costs lookups, not scans.
 import { performance } from 'node:perf_hooks'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
 import { allowMatcher, blankAllowed } from './allow.js'
 import { extractSegments } from './detector/extract.js'
 import { detectInjection, THRESHOLD } from './detector/injection.js'
-import { findPii } from './detector/pii.js'
-import { findSecrets } from './detector/secrets.js'
+import { findPiiAndSecrets } from './detector/segment-cache.js'
 
 const NO_CATEGORIES: readonly string[] = Object.freeze([])
 
@@ -28,8 +28,7 @@ export function detectBody (provider: ProviderName, json: string, allow: readonl
   const matcher = allow === null || allow.length === 0 ? null : allowMatcher(allow)
   const scored = matcher === null ? segments : blankAllowed(segments, matcher)
   const injection = detectInjection(scored)
-  const pii = findPii(segments)
-  const secrets = findSecrets(segments)
+  const { pii, secrets } = findPiiAndSecrets(segments)
   const issues = pii.length === 0 && secrets.length === 0 ? injection.issues : [...injection.issues, ...pii, ...secrets]
   return {
     blocked: injection.blocked,
