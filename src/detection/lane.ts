@@ -71,6 +71,8 @@ export interface LaneOptions {
   /** A batch stops growing at this many requests or bytes (one request always goes, whatever its size). */
   readonly batchMax: number
   readonly batchBytes: number
+  /** The workers' CPU priority, when lower than the process's (workers/detect.ts). */
+  readonly nice?: number
   /** Why the last batch failed (a worker's crash, say), for the fault log. */
   readonly onError: (message: string) => void
   /** A worker answered: its code and weights are loaded. */
@@ -100,6 +102,7 @@ export class Lane {
       // The request bound is the pool's; batches never outnumber requests.
       maxQueue: options.maxQueue,
       idleTimeout: 60_000,
+      ...(options.nice === undefined ? {} : { workerData: { nice: options.nice } }),
     })
     // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
     this.#pool.on('error', () => {})
