@@ -2,7 +2,8 @@
 // real detection workers on the default deadline and failure mode, a noisy account sends 16 parallel
 // bodies of 1 MB, each a new text, while a quiet account sends ordinary calls; every one of the quiet
 // account's calls is judged and answered. And a body over TRACEGATE_DETECTION_MAX_BYTES is not judged:
-// the failure mode applies, the 503 and the trace name `too_large`, and /metrics counts it.
+// the failure mode applies, the 503 and the trace name `too_large`, and /metrics counts it. And the
+// pool's bound is shared: a full queue is made room in by the account holding the most.
 import t from 'tap'
 import { performance } from 'node:perf_hooks'
 import { startServer } from '../helpers/server.js'
@@ -10,7 +11,13 @@ import { json, send, type RawResponse } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { storedTrace } from '../helpers/store.js'
 import { parseMetrics, value } from '../helpers/prometheus.js'
+import { sleep } from '../helpers/wait.js'
+import { moduleFile } from '../../src/paths.js'
+import { fileURLToPath } from 'node:url'
+import { DetectionPool, type DetectionOutcome } from '../../src/detection/pool.js'
 import type { Tracegate } from '../../src/tracegate.js'
+
+const HANG_WORKER = fileURLToPath(moduleFile('../fixtures/hang-worker.js', import.meta.url))
 
 /** Prose of about `bytes` characters, different for every `seed`, with no attack in it. */
 function prose (bytes: number, seed: number): string {
@@ -97,4 +104,34 @@ t.test('a body over TRACEGATE_DETECTION_MAX_BYTES is not judged: the failure mod
   const row2 = await storedTrace(s.tg, s.accountId, String(monitored.headers['x-request-id']))
   t.same(JSON.parse(row2.detection), { ran: false, policy: 'monitor', failure: 'too_large' })
   t.equal(await metrics(), 2)
+})
+
+t.test('pool: a full queue takes the latest request of the account holding the most, not the newcomer', async (t) => {
+  const pool = new DetectionPool({ threads: 1, bulkThreads: 1, maxQueue: 4, deadlineMs: 5_000, filename: HANG_WORKER })
+  await pool.warm()
+  const body = (text: string): Buffer => Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: text }] }))
+  const outcome = (p: Promise<DetectionOutcome>): Promise<string> => p.then((o) => o.ok ? 'ok' : o.failure)
+  // The only chat thread is stuck: everything after waits.
+  const stuck = outcome(pool.check('alpha', body('HANG_NOW'), null, 'noisy'))
+  await sleep(50)
+  const settled: Record<string, string> = {}
+  const track = (name: string, p: Promise<DetectionOutcome>): void => { void outcome(p).then((o) => { settled[name] = o }) }
+  for (let i = 1; i <= 4; i++) track(`noisy${i}`, pool.check('alpha', body(`noisy ${i}`), null, 'noisy'))
+  await sleep(10)
+  t.same(settled, {}, 'four wait: the queue is full')
+  track('quiet1', pool.check('alpha', body('quiet 1'), null, 'quiet'))
+  await sleep(10)
+  t.same(settled, { noisy4: 'queue_full' }, 'the newcomer is admitted; the noisy account gives up its latest')
+  track('quiet2', pool.check('alpha', body('quiet 2'), null, 'quiet'))
+  await sleep(10)
+  t.same(settled, { noisy4: 'queue_full', noisy3: 'queue_full' }, 'and again while it holds two more than the newcomer')
+  track('quiet3', pool.check('alpha', body('quiet 3'), null, 'quiet'))
+  await sleep(10)
+  t.same(settled, { noisy4: 'queue_full', noisy3: 'queue_full', quiet3: 'queue_full' }, 'two each: the newcomer is refused')
+  track('noisy5', pool.check('alpha', body('noisy 5'), null, 'noisy'))
+  await sleep(10)
+  t.equal(settled.noisy5, 'queue_full', 'the account holding the most cannot push another out')
+  await pool.close()
+  t.equal(await stuck, 'error', 'close answers the stuck request')
+  t.same(Object.keys(settled).sort(), ['noisy1', 'noisy2', 'noisy3', 'noisy4', 'noisy5', 'quiet1', 'quiet2', 'quiet3'], 'close answers every waiting request')
 })
