@@ -33,8 +33,9 @@ export class QueuedCheck {
     readonly started: number,
     readonly due: number,
     readonly resolve: (outcome: DetectionOutcome) => void,
-    /** Told every answer; also told when a request leaves the queue (the pool's count of waiting requests). */
+    /** Told every answer. */
     readonly onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null,
+    /** Told when it leaves the queue, for a worker or with its answer (the pool's count of waiting requests). */
     readonly onLeave: (p: QueuedCheck) => void,
   ) {}
 
@@ -73,6 +74,11 @@ export interface LaneOptions {
   readonly batchBytes: number
   /** The workers' CPU priority, when lower than the process's (workers/detect.ts). */
   readonly nice?: number
+  /**
+   * Work from elsewhere (another lane's queue) for this lane's workers when its own queue is empty and
+   * at least two of them are free: one always stays free for this lane's own requests.
+   */
+  readonly spare?: () => QueuedCheck | null
   /** Why the last batch failed (a worker's crash, say), for the fault log. */
   readonly onError: (message: string) => void
   /** A worker answered: its code and weights are loaded. */
@@ -124,6 +130,20 @@ export class Lane {
     }
   }
 
+  /** A free worker looks for work now (another lane has some it may take, see `spare`). */
+  poke (): void {
+    if (this.#flushScheduled || this.#inFlight.size + 2 > this.#options.threads) return
+    this.#flushScheduled = true
+    setImmediate(this.#flush)
+  }
+
+  /** The next waiting request of at most `bytes`, taken round-robin as for this lane's own workers. */
+  takeUpTo (bytes: number): QueuedCheck | null {
+    const p = this.#queue.take((q) => q.bytes <= bytes)
+    p?.leave()
+    return p
+  }
+
   /** One of this lane's requests left its queue. */
   left (): void { this.#count-- }
 
@@ -147,7 +167,13 @@ export class Lane {
     const per = Math.min(this.#options.batchMax, Math.ceil(this.#count / Math.max(1, free)))
     while (free > 0) {
       const first = this.#queue.take()
-      if (first === null) break
+      if (first === null) {
+        const other = free >= 2 ? this.#options.spare?.() ?? null : null
+        if (other === null) break
+        this.#send([other], other.bytes, true)
+        free--
+        continue
+      }
       first.leave()
       const items = [first]
       let bytes = first.bytes
@@ -162,8 +188,9 @@ export class Lane {
       this.#send(items, bytes, true)
       free--
     }
-    this.#clearPendingTimer()
-    this.#armPending(this.#earliestDue())
+    // Requests leaving can only make the earliest deadline later: the timer stays, and when it fires
+    // early it finds nothing due and waits for the next one.
+    if (this.#count === 0) this.#clearPendingTimer()
   }
 
   #earliestDue (): number {

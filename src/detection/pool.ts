@@ -50,6 +50,12 @@ const MIB = 1024 * KIB
  * one body per task.
  */
 export const SMALL_BYTES = 32 * KIB
+/**
+ * Chat workers with nothing of their own to do, two or more of them free, take bulk bodies up to this
+ * size (tens of milliseconds at most), so a machine with many cores does not leave them idle while
+ * agent calls with long tool results wait for the bulk lane. One chat worker always stays free.
+ */
+const SPARE_BYTES = 256 * KIB
 const BATCH_MAX = 64
 const BATCH_BYTES = 64 * KIB
 
@@ -96,7 +102,7 @@ export class DetectionPool {
     this.#maxBytes = options.maxBytes ?? Infinity
     this.#onJudged = fault(options, () => this.#lastError)
     const lane = { filename: options.filename ?? DETECT_WORKER, maxQueue: options.maxQueue, onError: (m: string) => { this.#lastError = m }, onAnswer: () => { this.#warm = true } }
-    this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES })
+    this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES, spare: () => this.#bulk.takeUpTo(SPARE_BYTES) })
     this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? Math.max(1, Math.floor(options.threads / 2)), batchMax: 1, batchBytes: 0, nice: BULK_NICE })
     // One timer for all batches: aborting one that runs far past its deadline makes piscina terminate
     // its worker and start a new one.
@@ -123,7 +129,12 @@ export class DetectionPool {
       const now = performance.now()
       const p = new QueuedCheck(account, provider, body, allow, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged, this.#leave)
       this.#shares.add(account)
-      ;(body.length > SMALL_BYTES ? this.#bulk : this.#chat).enqueue(p)
+      if (body.length <= SMALL_BYTES) {
+        this.#chat.enqueue(p)
+      } else {
+        this.#bulk.enqueue(p)
+        this.#chat.poke()
+      }
     })
   }
 

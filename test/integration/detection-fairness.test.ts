@@ -143,3 +143,26 @@ t.test('pool: a full queue takes the latest request of the account holding the m
   t.equal(await stuck, 'error', 'close answers the stuck request')
   t.same(Object.keys(settled).sort(), ['noisy1', 'noisy2', 'noisy3', 'noisy4', 'noisy5', 'quiet1', 'quiet2', 'quiet3'], 'close answers every waiting request')
 })
+
+t.test('pool: free chat workers take bulk bodies up to 256 KiB while the bulk lane is busy, and always keep one free', async (t) => {
+  const body = (text: string, bytes: number): Buffer => Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: `${text} ${'x'.repeat(bytes)}` }] }))
+  const outcome = (p: Promise<DetectionOutcome>): Promise<string> => p.then((o) => o.ok ? 'ok' : o.failure)
+  for (const threads of [3, 1]) {
+    const pool = new DetectionPool({ threads, bulkThreads: 1, maxQueue: 100, deadlineMs: 1_500, filename: HANG_WORKER })
+    await pool.warm()
+    // The only bulk worker is stuck on a large body.
+    void pool.check('alpha', body('HANG_NOW', 40_000), null, 'noisy')
+    await sleep(50)
+    const [medium, large] = await Promise.all([
+      outcome(pool.check('alpha', body('medium', 40_000), null, 'quiet')),
+      outcome(pool.check('alpha', body('large', 300_000), null, 'quiet')),
+    ])
+    if (threads === 3) {
+      t.equal(medium, 'ok', 'three chat workers, none busy: one takes the 40 KB body')
+      t.equal(large, 'deadline', 'a body over 256 KiB waits for the bulk lane')
+    } else {
+      t.equal(medium, 'deadline', 'one chat worker stays free for chat turns: the 40 KB body waits for the bulk lane')
+    }
+    await pool.close()
+  }
+})
