@@ -140,7 +140,7 @@ export class DetectionPool {
 
   /**
    * The queue is full: the account holding the most waiting requests gives up its latest one when it
-   * holds at least two more than `account` would, so every account keeps a share of the bound.
+   * holds at least two more than `account` does, so every account keeps a share of the bound.
    */
   #makeRoom (account: string): boolean {
     const largest = this.#shares.largest()
