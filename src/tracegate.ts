@@ -200,7 +200,7 @@ export class Tracegate {
         : { keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
       const dc = config.detection
       detection = dc.enabled
-        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, maxBytes: dc.maxBytes, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
       // With front threads, a scrape sums the main thread's metrics and every thread's.

@@ -49,6 +49,9 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
   return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
 }
 
+/** The 503 of a body over TRACEGATE_DETECTION_MAX_BYTES: larger than detection judges, not late. */
+const TOO_LARGE_MESSAGE = 'The request is larger than safety detection judges (TRACEGATE_DETECTION_MAX_BYTES); it was not forwarded.'
+
 /** What a 403 tells the client: the categories and scores that blocked it, never the matched text. */
 function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
@@ -333,7 +336,7 @@ class ProxyRoute {
 
   /** Step 8: detection on every non-confidential request of an account whose policy is not `off`, before anything is sent. */
   #detect (x: Exchange, detection: Detector, out: Outbound, policy: AccountDetection): void {
-    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases)
+    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases, x.accountId ?? '')
       .then((outcome) => { this.#judged(x, outcome, out, policy) })
       .catch((err: unknown) => { x.fail(err) })
   }
@@ -357,7 +360,8 @@ class ProxyRoute {
     } else {
       x.detectionFailure = outcome.failure
       if (policy.policy === 'block' && this.#deps.config.detection.failureMode === 'closed') {
-        x.fail(new TracegateError('detection_unavailable', { extra: { detection: { failure: outcome.failure } } }))
+        const message = outcome.failure === 'too_large' ? TOO_LARGE_MESSAGE : undefined
+        x.fail(new TracegateError('detection_unavailable', { ...(message === undefined ? {} : { message }), extra: { detection: { failure: outcome.failure } } }))
         return
       }
     }
