@@ -63,6 +63,7 @@ function modelsRoute (deps: ProxyAppDeps, path: string) {
       sendJson(res, 200, dialect.native.modelList(deps.pricing.models(dialect.name)), id)
     }
     if (keys.tracegateKey === null) { sendError(res, 'missing_tracegate_key', id, false, [], shape); return }
+    if (keys.conflict !== null) { sendError(res, keys.conflict, id, false, [], shape); return }
     const verdict = authenticate(deps.keys, keys.tracegateKey, 'proxy')
     if (verdict instanceof Promise) verdict.then(answer, (err: unknown) => { if (!aborted) sendError(res, asTracegateError(err), id, false, [], shape) })
     else answer(verdict)
