@@ -15,7 +15,7 @@ import { notFound } from './routes.js'
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js'
 
 export interface NotReady {
-  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing' | 'detection_not_warm'
+  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing' | 'detection_not_warm' | 'shutting_down'
   readonly message: string
 }
 
