@@ -73,8 +73,10 @@ export function readNativeKeys (dialect: Dialect, req: HttpRequest, query: URLSe
     if (value !== '') given.push([name, name === 'authorization' ? BEARER.exec(value)?.[1] ?? value : value])
   }
   const keyQuery = dialect.native.keyQuery
-  const queried = keyQuery === null ? null : query?.get(keyQuery) ?? null
-  if (queried !== null && queried !== '') given.push([keyQuery!, queried])
+  if (keyQuery !== null) {
+    const value = query?.get(keyQuery) ?? ''
+    if (value !== '') given.push([keyQuery, value])
+  }
   const [from, sdkKey] = given[0] ?? ['', null]
   const other = given.find(([, value]) => value !== sdkKey)
   let conflict = other === undefined ? null : twice(other[0], `A key is given in ${from} and, differently, in ${other[0]}; send it once.`)

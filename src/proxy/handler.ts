@@ -129,10 +129,10 @@ interface Received {
  * One route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields and the
  * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
  * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
- * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route (the
- * provider's own path) takes them from the headers its SDK sends, refuses a service field in the body,
- * and forwards the body as it came. The raw body, which may hold keys,
- * is passed from step to step and never kept on the exchange; the exchange only holds the forwarded body.
+ * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route
+ * (the provider's own path) takes them from the headers its SDK sends, refuses a service field in the
+ * body, and forwards the body as it came. The raw body, which may hold keys, is passed from step to step
+ * and never kept on the exchange; the exchange only holds the forwarded body.
  */
 class ProxyRoute {
   readonly #dialect: Dialect
