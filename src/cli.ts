@@ -102,12 +102,17 @@ async function serve (config: Config, mockProviders: boolean): Promise<void> {
   process.stderr.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
   process.stderr.write(`dashboard on http://${config.host}:${tg.dashboardPort}\n`)
   if (tg.mock !== null) process.stderr.write(`mock providers on ${tg.mock.url}\n`)
+  // The first signal begins the shutdown with its delay (Tracegate.shutdown); a second one ends the delay.
   let stopping = false
   const stop = (signal: string): void => {
-    if (stopping) return
+    if (stopping) {
+      if (tg.delaying) log.info({ signal }, 'shutdown delay skipped')
+      void tg.shutdown()
+      return
+    }
     stopping = true
-    log.info({ signal }, 'shutting down')
-    tg.close().then(() => process.exit(0), (err: unknown) => {
+    log.info({ signal, delay_ms: config.shutdownDelayMs }, 'shutting down')
+    tg.shutdown().then(() => process.exit(0), (err: unknown) => {
       log.error({ err }, 'shutdown failed')
       process.exit(1)
     })

@@ -61,6 +61,8 @@ export interface Config {
   /** An operator's pricing file (same shape as src/pricing/prices.json) whose entries win. */
   readonly pricingFile: string | null
   readonly shutdownGraceMs: number
+  /** After SIGTERM, how long calls are still taken while /readyz says shutting_down (load balancers' time to look). */
+  readonly shutdownDelayMs: number
   readonly logLevel: string
   /** One info line per finished call (msg "call"); off by default. */
   readonly accessLog: boolean
@@ -267,6 +269,7 @@ export function loadConfig (env: Env = process.env): Config {
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    shutdownDelayMs: int(env, 'TRACEGATE_SHUTDOWN_DELAY_MS', 5_000, 0, 600_000),
     logLevel,
     accessLog: bool(env, 'TRACEGATE_ACCESS_LOG', false),
     metrics: Object.freeze({

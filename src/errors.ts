@@ -21,6 +21,7 @@ export const ERRORS = {
   body_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is larger than the limit.' },
   invalid_json: { status: 400, type: 'invalid_request_error', message: 'The request body must be a JSON object in valid UTF-8.' },
   duplicate_field: { status: 400, type: 'invalid_request_error', message: 'A service field appears more than once in the body.' },
+  service_field_not_allowed: { status: 400, type: 'invalid_request_error', message: 'A field of tracegate\'s contract endpoints (api_key, is_confidential, a provider key field) is not accepted in a provider route\'s body; send the keys and confidentiality in the x-tracegate-* headers.' },
   missing_api_key: { status: 400, type: 'invalid_request_error', message: 'The body has no api_key field.' },
   missing_tracegate_key: { status: 401, type: 'authentication_error', message: 'No tracegate key: send it as the SDK\'s API key or in the x-tracegate-key header.' },
   invalid_field: { status: 422, type: 'invalid_request_error', message: 'A field has the wrong type or is not allowed here.' },

@@ -85,11 +85,15 @@ export class Tracegate {
   /** The per-key and per-account limits: their counts (`usage`) and how they are shared (`mode`). */
   readonly limiter: Limiter
   #closed: Promise<void> | null = null
+  /** Whether shutdown began (readiness reads it), the shutdown under way, and the end of its delay. */
+  readonly #stopping: { begun: boolean }
+  #shutdown: Promise<void> | null = null
+  #endDelay: (() => void) | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent | null
     threads: FrontThreads | null; mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter; stopping: { begun: boolean }
   }, listen: { socket: unknown; port: number } | null, proxyPort: number, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
@@ -103,6 +107,7 @@ export class Tracegate {
     this.#detection = parts.detection
     this.#calls = parts.calls
     this.limiter = parts.limiter
+    this.#stopping = parts.stopping
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -203,6 +208,8 @@ export class Tracegate {
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, maxBytes: dc.maxBytes, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
+      // Set by shutdown(): from then on every thread's /readyz says shutting_down.
+      const stopping = { begun: false }
       // With front threads, a scrape sums the main thread's metrics and every thread's.
       const render = (): Promise<string> => fronts === null ? metrics.render() : metrics.json().then((json) => fronts!.aggregate(json))
       const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
@@ -212,7 +219,7 @@ export class Tracegate {
       if (upstream === null) {
         threads = fronts = await FrontThreads.start(config, channels!.threads, {
           detection, limiter: limits, log, metrics: render,
-          ready: async () => ({ not: await readiness(store, pool), limits: limits.mode }),
+          ready: async () => ({ not: stopping.begun ? SHUTTING_DOWN : await readiness(store, pool), limits: limits.mode }),
         })
       } else {
         const app = createProxyApp({
@@ -228,7 +235,7 @@ export class Tracegate {
           onFinish: calls.finished,
           spans: config.otel !== null,
           limiter,
-          ready: () => readiness(store, pool),
+          ready: () => stopping.begun ? Promise.resolve(SHUTTING_DOWN) : readiness(store, pool),
           pricing,
         })
         bound = await listen(app, config.host, config.proxyPort)
@@ -250,7 +257,7 @@ export class Tracegate {
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits }, bound, proxyPort, endpoint.port, metricsBound)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits, stopping }, bound, proxyPort, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: proxyPort, threads: self.threads }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
@@ -265,8 +272,36 @@ export class Tracegate {
     }
   }
 
+  /**
+   * Shutdown for load balancers: /readyz answers 503 shutting_down at once, while calls are still taken
+   * for TRACEGATE_SHUTDOWN_DELAY_MS, long enough for a balancer to see it and stop sending; then close().
+   * Called again during the delay, it ends the delay there and then.
+   */
+  shutdown (): Promise<void> {
+    if (this.#shutdown !== null) {
+      this.#endDelay?.()
+      return this.#shutdown
+    }
+    this.#stopping.begun = true
+    const delay = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.config.shutdownDelayMs)
+      this.#endDelay = () => { clearTimeout(timer); resolve() }
+    })
+    this.#shutdown = delay.then(() => {
+      this.#endDelay = null
+      return this.close()
+    })
+    return this.#shutdown
+  }
+
+  /** True from shutdown() until its delay ends. */
+  get delaying (): boolean {
+    return this.#endDelay !== null
+  }
+
   /** Stop accepting (503), let in-flight calls finish within the grace period, then close the rest. */
   close (): Promise<void> {
+    this.#stopping.begun = true
     this.#closed ??= (async () => {
       const drained = this.#calls.drain(this.config.shutdownGraceMs)
       if (this.#listenSocket !== null) uws.us_listen_socket_close(this.#listenSocket as never)
@@ -294,6 +329,8 @@ export class Tracegate {
  * Not ready either while the detection workers are cold (their warm-up failed at start): with the
  * default failure mode every call would be refused. Each such check tries the warm-up again.
  */
+const SHUTTING_DOWN: NotReady = Object.freeze({ reason: 'shutting_down', message: 'The server is shutting down: it takes calls a little longer, then stops listening.' })
+
 async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<NotReady | null> {
   if (detection !== null && !detection.warmed) {
     detection.warm().catch(() => { /* told by the next check */ })

@@ -19,9 +19,9 @@ import { atThreshold, type AccountDetection } from '../detection/policy.js'
 import type { Admission, Refusal } from '../limits/limiter.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
-import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
-import { cutMembers, isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
-import { checkSchema, HEADER_VALUE, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
+import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
+import { cutMembers, Kind, stringValue, type Member } from './scan.js'
+import { checkSchema, HEADER_VALUE, readNativeBody, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
 
 export interface ProxyDeps {
   readonly config: Config
@@ -124,15 +124,18 @@ interface Received {
   readonly members: readonly Member[]
   readonly apiKey: string
   readonly cut: ReadonlySet<number> | null
+  /** Two keys that contradict each other: the 422 answered at the schema step. */
+  readonly conflict: TracegateError | null
 }
 
 /**
  * One route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields and the
  * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
  * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
- * takes the keys from the body and cuts them out; a native route (the provider's own path) takes them
- * from the headers its SDK sends and forwards the body as it came. The raw body, which may hold keys,
- * is passed from step to step and never kept on the exchange; the exchange only holds the forwarded body.
+ * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route
+ * (the provider's own path) takes them from the headers its SDK sends, refuses a service field in the
+ * body, and forwards the body as it came. The raw body, which may hold keys, is passed from step to step
+ * and never kept on the exchange; the exchange only holds the forwarded body.
  */
 class ProxyRoute {
   readonly #dialect: Dialect
@@ -229,14 +232,12 @@ class ProxyRoute {
   #received (x: Exchange, raw: Buffer, head: Head): void {
     let got: Received
     if (head.keys === null) {
-      const sf = readServiceFields(raw, this.#dialect)
-      got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut }
+      const sf = readServiceFields(raw, this.#dialect, head.caller.tracegateKey)
+      got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut, conflict: sf.conflict }
     } else {
-      if (raw.length === 0 || !isValidJson(raw)) throw new TracegateError('invalid_json')
-      const members = scanTopLevel(raw)
-      if (members === null) throw new TracegateError('invalid_json', { message: 'The request body must be a JSON object.' })
+      const members = readNativeBody(raw)
       if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
-      got = { head, members, apiKey: head.keys.tracegateKey, cut: null }
+      got = { head, members, apiKey: head.keys.tracegateKey, cut: null, conflict: head.keys.conflict }
     }
     const verdict = authenticate(this.#deps.keys, got.apiKey, 'proxy')
     if (verdict instanceof Promise) {
@@ -272,7 +273,8 @@ class ProxyRoute {
       x.streaming = checked.stream
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
-      const providerKey = this.#providerKey(checked, head.keys, verdict.serverSideKeys)
+      if (got.conflict !== null) throw got.conflict
+      const providerKey = this.#providerKey(checked, head, verdict.serverSideKeys)
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
       out = { path: dialect.target(facts).path, headers: this.#headers(x, providerKey), body }
     } catch (err) {
@@ -312,9 +314,11 @@ class ProxyRoute {
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
-  #providerKey (checked: CheckedRequest, keys: NativeKeys | null, serverSideKeys: boolean): string {
-    if (keys !== null && keys.conflict !== null) throw keys.conflict
-    const own = keys === null ? checked.providerKey : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
+  #providerKey (checked: CheckedRequest, head: Head, serverSideKeys: boolean): string {
+    const keys = head.keys
+    const own = keys === null
+      ? contractProviderKey(checked.providerKey, head.caller.providerKey, this.#dialect.keyField)
+      : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
     const key = own ?? (serverSideKeys ? this.#serverKey : null)
     if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
     return key

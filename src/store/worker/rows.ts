@@ -9,6 +9,7 @@ import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-type
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
 import { maskRecord } from './pii-at-rest.js'
+import { withoutTracegateKeys } from './key-scrub.js'
 
 /** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
 export interface TraceRecord {
@@ -214,9 +215,9 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     },
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
-    prompt: confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd)),
+    prompt: confidential ? EMPTY : withoutTracegateKeys(storedText(bytes.subarray(0, reqEnd))),
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
-    response: confidential ? EMPTY : storedText(head),
+    response: confidential ? EMPTY : withoutTracegateKeys(storedText(head)),
     responseTruncated: !confidential && raw.responseBytes > raw.headLength,
     requestBytes: raw.requestBytes,
     responseBytes: raw.responseBytes,
