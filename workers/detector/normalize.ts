@@ -2,7 +2,7 @@
 // plus a map from every normalised character back to the original text so findings carry real spans.
 // Also finds embedded base64, hex and %xx payloads so their decoded text is scored too.
 import { LATIN_VARIANTS, LOOKALIKES, enclosedLetter, isFiller, isInvisible } from './lookalikes.js'
-import { BACKWARDS_HINT, FILL, LOOKALIKE, MAY_LEET, MAY_SPREAD, ONE, SEAM, joinSpread, keepLatinWords, readLeet, splitSeamed, turnBackwardLines, type Units } from './rejoin.js'
+import { BACKWARDS_HINT, FILL, LOOKALIKE, MAY_LEET, ONE, SEAM, joinSpread, keepLatinWords, readLeet, splitSeamed, turnBackwardLines, type Units } from './rejoin.js'
 
 /**
  * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
@@ -106,7 +106,8 @@ function ensure(n: number): void {
 // what the passes' own gates let through (letters spread out, words written backwards). One native
 // scan each, instead of the character loop below; every text the loop would change matches one.
 const NOT_PLAIN = /[^\x20-\x7e\n]|\s\s|[a-z][013457@$]|[013457@$][a-z]|![a-z0-9!|@$()[\]/\\<>_-]|\||\(\)|\[\]|\/\\|\\\/|></i
-const SPREAD_ANY_CASE = new RegExp(MAY_SPREAD.source, 'i')
+// MAY_SPREAD for ASCII in either case, with the first letter's left side checked too (a cheaper scan).
+const SPREAD_ANY_CASE = /(?:^|[^A-Za-z0-9!|@$])[A-Za-z0-9!|@$][ \n\t._/\\*+~,:-]{1,3}[A-Za-z0-9!|@$][ \n\t._/\\*+~,:-]{1,3}[A-Za-z0-9!|@$](?![A-Za-z0-9!|@$])/
 const BACKWARDS_ANY_CASE = new RegExp(BACKWARDS_HINT.source, 'i')
 
 /**

@@ -79,40 +79,57 @@ function plainSeparator (u: Units, from: number, to: number): boolean {
   return same || (to - from === 3 && c === 32 && u.codes[from + 2] === 32)
 }
 
+/** A blank's width in the original text, else 0: separators of one run are the same units and widths. */
+function width (u: Units, k: number): number {
+  const c = u.codes[k] as number
+  return c === 32 || c === 10 || c === 9 ? (u.ends[k] as number) - (u.starts[k] as number) : 0
+}
+
+/** Whether the separators [a, a + len) and [b, b + len) are the same. */
+function sameSeparator (u: Units, a: number, b: number, len: number): boolean {
+  for (let i = 0; i < len; i++) if (u.codes[a + i] !== u.codes[b + i] || width(u, a + i) !== width(u, b + i)) return false
+  return true
+}
+
 function sepKey (u: Units, from: number, to: number): string {
   let key = ''
-  for (let k = from; k < to; k++) {
-    const c = u.codes[k] as number
-    key += c === 32 || c === 10 || c === 9 || c === FILL ? `${c}:${(u.ends[k] as number) - (u.starts[k] as number)},` : `${c},`
-  }
+  for (let k = from; k < to; k++) key += `${u.codes[k] as number}:${width(u, k)},`
   return key
 }
 
 interface Run { readonly letters: number[], readonly key: string, readonly real: number }
 
-/** Maximal runs of single letters with one separator between them, each as the positions of its letters. */
-function spreadRuns (u: Units): Run[] {
+/**
+ * Maximal runs of single letters with one separator between them, each as the positions of its
+ * letters. Only the stretches MAY_SPREAD finds in `text` (the units' text) are looked at.
+ */
+function spreadRuns (u: Units, text: string): Run[] {
   const runs: Run[] = []
-  for (let k = 0; k < u.n; k++) {
-    if (!single(u, k)) continue
-    const letters = [k]
-    let key = ''
-    let at = k
-    for (;;) {
-      let s = at + 1
-      while (s < u.n && s - at - 1 < MAX_SEP && (classOf(u.codes[s] as number) & SEP) !== 0) s++
-      if (s >= u.n || s === at + 1 || !single(u, s) || !plainSeparator(u, at + 1, s)) break
-      const sk = sepKey(u, at + 1, s)
-      if (key === '') key = sk
-      else if (sk !== key) break
-      letters.push(s)
-      at = s
+  let k = 0
+  MAY_SPREAD_ALL.lastIndex = 0
+  for (let m = MAY_SPREAD_ALL.exec(text); m !== null; m = MAY_SPREAD_ALL.exec(text)) {
+    let limit = m.index + m[0].length
+    for (k = Math.max(k, m.index); k < limit && k < u.n; k++) {
+      if (!single(u, k)) continue
+      const letters = [k]
+      let sepAt = -1, sepLen = 0 // the run's separator: the first one
+      let at = k
+      for (;;) {
+        let e = at + 1
+        while (e < u.n && e - at - 1 < MAX_SEP && (classOf(u.codes[e] as number) & SEP) !== 0) e++
+        if (e >= u.n || e === at + 1 || !single(u, e) || !plainSeparator(u, at + 1, e)) break
+        if (sepAt < 0) { sepAt = at + 1; sepLen = e - at - 1 } else if (e - at - 1 !== sepLen || !sameSeparator(u, sepAt, at + 1, sepLen)) break
+        letters.push(e)
+        at = e
+      }
+      let real = 0
+      for (const p of letters) if (isLetter(u.codes[p] as number)) real++
+      if (letters.length >= 2) runs.push({ letters, key: sepKey(u, sepAt, sepAt + sepLen), real })
+      // The last letter may start the next run, with another separator ("e.g., a/n/t/i").
+      limit = Math.max(limit, at + 1 + MAX_SEP + 1)
+      k = letters.length >= 2 ? at - 1 : at
     }
-    let real = 0
-    for (const p of letters) if (isLetter(u.codes[p] as number)) real++
-    if (letters.length >= 2) runs.push({ letters, key, real })
-    // The last letter may start the next run, with another separator ("e.g., a/n/t/i").
-    k = letters.length >= 2 ? at - 1 : at
+    MAY_SPREAD_ALL.lastIndex = Math.max(k, m.index + 1)
   }
   return runs
 }
@@ -123,8 +140,7 @@ function spreadRuns (u: Units): Run[] {
  * strong run must be real letters (not leet digits), three at least, so numbers, sizes and versions stay. Returns whether anything changed.
  */
 export function joinSpread (u: Units, text: string): boolean {
-  if (!MAY_SPREAD.test(text)) return false
-  const runs = spreadRuns(u)
+  const runs = spreadRuns(u, text)
   if (runs.length === 0) return false
   const strongRun = (r: Run): boolean => r.letters.length >= STRONG_RUN && r.real >= 3 && r.real * 2 >= r.letters.length
   const strong = new Set(runs.filter(strongRun).map((r) => r.key))
@@ -314,7 +330,7 @@ export function splitSeamed (u: Units, alloc: (n: number) => Units): Units | nul
       if (((u.marks[e] as number) & SEAM) !== 0) seam = true
       e++
     }
-    const text = seam && e - k >= 5 && e - k <= 2000 ? String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]) : ''
+    const text = seam && e - k >= 5 ? String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]) : ''
     if (text !== '' && !isWord(text)) {
       const ends = splitWords(text)
       if (ends !== null && ends.length > 0) {
@@ -398,3 +414,4 @@ for (const c of [0xb7, 0x2022]) OTHER_CLASS.set(c, SEP)
 export const MAY_SPREAD = /[a-z0-9!|@$\u00a1-\u00ae\u20ac][ \n\t._/\\*+~,:\u00b7\u2022-]{1,3}[a-z0-9!|@$\u00a1-\u00ae\u20ac][ \n\t._/\\*+~,:\u00b7\u2022-]{1,3}[a-z0-9!|@$\u00a1-\u00ae\u20ac](?![a-z0-9!|@$\u00a1-\u00ae\u00c0-\uffff])/
 export const MAY_LEET = /[!|()[\]/\\<>\u00a1-\u00a9\u00ae\u20ac]/
 
+const MAY_SPREAD_ALL = new RegExp(MAY_SPREAD.source, 'g')

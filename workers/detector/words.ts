@@ -8,7 +8,6 @@ const LIST = readFileSync(repoFile('workers/detector/words.txt'), 'utf8').split(
 
 /** Rank of each word (0 for the most frequent). */
 const RANK: ReadonlyMap<string, number> = new Map(LIST.map((w, i) => [w, i]))
-const LONGEST = LIST.reduce((m, w) => Math.max(m, w.length), 0)
 
 export function isWord (w: string): boolean {
   return RANK.has(w)
@@ -24,14 +23,38 @@ export function wordRank (w: string): number {
 const WORD_COST = 1
 const UNKNOWN_LETTER = Math.log(LIST.length) + 6
 
-function cost (rank: number): number {
-  return Math.log(rank + 2) + WORD_COST
+const COST = Float64Array.from(LIST, (_w, rank) => Math.log(rank + 2) + WORD_COST)
+
+// The words as a trie over a-z: node i's child for letter c is CHILD[i * 26 + c] (0: none), and
+// WORD_AT[i] is the rank + 1 of the word ending at node i (0: none). Splitting walks it from each
+// letter without building a string per candidate.
+const { CHILD, WORD_AT } = buildTrie()
+
+function buildTrie (): { CHILD: Uint16Array, WORD_AT: Uint16Array } {
+  const size = 1 + LIST.reduce((m, w) => m + w.length, 0)
+  if (size > 0xffff || LIST.length >= 0xffff) throw new Error('words.txt: too many words for the trie')
+  const child = new Uint16Array(size * 26)
+  const wordAt = new Uint16Array(size)
+  let used = 1
+  LIST.forEach((w, rank) => {
+    let node = 0
+    for (let i = 0; i < w.length; i++) {
+      const c = w.charCodeAt(i) - 97
+      if (c < 0 || c >= 26) return
+      let next = child[node * 26 + c] as number
+      if (next === 0) { next = used++; child[node * 26 + c] = next }
+      node = next
+    }
+    if (wordAt[node] === 0) wordAt[node] = rank + 1
+  })
+  return { CHILD: child.slice(0, used * 26), WORD_AT: wordAt.slice(0, used) }
 }
 
 /**
  * Where to put spaces in a run of lower-case letters so it reads as words: the ends (exclusive) of
  * each word but the last, or null when the best reading is not at least `minKnown` known letters
- * (letters no known word covers are kept together as one word). Dynamic programming over the run.
+ * (letters no known word covers are kept together as one word). Dynamic programming over the run,
+ * the known words at each position found by walking the trie.
  */
 export function splitWords (letters: string, minKnown = 0.8): number[] | null {
   const n = letters.length
@@ -39,15 +62,20 @@ export function splitWords (letters: string, minKnown = 0.8): number[] | null {
   const from = new Int32Array(n + 1)
   const known = new Uint8Array(n + 1) // whether the last piece ending here is a known word
   best[0] = 0
-  for (let e = 1; e <= n; e++) {
-    for (let s = Math.max(0, e - LONGEST); s < e; s++) {
-      const r = RANK.get(letters.slice(s, e))
-      if (r === undefined) continue
-      const c = (best[s] as number) + cost(r)
-      if (c < (best[e] as number)) { best[e] = c; from[e] = s; known[e] = 1 }
+  for (let s = 0; s < n; s++) {
+    const base = best[s] as number
+    if (base === Infinity) continue
+    const unknown = base + UNKNOWN_LETTER
+    if (unknown < (best[s + 1] as number)) { best[s + 1] = unknown; from[s + 1] = s; known[s + 1] = 0 }
+    let node = 0
+    for (let e = s; e < n; e++) {
+      node = CHILD[node * 26 + letters.charCodeAt(e) - 97] as number
+      if (node === 0) break
+      const rank = WORD_AT[node] as number
+      if (rank === 0) continue
+      const c = base + (COST[rank - 1] as number)
+      if (c < (best[e + 1] as number)) { best[e + 1] = c; from[e + 1] = s; known[e + 1] = 1 }
     }
-    const c = (best[e - 1] as number) + UNKNOWN_LETTER
-    if (c < (best[e] as number)) { best[e] = c; from[e] = e - 1; known[e] = 0 }
   }
   const ends: number[] = []
   let knownLetters = 0
