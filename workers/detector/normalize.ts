@@ -82,6 +82,7 @@ let units: Units = allocUnits(1024)
 
 // The buffer splitSeamed writes into when it puts spaces in (the result is copied out before the next call).
 let spare: Units = allocUnits(1024)
+const SPARE_KEPT = 1 << 17
 
 function spareUnits(size: number): Units {
   if (spare.codes.length < size) spare = allocUnits(Math.max(size, spare.codes.length * 2))
@@ -208,7 +209,10 @@ export function normalizeSlow(input: string): Normalized {
   }
   if (dirty) text = textOf(u)
   if (BACKWARDS_HINT.test(text) && turnBackwardLines(u, text)) text = textOf(u)
-  return { text, starts: u.starts.slice(0, u.n), ends: u.ends.slice(0, u.n), offset: 0 }
+  const out = { text, starts: u.starts.slice(0, u.n), ends: u.ends.slice(0, u.n), offset: 0 }
+  // A long text split into words once should not keep a buffer twice its size for the worker's life.
+  if (spare.codes.length > SPARE_KEPT) spare = allocUnits(1024)
+  return out
 }
 
 /**
@@ -234,10 +238,12 @@ function readDigits(u: Units): boolean {
 
 const FILL_FOLD: Fold = { text: String.fromCharCode(FILL), origs: null }
 
+// Native, and several times faster than String.fromCharCode over the units; a lone surrogate (no
+// character) reads as U+FFFD, one unit for one, so positions do not move.
+const UTF16 = new TextDecoder('utf-16le')
+
 function textOf(u: Units): string {
-  let text = ''
-  for (let k = 0; k < u.n; k += 8192) text += String.fromCharCode.apply(null, u.codes.subarray(k, Math.min(u.n, k + 8192)) as unknown as number[])
-  return text
+  return UTF16.decode(u.codes.subarray(0, u.n))
 }
 
 
