@@ -2,7 +2,9 @@
 // plus a map from every normalised character back to the original text so findings carry real spans.
 // Also finds embedded base64, hex and %xx payloads so their decoded text is scored too.
 import { LATIN_VARIANTS, LOOKALIKES, enclosedLetter, isFiller, isInvisible } from './lookalikes.js'
-import { BACKWARDS_HINT, FILL, LOOKALIKE, MAY_LEET, ONE, SEAM, joinSpread, keepLatinWords, readLeet, splitSeamed, turnBackwardLines, type Units } from './rejoin.js'
+import { MAY_LEET, readLeet } from './leet.js'
+import { BACKWARDS_HINT, joinSpread, keepLatinWords, splitSeamed, turnBackwardLines } from './rejoin.js'
+import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, type Units } from './units.js'
 
 /**
  * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
@@ -71,10 +73,6 @@ function foldNonAscii(cp: number): Fold {
 function isSpace(cp: number): boolean {
   return cp === 32 || (cp >= 9 && cp <= 13) || cp === 0xa0 || cp === 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
     cp === 0x2028 || cp === 0x2029 || cp === 0x202f || cp === 0x205f || cp === 0x3000 || cp === 0x85
-}
-
-function isLetter(c: number): boolean {
-  return c >= 97 && c <= 122
 }
 
 // Reused output buffers: the hot path normalises every segment of every request.
@@ -274,8 +272,8 @@ function resolveFills(u: Units): void {
         continue
       }
     }
-    u.codes[j] = c; u.starts[j] = u.starts[k] as number; u.ends[j] = u.ends[k] as number
-    u.marks[j] = u.marks[k] as number; u.origs[j] = u.origs[k] as number; j++
+    copyUnit(u, j, u, k)
+    u.codes[j++] = c
   }
   while (j > 0 && (u.codes[j - 1] === 32 || u.codes[j - 1] === 10)) j--
   u.n = j
