@@ -1,6 +1,6 @@
 // Cheap evasions of the injection detector, as transformations of a plain attack: letters spread out
-// with a blank filler, an invisible character or a separator, look-alike letters of another script,
-// leetspeak symbols, and the whole text written backwards. `evasion-attacks.jsonl` holds plain attacks
+// with a blank filler, an invisible character or a separator, look-alike letters of another script or
+// small capitals, leetspeak symbols, and the whole text written backwards. `evasion-attacks.jsonl` holds plain attacks
 // the detector blocks as written (written for this project); eval.ts and test/unit/evasions.test.ts
 // report how many each transformation lets through. `evasion-benign.jsonl` holds text that looks like
 // an evasion and is not (acronyms, initials, spaced headings, versions, paths, math, code, emoticons,
@@ -24,6 +24,8 @@ const CHEROKEE = {
   A: 'Ꭺ', B: 'Ᏼ', C: 'Ꮯ', D: 'Ꭰ', E: 'Ꭼ', G: 'Ꮐ', H: 'Ꮋ', I: 'Ꭵ', J: 'Ꭻ', K: 'Ꮶ', L: 'Ꮮ', M: 'Ꮇ', O: 'Ꮎ',
   P: 'Ꮲ', R: 'Ꭱ', S: 'Ꮪ', T: 'Ꭲ', V: 'Ꮩ', W: 'Ꮃ', Z: 'Ꮓ',
 }
+const CYRILLIC_GREEK = { a: 'а', e: 'е', o: 'ο', p: 'р', c: 'с', i: 'і', y: 'у', x: 'х', s: 'ѕ', v: 'ν', k: 'κ', t: 'τ' }
+const SMALL_CAPITALS = { a: 'ᴀ', b: 'ʙ', c: 'ᴄ', d: 'ᴅ', e: 'ᴇ', g: 'ɢ', h: 'ʜ', i: 'ɪ', j: 'ᴊ', k: 'ᴋ', l: 'ʟ', m: 'ᴍ', n: 'ɴ', o: 'ᴏ', p: 'ᴘ', r: 'ʀ', s: 'ꜱ', t: 'ᴛ', u: 'ᴜ', v: 'ᴠ', w: 'ᴡ', y: 'ʏ', z: 'ᴢ' }
 const LEET = { a: '/\\', i: '!', o: '()', m: '|\\/|', v: '\\/', e: '3', s: '$', l: '|', t: '7', A: '/\\', I: '!', O: '()', E: '3', S: '$' }
 
 /** The transformations, by name. Each keeps the attack readable to a model that is told how to read it. */
@@ -37,8 +39,11 @@ export const EVASIONS: Readonly<Record<string, (text: string) => string>> = {
   slashes: spread('/'),
   // One space between letters and one between words: the words must be found again.
   spaces: (text) => [...text.replace(/ +/g, '')].join(' '),
+  wide_spaces: (text) => text.split(' ').map((w) => [...w].join(' ')).join('   '),
   armenian: swap(ARMENIAN),
   cherokee: (text) => swap(CHEROKEE)(text.toUpperCase()),
+  cyrillic_greek: swap(CYRILLIC_GREEK),
+  small_capitals: swap(SMALL_CAPITALS),
   leet_symbols: swap(LEET),
   reversed: (text) => [...text].reverse().join(''),
 }
