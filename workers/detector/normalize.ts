@@ -4,7 +4,7 @@
 import { LATIN_VARIANTS, LOOKALIKES, enclosedLetter, isFiller, isInvisible } from './lookalikes.js'
 import { MAY_LEET, readLeet } from './leet.js'
 import { BACKWARDS_HINT, joinSpread, keepLatinWords, splitSeamed, turnBackwardLines } from './rejoin.js'
-import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, type Units } from './units.js'
+import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, textOf, type Units } from './units.js'
 
 /**
  * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
@@ -80,7 +80,7 @@ let units: Units = allocUnits(1024)
 
 // The buffer splitSeamed writes into when it puts spaces in (the result is copied out before the next call).
 let spare: Units = allocUnits(1024)
-const SPARE_KEPT = 1 << 17
+const SPARE_KEPT = 1 << 20
 
 function spareUnits(size: number): Units {
   if (spare.codes.length < size) spare = allocUnits(Math.max(size, spare.codes.length * 2))
@@ -236,13 +236,6 @@ function readDigits(u: Units): boolean {
 
 const FILL_FOLD: Fold = { text: String.fromCharCode(FILL), origs: null }
 
-// Native, and several times faster than String.fromCharCode over the units; a lone surrogate (no
-// character) reads as U+FFFD, one unit for one, so positions do not move.
-const UTF16 = new TextDecoder('utf-16le')
-
-function textOf(u: Units): string {
-  return UTF16.decode(u.codes.subarray(0, u.n))
-}
 
 
 /**

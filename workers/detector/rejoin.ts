@@ -3,7 +3,7 @@
 // look-alike letters of other scripts kept only in words that are Latin, and lines written backwards
 // turned around (leetspeak is read in leet.ts). Every unit keeps the [start, end) of the original
 // characters it came from.
-import { DIGIT, FILL, LEET, LETTER, LOOKALIKE, SEAM, SEP, classOf, copyUnit, isLetter, move, swap, type Units } from './units.js'
+import { DIGIT, FILL, LEET, LETTER, LOOKALIKE, SEAM, SEP, classOf, copyUnit, isLetter, move, swap, textOf, type Units } from './units.js'
 import { isWord, readsBackwards, splitWords } from './words.js'
 
 // Letters are spread out with separators (SEP: blanks, `. - _ / \\ * + ~ , :`, middle dots, bullets). A
@@ -142,7 +142,7 @@ export function keepLatinWords (u: Units): void {
       else foreign = true
       e++
     }
-    if (lookalike && (foreign || (!latin && !isWord(String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]))))) {
+    if (lookalike && (foreign || (!latin && !isWord(textOf(u, k, e))))) {
       for (let i = k; i < e; i++) if (((u.marks[i] as number) & LOOKALIKE) !== 0) u.codes[i] = u.origs[i] as number
     }
     k = e
@@ -167,7 +167,7 @@ export function splitSeamed (u: Units, alloc: (n: number) => Units): Units | nul
       if (((u.marks[e] as number) & SEAM) !== 0) seam = true
       e++
     }
-    const text = seam && e - k >= 5 ? String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]) : ''
+    const text = seam && e - k >= 5 ? textOf(u, k, e) : ''
     if (text !== '' && !isWord(text)) {
       const ends = splitWords(text)
       if (ends !== null && ends.length > 0) {
