@@ -129,8 +129,10 @@ function isWordUnit (u: Units, k: number): boolean {
  * Look-alike letters stay Latin only in a word that is Latin: one with Latin letters and no other
  * script's ("іgnоrе"), or one made only of look-alikes that reads as a known word ("ѕуѕтем"). In any
  * other word they go back to their own script, so Russian, Greek, Armenian and Cherokee stay themselves.
+ * Returns whether a look-alike stayed Latin.
  */
-export function keepLatinWords (u: Units): void {
+export function keepLatinWords (u: Units): boolean {
+  let kept = false
   for (let k = 0; k < u.n;) {
     if (!isWordUnit(u, k)) { k++; continue }
     let e = k
@@ -144,9 +146,12 @@ export function keepLatinWords (u: Units): void {
     }
     if (lookalike && (foreign || (!latin && !isWord(textOf(u, k, e))))) {
       for (let i = k; i < e; i++) if (((u.marks[i] as number) & LOOKALIKE) !== 0) u.codes[i] = u.origs[i] as number
+    } else if (lookalike) {
+      kept = true
     }
     k = e
   }
+  return kept
 }
 
 /**
