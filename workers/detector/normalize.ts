@@ -125,7 +125,7 @@ const BACKWARDS_ANY_CASE = new RegExp(BACKWARDS_HINT.source, 'i')
 
 /**
  * Lower-cased, NFKC-folded, confusable- and leet-mapped text with whitespace runs collapsed (newline
- * kept), and letters an evasion pulled apart, dressed up or turned around put back (rejoin.ts).
+ * kept), and letters an evasion pulled apart, dressed up or turned around put back (rejoin.ts, leet.ts).
  */
 export function normalize(input: string): Normalized {
   let a = 0
