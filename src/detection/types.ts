@@ -77,6 +77,8 @@ export interface Verdict {
   readonly ms: number
   /** The detector's own threshold, at which `blocked` was decided (an account's policy may use another). */
   readonly threshold: number
+  /** Where an account sets one for data spans (src/detection/policy.ts atThreshold): the score that blocked them. */
+  readonly dataThreshold?: number
   /** True when an allow phrase of the account was found and blanked before injection scoring. */
   readonly allowApplied: boolean
 }

@@ -54,6 +54,7 @@ function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
     score: Math.round(v.score * 1000) / 1000,
     threshold: v.threshold,
+    ...(v.dataThreshold !== undefined ? { data_threshold: v.dataThreshold } : {}),
     categories: v.categories,
     findings: v.issues
       .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')

@@ -72,7 +72,7 @@ t.test('the dialog: current values, the server\'s error beside its field, Cancel
   t.match((await text(error)).trim(), /threshold/, 'the error is beside the threshold')
   t.equal(await threshold.getAttribute('aria-invalid'), 'true', 'the field is marked')
   t.equal(await dialog().evaluate((el) => (el as HTMLDialogElement).open), true, 'the dialog stays open')
-  t.same(await stored(), { policy: 'block', threshold: null, allowPhrases: [], piiAtRest: 'keep' }, 'nothing changed')
+  t.same(await stored(), { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' }, 'nothing changed')
   await screenshot(page, 'detection-dialog')
 
   await threshold.fill('0.8')
@@ -82,7 +82,7 @@ t.test('the dialog: current values, the server\'s error beside its field, Cancel
   await card().locator('[data-testid=detection-policy]').filter({ hasText: 'Monitor' }).waitFor()
   t.equal(await shown('detection-threshold'), '0.8')
   t.same(await phrases(), ['reveal your system prompt', 'developer mode'], 'one phrase per line, spaces collapsed, blank lines dropped')
-  t.same(await stored(), { policy: 'monitor', threshold: 0.8, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' }, 'stored')
+  t.same(await stored(), { policy: 'monitor', threshold: 0.8, dataThreshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' }, 'stored')
   await screenshot(page, 'account-detection')
 
   const monitored = await call(INJECTION)
