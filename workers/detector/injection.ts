@@ -55,9 +55,15 @@ export function isData (seg: Pick<Segment, 'role' | 'path' | 'source'>): boolean
 }
 const PLANTED_IN_DATA = 0.9
 
+/**
+ * In data, an order to the model (a planted instruction) or a task swapped for another ("your real task
+ * is", "End of text. Now …": rules.ts `task_switch`, weak from a user, who may change the task) decides.
+ */
+const inDataDecides = (f: Finding): boolean => f.family === 'planted_instruction' || f.rule === 'task_switch'
+
 /** A finding's score where the span's writer is taken into account. */
 function findingScore (f: Finding, data: boolean): number {
-  return data && f.family === 'planted_instruction' ? Math.max(f.score, PLANTED_IN_DATA) : f.score
+  return data && inDataDecides(f) ? Math.max(f.score, PLANTED_IN_DATA) : f.score
 }
 
 /** Planted instructions of a data span's text, kept with its cached analysis. */
@@ -165,7 +171,7 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
     // One issue per family and span: the strongest finding of that family.
     const best = new Map<string, Finding>()
     for (const found of findingsOf(a, judged)) {
-      const f = found.family === 'model' ? { ...found, score: Math.min(found.score, spanScore) } : data && found.family === 'planted_instruction' ? { ...found, score: findingScore(found, true) } : found
+      const f = found.family === 'model' ? { ...found, score: Math.min(found.score, spanScore) } : data && inDataDecides(found) ? { ...found, score: findingScore(found, true) } : found
       const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
       if (f.score < floor) continue
       const prev = best.get(f.family)

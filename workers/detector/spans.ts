@@ -40,8 +40,10 @@ const CUE = new RegExp(
   String.raw`(?:^|\n|[.!?]\s+)[ \t>*#-]*(?:${LEAD}${VERB}\b[^\n:]{0,60}?\b${NOUN}\b[^\n:]{0,40}?|${NOUN}(?: #?\d+)?)[ \t]*(?::[ \t]*\n?|\n(?=[ \t]*(?:\x60{3}|~~~|"""|<[a-z])))`,
   'giu')
 const FENCE = /^[ \t]*(```|~~~|""")/
+/** The user's own question after unfenced pasted text: a last paragraph labelled as one ("Q:", "Question:", "Task:"). */
+const QUESTION = /\n[ \t]*\n[ \t]*(?:q|question|my question|task|instruction)[ \t]*:[^]*$/i
 
-/** The data ranges [start, end) of a user's text: what follows each framing line, to its closing fence or to the end. */
+/** The data ranges [start, end) of a user's text: what follows each framing line, to its closing fence, else to a labelled question after it or the end. */
 export function pastedRanges (text: string): Array<readonly [number, number]> {
   const out: Array<readonly [number, number]> = []
   // Every framing line ends in a colon or a line break: most chat turns have neither and skip the scan.
@@ -57,6 +59,9 @@ export function pastedRanges (text: string): Array<readonly [number, number]> {
     if (fence !== null) {
       const close = text.indexOf(fence[1] as string, start + fence[0].length)
       if (close >= 0) end = close + (fence[1] as string).length
+    } else {
+      const question = QUESTION.exec(text.slice(start))
+      if (question !== null && question.index > 0) end = start + question.index
     }
     out.push([start, end])
     if (end >= text.length) break
