@@ -49,7 +49,7 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
   return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
 }
 
-/** What a 403 tells the client: the categories and scores that blocked it, never the matched text. */
+/** What a 403 tells the client: the categories and scores that blocked it and where (who wrote the span, its JSON path), never the matched text. */
 function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
     score: Math.round(v.score * 1000) / 1000,
@@ -58,7 +58,7 @@ function blockedSummary (v: Verdict): Record<string, unknown> {
     categories: v.categories,
     findings: v.issues
       .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
-      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message })),
+      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message, source: i.source, path: i.path })),
   }
 }
 
