@@ -10,6 +10,10 @@ const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
   429: ['requests', 'rate_limit_exceeded'],
 }
 
+// A file sent as bare base64 is read as text when its name says it is text.
+const TEXT_NAMES: Readonly<Record<string, string>> = { txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', tsv: 'text/tab-separated-values', json: 'application/json', html: 'text/html', htm: 'text/html', xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml', log: 'text/plain' }
+const typeOfName = (name: string | null): string | null => TEXT_NAMES[name?.slice(name.lastIndexOf('.') + 1).toLowerCase() ?? ''] ?? null
+
 /** An image part's URL; a data URL is shortened to its header and length. */
 function media (part: Json): string {
   const url = asString(asObject(part.image_url)?.url) ?? asString(part.image_url) ?? ''
@@ -51,7 +55,7 @@ function walkRequest (body: Json, sink: RequestSink): void {
         if (part.type === 'file' && file !== null) {
           const name = asString(file.filename)
           sink.text(i, role, `${base}[${j}].file.filename`, name, full ? 'file name' : null, null, false, 'data')
-          const text = textOfBase64(null, file.file_data)
+          const text = textOfBase64(typeOfName(name), file.file_data)
           if (sink.text(i, role, `${base}[${j}].file.file_data`, text, full ? `file${name !== null ? ` ${name}` : ''}` : null, null, false, 'data') || !full) return
           sink.other(i, role, 'file', name ?? asString(file.file_id) ?? '')
           return

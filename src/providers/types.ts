@@ -107,7 +107,7 @@ export interface RequestSink {
   readonly size: number
   /** A text the detector reads, at its JSON path; false (nothing recorded) unless a non-empty string. */
   text (message: number, role: string, path: string, text: unknown, label?: string | null, display?: string | null, code?: boolean, source?: SpanSource): boolean
-  /** Something shown that the detector does not read (images, thinking, empty results); full sinks only. */
+  /** Something shown that the detector does not read (images, redacted thinking, empty results); full sinks only. */
   other (message: number, role: string, label: string | null, value: unknown): void
 }
 
@@ -224,16 +224,18 @@ export function schemaText (schema: unknown): string {
   return out.join('\n')
 }
 
-/** A base64 payload's text when its media type is text (text/*, JSON, XML, CSV, YAML, Markdown), else null. */
+/**
+ * A base64 payload's text when its media type is text (text/*, JSON, XML, CSV, YAML, Markdown), else
+ * null. A data URL (`data:text/plain;base64,…`, as OpenAI's file_data) names its own type.
+ */
 export function textOfBase64 (mediaType: unknown, data: unknown): string | null {
   if (typeof data !== 'string' || data === '') return null
   let type = typeof mediaType === 'string' ? mediaType : ''
   let payload = data
-  // OpenAI's file_data is a data URL: `data:text/plain;base64,…`.
   const comma = data.startsWith('data:') ? data.indexOf(',') : -1
   if (comma > 0) {
     const head = data.slice(5, comma)
-    if (type === '') type = head.split(';')[0] ?? ''
+    type = head.split(';')[0] || type
     payload = data.slice(comma + 1)
     if (!head.endsWith(';base64')) return isTextType(type) ? safeDecodeUri(payload) : null
   }

@@ -207,6 +207,13 @@ for (const [provider, schema] of SCHEMAS) {
   })
 }
 
+t.test('a file sent as bare base64 is read when its name says it is text', async (t) => {
+  const data = Buffer.from('zqmark notes').toString('base64')
+  const read = (filename: string): string[] => extractSegments('alpha', { messages: [{ role: 'user', content: [{ type: 'file', file: { filename, file_data: data } }] }] }).map((s) => s.text)
+  t.same(read('notes.md'), ['notes.md', 'zqmark notes'])
+  t.same(read('scan.pdf'), ['scan.pdf'], 'a PDF is not decoded')
+})
+
 t.test('a base64 payload of a type that is not text is not decoded into a segment', async (t) => {
   const png = Buffer.from('zqmark binary').toString('base64')
   t.same(extractSegments('gamma', { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: png } }] }] }), [])

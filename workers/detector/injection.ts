@@ -1,6 +1,7 @@
 // Prompt-injection and jailbreak verdict over a request's segments: rules, decoded payloads and the
-// linear model per span (model.ts; spans.ts labels them by writer), score = max over spans, blocked at the threshold chosen on
-// dev.jsonl and stored in the weights file. Issues name the family and score, never the matched text.
+// linear model per span (model.ts; spans.ts labels the spans by writer), score = max over spans,
+// blocked at the threshold chosen on dev.jsonl and stored in the weights file. Issues name the family
+// and score, never the matched text.
 import type { InjectionResult, Issue, Segment, Severity, SpanSource } from '../../src/detection/types.js'
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
 import { categoryOf } from './rules.js'
