@@ -184,13 +184,25 @@ class Numbered implements RequestSink {
   other (): void { this.size++ }
 }
 
-for (const [provider, schema] of SCHEMAS) {
-  t.test(`${provider}: every text field of the request schema is read, labelled by its writer`, async (t) => {
+/** The body with every member name in snake_case, as Gemini's API also takes it (`system_instruction`, `inline_data`, …). */
+function snake (v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(snake)
+  if (typeof v !== 'object' || v === null) return v
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snake(x)]))
+}
+
+const RUNS: ReadonlyArray<readonly [ProviderName, Node, string, (body: unknown) => unknown]> = [
+  ...SCHEMAS.map(([p, n]) => [p, n, '', (b: unknown) => b] as const),
+  ['gamma', GAMMA, ' (snake_case members)', snake],
+]
+
+for (const [provider, schema, variant, shape] of RUNS) {
+  t.test(`${provider}${variant}: every text field of the request schema is read, labelled by its writer`, async (t) => {
     let checked = 0
     const bySource: Record<SpanSource, number> = { application: 0, user: 0, data: 0 }
     for (let pick = 0; pick < width(schema); pick++) {
       const marks: Marker[] = []
-      const body = generate(schema, pick, provider, marks) as Record<string, unknown>
+      const body = shape(generate(schema, pick, provider, marks)) as Record<string, unknown>
       const segments = extractSegments(provider, body)
       for (const m of marks) {
         const found = segments.filter((s) => s.text.includes(m.mark))
