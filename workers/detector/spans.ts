@@ -73,7 +73,7 @@ export function pastedRanges (text: string): Array<readonly [number, number]> {
 /**
  * The request's spans in order. A user segment with pasted text gives a user piece, a data piece and,
  * after a closed fence, another user piece. Pieces of one message and label in a row are joined by a
- * line break into one span.
+ * space into one span, as the model reads consecutive parts (the space keeps two fields' words apart).
  */
 export function spansOf (segments: readonly Segment[]): Span[] {
   const b = new SpanBuilder()
@@ -103,7 +103,7 @@ class SpanBuilder {
   add (segment: number, message: number, source: SpanSource, text: string, start: number, end: number): void {
     if (end <= start) return
     if (this.#pieces.length > 0 && source === this.#source && message === this.#message) {
-      this.#parts.push('\n')
+      this.#parts.push(' ')
       this.#length++
     } else {
       this.#flush()
@@ -136,7 +136,7 @@ export function toSegment (span: Span, s: number, e: number): { readonly segment
   let k = pieces.length - 1
   while (k > 0 && (pieces[k] as Piece).at > s) k--
   let p = pieces[k] as Piece
-  // A start on the line break between two pieces belongs to the next.
+  // A start on the space between two pieces belongs to the next.
   if (s >= p.at + (p.end - p.start) && k + 1 < pieces.length) p = pieces[k + 1] as Piece
   const start = p.start + Math.max(0, s - p.at)
   const end = Math.min(p.end, Math.max(start, p.start + (e - p.at)))
