@@ -51,6 +51,8 @@ export function detectBody (provider: ProviderName, json: string, allow: readonl
   return {
     blocked: injection.blocked,
     score: injection.score,
+    dataScore: injection.dataScore,
+    ownScore: injection.ownScore,
     categories: injection.categories.length === 0 ? NO_CATEGORIES : injection.categories,
     issues,
     ms: Math.round((performance.now() - t0) * 1000) / 1000,

@@ -52,15 +52,16 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
 /** The 503 of a body over TRACEGATE_DETECTION_MAX_BYTES: larger than detection judges, not late. */
 const TOO_LARGE_MESSAGE = 'The request is larger than safety detection judges (TRACEGATE_DETECTION_MAX_BYTES); it was not forwarded.'
 
-/** What a 403 tells the client: the categories and scores that blocked it, never the matched text. */
+/** What a 403 tells the client: the categories and scores that blocked it and where (who wrote the span, its JSON path), never the matched text. */
 function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
     score: Math.round(v.score * 1000) / 1000,
     threshold: v.threshold,
+    ...(v.dataThreshold !== undefined ? { data_threshold: v.dataThreshold } : {}),
     categories: v.categories,
     findings: v.issues
       .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
-      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message })),
+      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message, source: i.source, path: i.path })),
   }
 }
 

@@ -25,6 +25,7 @@ function detectionJson (x: Exchange): string {
   if (v !== null) {
     return JSON.stringify({
       ran: true, policy: p.policy, blocked: v.blocked && p.policy === 'block', would_block: v.blocked, threshold: v.threshold,
+      ...(v.dataThreshold !== undefined ? { data_threshold: v.dataThreshold } : {}),
       allow_applied: v.allowApplied, score: v.score, categories: v.categories, ms: v.ms,
     })
   }
