@@ -171,6 +171,9 @@ export class Pricing {
     const found = calcPrice({ input_tokens: 0, output_tokens: 0 }, name, { provider: library })
     if (found === null) return null
     const info: ModelInfo = found.model
+    // An operator's entry for the library's id wins for every name the library takes as that model.
+    const override = own?.get(info.id.toLowerCase())
+    if (override !== undefined) return { id: override.model, entry: override, library: null }
     const single: Provider = { id: library.id, name: library.name, api_pattern: library.api_pattern, models: [info] }
     return { id: info.id, entry: null, library: single, name, dated: Array.isArray(info.prices) }
   }

@@ -36,6 +36,9 @@ const OPERATOR_PRICES: readonly PriceRow[] = [
   { provider: 'alpha', model: 'tg-per-million', input_per_mtok: 1, cached_input_per_mtok: null, output_per_mtok: 2, as_of: '2025-01-01' },
   { provider: 'beta', model: 'claude-sonnet-4-5', input_per_mtok: 4, cached_input_per_mtok: 0.5, output_per_mtok: 20, as_of: '2025-01-01' },
   { provider: 'gamma', model: 'gemini-2.5-flash', input_per_mtok: 1, cached_input_per_mtok: 0.25, output_per_mtok: 4, as_of: '2025-01-01' },
+  // The mock's directive names (`-chunks-2000`) are no model the library knows: the operator prices them as their base.
+  { provider: 'alpha', model: 'gpt-4o-mini-chunks-2000', input_per_mtok: 0.15, cached_input_per_mtok: 0.075, output_per_mtok: 0.6, as_of: '2025-01-01' },
+  { provider: 'gamma', model: 'gemini-2.5-flash-chunks-2000', input_per_mtok: 1, cached_input_per_mtok: 0.25, output_per_mtok: 4, as_of: '2025-01-01' },
 ]
 // Published prices (USD per million tokens) of models the operator's file does not name, priced by the library.
 const PUBLISHED: Readonly<Record<string, Price>> = {

@@ -112,6 +112,7 @@ t.test('an operator entry: arithmetic, matching and precedence', async (t) => {
   t.equal(p.find('alpha', 'm-mini-x'), null, 'only a date or -latest extends an entry')
   t.equal(p.find('beta', 'm'), null, 'prices are per provider')
   t.equal(p.cost('alpha', 'gpt-4o-2024-08-06', { input: 1e6, output: 0, cached: 0 }).costUsd, 100, 'the operator wins over the library, dated versions too')
+  t.equal(p.cost('alpha', 'gpt-4o-2024-05-13', { input: 1e6, output: 0, cached: 0 }).costUsd, 100, 'and every name the library takes as that model')
   t.same(p.cost('alpha', 'other', { input: 5, output: 5, cached: 0 }), { costUsd: null, status: 'unknown_model' })
   t.same(p.models('alpha').find((m) => m.id === 'm'), { id: 'm', asOf: '2026-01-01' }, 'listed with its date')
   t.ok(p.models('alpha').some((m) => m.id === 'o1-pro'), 'the library\'s models are listed beside it')
