@@ -1,10 +1,11 @@
 // The cost of a call from its token counts, priced by @pydantic/genai-prices with its own model matching
 // (dated versions, aliases, `-latest`) and its own price rules (tiers past a prompt size, cache reads and
-// writes, prices that change on a date), from the data bundled with the package: never fetched at run time.
+// writes, prices that change on a date; rates.ts), from the data bundled with the package, never fetched.
 // An operator's file (TRACEGATE_PRICING_FILE) wins model by model. A model neither prices has no cost.
 import { readFileSync } from 'node:fs'
 import { calcPrice, findProvider, type ModelInfo, type Provider } from '@pydantic/genai-prices'
 import { DIALECTS, isProviderName, PROVIDERS, type ListedModel, type ProviderName } from '../providers/index.js'
+import { costOf, Schedule } from './rates.js'
 
 /** An operator's price, per million tokens. */
 export interface PriceEntry {
@@ -43,8 +44,8 @@ export class PricingError extends Error {
 
 /** How a (provider, model name) is priced: by the operator's entry, by one of the library's models, or not. */
 type Resolved =
-  | { readonly id: string; readonly entry: PriceEntry; readonly library: null }
-  | { readonly id: string; readonly entry: null; readonly library: Provider; readonly name: string; readonly dated: boolean }
+  | { readonly id: string; readonly entry: PriceEntry }
+  | { readonly id: string; readonly entry: null; readonly schedule: Schedule | null; readonly library: Provider; readonly name: string }
 
 /** Names remembered per Pricing: a client that invents names cannot grow it past this. */
 const CACHE_MAX = 10_000
@@ -139,10 +140,11 @@ export class Pricing {
         written * (e.cache_write_per_mtok ?? e.input_per_mtok) + output * e.output_per_mtok
       return { costUsd: round(micro / 1e6), status: 'priced' }
     }
+    const at = atMs ?? Date.now()
+    if (r.schedule !== null) return { costUsd: round(costOf(r.schedule.at(at), input, cached, written, output)), status: 'priced' }
     const priced = calcPrice({ input_tokens: input, cache_read_tokens: cached, cache_write_tokens: written, output_tokens: output },
-      r.name, { provider: r.library, ...(r.dated ? { timestamp: new Date(atMs ?? Date.now()) } : {}) })
-    if (priced === null) return { costUsd: null, status: 'unknown_model' }
-    return { costUsd: round(priced.total_price), status: 'priced' }
+      r.name, { provider: r.library, timestamp: new Date(at) })
+    return priced === null ? { costUsd: null, status: 'unknown_model' } : { costUsd: round(priced.total_price), status: 'priced' }
   }
 
   #resolve (provider: ProviderName, model: string): Resolved | null {
@@ -159,22 +161,21 @@ export class Pricing {
     const own = this.#operator.get(provider)
     if (own !== undefined) {
       const exact = own.get(name)
-      if (exact !== undefined) return { id: exact.model, entry: exact, library: null }
+      if (exact !== undefined) return { id: exact.model, entry: exact }
       for (const [base, e] of own) {
-        if (name.startsWith(base) && VERSION_SUFFIX.test(name.slice(base.length))) return { id: e.model, entry: e, library: null }
+        if (name.startsWith(base) && VERSION_SUFFIX.test(name.slice(base.length))) return { id: e.model, entry: e }
       }
     }
     const library = this.#library.get(provider)
     if (library === undefined) return null
-    // The library's own matching, once per name; the answer keeps only the model it found, so each call's
-    // price is worked out by the library's rules against one model instead of its whole catalogue.
+    // The library's own matching, once per name; the answer keeps the model it found and its prices.
     const found = calcPrice({ input_tokens: 0, output_tokens: 0 }, name, { provider: library })
     if (found === null) return null
     const info: ModelInfo = found.model
     // An operator's entry for the library's id wins for every name the library takes as that model.
     const override = own?.get(info.id.toLowerCase())
-    if (override !== undefined) return { id: override.model, entry: override, library: null }
+    if (override !== undefined) return { id: override.model, entry: override }
     const single: Provider = { id: library.id, name: library.name, api_pattern: library.api_pattern, models: [info] }
-    return { id: info.id, entry: null, library: single, name, dated: Array.isArray(info.prices) }
+    return { id: info.id, entry: null, schedule: Schedule.of(info), library: single, name }
   }
 }

@@ -2,6 +2,7 @@
 // cache writes and reasoning tokens), read as the store worker reads them and priced by the library, against
 // the providers' published prices written here per million tokens (never read from the library).
 import t from 'tap'
+import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { Pricing } from '../../src/pricing/index.js'
 import type { ProviderName } from '../../src/providers/index.js'
 import { readResponse } from '../../src/store/worker/token-usage.js'
@@ -140,4 +141,32 @@ t.test('names the old prefix table got wrong', async (t) => {
   }
   t.same(pricing.cost('alpha', 'no-such-model', usage), { costUsd: null, status: 'unknown_model' })
   t.equal(pricing.cost('beta', 'gpt-4o', usage).status, 'unknown_model', 'a model is priced by its own provider only')
+})
+
+t.test('every model of the three catalogues: the same cost as the library\'s calcPrice', async (t) => {
+  const pricing = new Pricing()
+  const usages = [
+    { input: 1_000, output: 200, cached: 0, cacheWrite: 0 },
+    { input: 50_000, output: 3_000, cached: 20_000, cacheWrite: 10_000 },
+    { input: 150_000, output: 9_000, cached: 0, cacheWrite: 64_000 },
+    { input: 250_000, output: 12_000, cached: 100_000, cacheWrite: 50_000 },
+    { input: 1_200_000, output: 40_000, cached: 600_000, cacheWrite: 0 },
+  ]
+  const when = [Date.UTC(2025, 0, 1), Date.UTC(2026, 10, 26), Date.UTC(2027, 5, 1)]
+  let models = 0
+  for (const [provider, id] of [['alpha', 'openai'], ['beta', 'anthropic'], ['gamma', 'google']] as const) {
+    for (const m of findProvider({ providerId: id })!.models) {
+      models++
+      for (const u of usages) {
+        for (const at of when) {
+          const want = calcPrice({ input_tokens: u.input, cache_read_tokens: u.cached, cache_write_tokens: u.cacheWrite, output_tokens: u.output }, m.id, { providerId: id, timestamp: new Date(at) })
+          const got = pricing.cost(provider, m.id, u, at)
+          if (want === null) { t.equal(got.costUsd, null, `${m.id}: unpriced by both`); continue }
+          const w = Math.round(want.total_price * 1e11) / 1e11
+          if (got.costUsd === null || Math.abs(got.costUsd - w) > w * 1e-12 + 1e-11) t.fail(`${m.id} ${JSON.stringify(u)} at ${new Date(at).toISOString()}: ${got.costUsd} ≠ ${w}`)
+        }
+      }
+    }
+  }
+  t.ok(models > 150, `${models} models compared`)
 })
