@@ -3,7 +3,8 @@
 // writes, prices that change on a date; rates.ts), from the data bundled with the package, never fetched.
 // An operator's file (TRACEGATE_PRICING_FILE) wins model by model. A model neither prices has no cost.
 import { readFileSync } from 'node:fs'
-import { calcPrice, findProvider, type ModelInfo, type Provider } from '@pydantic/genai-prices'
+import { createRequire } from 'node:module'
+import type { ModelInfo, Provider } from '@pydantic/genai-prices'
 import { DIALECTS, isProviderName, PROVIDERS, type ListedModel, type ProviderName } from '../providers/index.js'
 import { costOf, Schedule } from './rates.js'
 
@@ -84,6 +85,14 @@ function bareName (model: string): string {
 
 const LIBRARY_DAY = '1970-01-01'
 
+type Library = typeof import('@pydantic/genai-prices')
+let loaded: Library | null = null
+/** Loaded when the first Pricing is made (its data take a few hundred ms to parse): CLI commands that price nothing never pay it. */
+function lib (): Library {
+  loaded ??= createRequire(import.meta.url)('@pydantic/genai-prices') as Library
+  return loaded
+}
+
 const round = (usd: number): number => Math.round(usd * 1e11) / 1e11
 
 export class Pricing {
@@ -101,7 +110,7 @@ export class Pricing {
         m.set(bareName(e.model), e)
       }
     }
-    for (const p of PROVIDERS) this.#library.set(p, findProvider({ providerId: DIALECTS[p].priceProvider }))
+    for (const p of PROVIDERS) this.#library.set(p, lib().findProvider({ providerId: DIALECTS[p].priceProvider }))
   }
 
   static load (operatorFile: string | null): Pricing {
@@ -142,7 +151,7 @@ export class Pricing {
     }
     const at = atMs ?? Date.now()
     if (r.schedule !== null) return { costUsd: round(costOf(r.schedule.at(at), input, cached, written, output)), status: 'priced' }
-    const priced = calcPrice({ input_tokens: input, cache_read_tokens: cached, cache_write_tokens: written, output_tokens: output },
+    const priced = lib().calcPrice({ input_tokens: input, cache_read_tokens: cached, cache_write_tokens: written, output_tokens: output },
       r.name, { provider: r.library, timestamp: new Date(at) })
     return priced === null ? { costUsd: null, status: 'unknown_model' } : { costUsd: round(priced.total_price), status: 'priced' }
   }
@@ -169,7 +178,7 @@ export class Pricing {
     const library = this.#library.get(provider)
     if (library === undefined) return null
     // The library's own matching, once per name; the answer keeps the model it found and its prices.
-    const found = calcPrice({ input_tokens: 0, output_tokens: 0 }, name, { provider: library })
+    const found = lib().calcPrice({ input_tokens: 0, output_tokens: 0 }, name, { provider: library })
     if (found === null) return null
     const info: ModelInfo = found.model
     // An operator's entry for the library's id wins for every name the library takes as that model.
