@@ -34,6 +34,7 @@ export const ERRORS = {
   missing_provider_key: { status: 400, type: 'invalid_request_error', message: 'No provider key was given and no server-side key is allowed or configured.' },
   prompt_injection_detected: { status: 403, type: 'permission_error', message: 'The prompt was blocked: it looks like a prompt injection or jailbreak.' },
   model_not_allowed: { status: 403, type: 'permission_error', message: 'This key may not use that model.' },
+  model_not_priced: { status: 403, type: 'permission_error', message: 'The model has no price, and a spend budget applies to this key or its account.' },
   rate_limited: { status: 429, type: 'rate_limit_error', message: 'A rate limit of this key or its account was reached; retry after the time given.' },
   budget_exceeded: { status: 429, type: 'rate_limit_error', message: 'A spend budget of this key or its account is used up for this period.' },
   detection_unavailable: { status: 503, type: 'api_error', message: 'Safety detection could not judge the request in time; it was not forwarded.' },

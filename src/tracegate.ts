@@ -196,10 +196,16 @@ export class Tracegate {
         now,
         shared: config.limits.redisUrl === null ? null : new RedisCounters(config.limits.redisUrl),
         warn: (msg, fields) => { log?.warn(fields, msg) },
+        pricing,
+        hold: config.traces.enabled,
       })
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter
-      store.onUsage((entries) => { for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs) })
+      // A built trace's cost is counted before its call's hold ends, so the two never leave a gap.
+      store.onUsage((entries, settled) => {
+        for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
+        limits.settle(settled)
+      })
       metrics.attach(upstream === null
         ? { inflight: () => calls.inflight, limitsMode: () => limits.mode }
         : { keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })

@@ -131,7 +131,8 @@ export const alpha: Dialect = {
     }),
   },
   defaultBaseUrl: 'https://api.openai.com',
-  priceCatalog: { id: 'openai', models: /^(gpt-4o|gpt-4o-mini|gpt-4\.1(-mini|-nano)?|gpt-5(\.\d)?(-mini|-nano|-pro)?|o1|o1-mini|o3|o3-mini|o3-pro|o4-mini|gpt-3\.5-turbo|gpt-4-turbo)$/ },
+  priceProvider: 'openai',
+  maxTokens: { within: null, members: ['max_completion_tokens', 'max_tokens'] },
   keyField: 'alpha_api_key',
   ownFields: [],
   params: [

@@ -116,7 +116,8 @@ export const beta: Dialect = {
     },
   },
   defaultBaseUrl: 'https://api.anthropic.com',
-  priceCatalog: { id: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
+  priceProvider: 'anthropic',
+  maxTokens: { within: null, members: ['max_tokens'] },
   keyField: 'beta_api_key',
   ownFields: [],
   params: [
@@ -160,6 +161,7 @@ export const beta: Dialect = {
       const cacheRead = n(usage.cache_read_input_tokens)
       u.input = n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + cacheRead
       u.cached = cacheRead
+      u.cacheWrite = n(usage.cache_creation_input_tokens)
     }
     if (usage.output_tokens !== undefined) u.output = n(usage.output_tokens)
     return true

@@ -127,7 +127,8 @@ export const gamma: Dialect = {
     },
   },
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
-  priceCatalog: { id: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },
+  priceProvider: 'google',
+  maxTokens: { within: 'generationConfig', members: ['maxOutputTokens'] },
   keyField: 'gamma_api_key',
   ownFields: ['model', 'stream'],
   params: [

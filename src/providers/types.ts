@@ -78,9 +78,14 @@ export interface NativeApi {
 
 /** Token usage as the provider reports it. */
 export interface ReportedUsage {
+  /** All input tokens, cache reads and writes included. */
   input: number
+  /** All output tokens, reasoning tokens included. */
   output: number
+  /** The part of `input` read from the prompt cache. */
   cached: number
+  /** The part of `input` written to the prompt cache (beta reports it). */
+  cacheWrite: number
 }
 
 /**
@@ -126,8 +131,10 @@ export interface Dialect {
   readonly native: NativeApi
   /** Where the provider's API lives unless TRACEGATE_<NAME>_BASE_URL says otherwise. */
   readonly defaultBaseUrl: string
-  /** Where `npm run pricing:update` finds this provider's prices: its id in @pydantic/genai-prices and the models the table keeps. */
-  readonly priceCatalog: { readonly id: string, readonly models: RegExp }
+  /** The provider's id in @pydantic/genai-prices, whose prices and model matching cost its calls. */
+  readonly priceProvider: string
+  /** Where a request caps its output tokens: top-level members, or members of the object `within` (first one set wins). */
+  readonly maxTokens: { readonly within: string | null, readonly members: readonly string[] }
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */

@@ -17,6 +17,7 @@ import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { atThreshold, type AccountDetection } from '../detection/policy.js'
 import type { Admission, Refusal } from '../limits/limiter.js'
+import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
@@ -287,7 +288,9 @@ class ProxyRoute {
     // The limits of the key and its account: the last check before detection and the provider (DESIGN §2).
     const limiter = this.#deps.limiter
     if (limiter != null) {
-      const refusal = limiter.admit({ keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits }, x.model, raw.length)
+      const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits)
+      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate }
+      const refusal = limiter.admit(call, x.model, raw.length)
       if (refusal instanceof Promise) {
         // A front thread asks the main thread's counts (limits/front.ts).
         refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#admitted(x, out, verdict) }).catch((err: unknown) => { x.fail(err) })

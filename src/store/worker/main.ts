@@ -202,8 +202,8 @@ async function run (op: OpName, args: unknown, id: number): Promise<unknown> {
 const usage = new UsageCollector()
 
 function reportUsage (): void {
-  const entries = usage.take()
-  if (entries !== null) port.postMessage({ usage: entries })
+  const taken = usage.take()
+  if (taken !== null) port.postMessage(taken)
 }
 
 /** The trace pipeline's numbers with the spans dropped; with traces off, zeros beside the spans' numbers. */
