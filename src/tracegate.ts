@@ -1,6 +1,5 @@
 // One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
 // port and the local admin socket, started in that order and closed in the reverse one (STYLE 6).
-import { mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type { Agent } from 'undici'
 import { AdminOps } from './admin/ops.js'
@@ -26,6 +25,7 @@ import { recordPasswordReset } from './dashboard/session.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
 import { FrontThreads } from './front/threads.js'
+import { privateDataDir } from './paths.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -126,7 +126,8 @@ export class Tracegate {
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
-    mkdirSync(baseConfig.dataDir, { recursive: true })
+    // Every file it writes there from now on, the embedded ClickHouse's too, is its user's alone.
+    privateDataDir(baseConfig.dataDir)
     const log = options.log ?? null
     let pricing: Pricing
     try {

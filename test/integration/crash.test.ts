@@ -8,7 +8,6 @@
 // finish) replays its whole rows and counts the cut one as dropped. A separate file: chDB allows one data
 // directory per process.
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,7 +18,7 @@ import { Pricing } from '../../src/pricing/index.js'
 import { decodeTraces, TraceBatchWriter } from '../../src/store/trace-codec.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
-import { childEnv, cliArgs } from '../helpers/cli.js'
+import { startServe } from '../helpers/serve.js'
 import { ANSWER, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -28,7 +27,6 @@ import { until, withTimeout } from '../helpers/wait.js'
 
 const CALLS = 25
 const BATCH_ROWS = 10
-const START_TIMEOUT_MS = 30_000
 const METRICS_TOKEN = 'crash-test-metrics-token'
 
 const dataDir = tempDir('tracegate-crash-')
@@ -67,40 +65,13 @@ async function counts (store: StoreClient): Promise<{ rows: number; unique: numb
 }
 
 t.test('SIGKILL before the flush interval: every answered call is stored once and counted once after restart', async (t) => {
-  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
-    env: childEnv({
-      TRACEGATE_DATA_DIR: dataDir,
-      TRACEGATE_PROXY_PORT: '0',
-      TRACEGATE_DASHBOARD_PORT: '0',
-      TRACEGATE_LOG_LEVEL: 'warn',
-      // No flush by time while the test runs: only full batches are inserted before the kill.
-      TRACEGATE_TRACE_FLUSH_MS: '60000',
-      TRACEGATE_TRACE_BATCH_ROWS: String(BATCH_ROWS),
-      TRACEGATE_METRICS_TOKEN: METRICS_TOKEN,
-    }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const serve = await startServe(t, dataDir, {
+    // No flush by time while the test runs: only full batches are inserted before the kill.
+    TRACEGATE_TRACE_FLUSH_MS: '60000',
+    TRACEGATE_TRACE_BATCH_ROWS: String(BATCH_ROWS),
+    TRACEGATE_METRICS_TOKEN: METRICS_TOKEN,
   })
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => { resolve({ code, signal }) })
-  })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exit
-    }
-  })
-  let stderr = ''
-  child.stdout.resume()
-  const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s
-      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-      const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
-      if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
-    })
-    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstderr:\n${stderr}`)) })
-  })
-  const { port, key } = await withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
+  const { port, key, child, exit } = serve
 
   const answered: string[] = []
   for (let i = 0; i < CALLS; i++) {

@@ -49,6 +49,10 @@ export class SpoolReadError extends Error {
 const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2|\.usage|\.rows)?\.tsv$/
 const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})\.tsv$/
 
+/** The spool holds prompts and answers: its user's alone, whatever the process's umask. */
+export const PRIVATE_FILE = 0o600
+export const PRIVATE_DIR = { recursive: true, mode: 0o700 } as const
+
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
 }
@@ -64,7 +68,7 @@ export class Spool {
   constructor (dir: string, maxBytes: number) {
     this.#dir = dir
     this.#maxBytes = maxBytes
-    mkdirSync(dir, { recursive: true })
+    mkdirSync(dir, PRIVATE_DIR)
     const segments: string[] = []
     for (const f of readdirSync(dir)) {
       if (f.endsWith('.tmp')) { rmSync(join(dir, f), { force: true }); continue }
@@ -90,11 +94,11 @@ export class Spool {
     const name = `wal-${String(++segmentSeq).padStart(16, '0')}-${token}.tsv`
     let fd: number
     try {
-      fd = openSync(join(this.#dir, name), 'wx')
+      fd = openSync(join(this.#dir, name), 'wx', PRIVATE_FILE)
     } catch (err) {
       if (!isMissing(err)) throw err
-      mkdirSync(this.#dir, { recursive: true })
-      fd = openSync(join(this.#dir, name), 'wx')
+      mkdirSync(this.#dir, PRIVATE_DIR)
+      fd = openSync(join(this.#dir, name), 'wx', PRIVATE_FILE)
     }
     const seg = new SegmentFile(join(this.#dir, name), token, fd)
     try {
@@ -151,11 +155,11 @@ export class Spool {
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
-      writeFileSync(tmp, bytes)
+      writeFileSync(tmp, bytes, { mode: PRIVATE_FILE })
     } catch (err) {
       if (!isMissing(err)) throw err
-      mkdirSync(this.#dir, { recursive: true })
-      writeFileSync(tmp, bytes)
+      mkdirSync(this.#dir, PRIVATE_DIR)
+      writeFileSync(tmp, bytes, { mode: PRIVATE_FILE })
     }
     try {
       renameSync(tmp, join(this.#dir, name))
