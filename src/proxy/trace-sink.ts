@@ -2,10 +2,26 @@
 // batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_HANDOFF_TRACES
 // records.
 // Batched because a postMessage costs this thread tens of microseconds while the worker is busy.
+// With traces stored, the batch is also written ahead to a hand-off file (store/handoff.ts), a frame per
+// event-loop turn (write-ahead.ts), before the responses of its calls end; the batch names its file, which
+// the store worker removes once the rows are in its own write-ahead segment.
+import { rmSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import type { Config } from '../config.js'
+import { HandoffFile, handoffName } from '../store/handoff.js'
 import { TraceBatchWriter, type EncodedTraces, type TraceMeta } from '../store/trace-codec.js'
 import type { Exchange } from './exchange.js'
+import { writeAheadEachTurn } from './write-ahead.js'
 
-export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[]) => void
+/** `handoff`: the hand-off file holding the batch's records (null: none could be written). */
+export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null) => void
+
+/** Where a sink writes ahead, and where it says that it cannot (once per failure episode). */
+export interface WriteAheadTo {
+  readonly dir: string
+  warn (msg: string, fields: Record<string, unknown>): void
+}
 
 const MAX_HANDOFF_TRACES = 512
 /** Big prompts and answers: a batch is also sent once it holds this many bytes. */
@@ -70,6 +86,16 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
 
 const NONE: readonly Buffer[] = []
 
+/**
+ * The sink of a thread that serves the proxy, posting to the store worker (`post`); null when neither
+ * traces nor spans are kept. It writes ahead to the spool folder when traces are stored.
+ */
+export function traceSinkFor (config: Config, post: TracePoster, warn: WriteAheadTo['warn']): TraceSink | null {
+  const t = config.traces
+  if (!t.enabled && config.otel === null) return null
+  return new TraceSink(post, t.maxBodyBytes, t.enabled, t.enabled ? { dir: join(config.dataDir, 'spool'), warn } : null)
+}
+
 export class TraceSink {
   readonly #post: TracePoster
   readonly #requestLimit: number
@@ -78,11 +104,60 @@ export class TraceSink {
   #batch = new TraceBatchWriter()
   #timer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.flush() }
+  readonly #wal: WriteAheadTo | null
+  readonly #walId = randomUUID()
+  #walSeq = 0
+  /** The batch's hand-off file, opened at its first write; the bytes and records of the batch written to it. */
+  #file: HandoffFile | null = null
+  #walBytes = 0
+  #walCount = 0
+  /** A write of this batch failed: it is posted without a file (its records are in memory only). */
+  #walBroken = false
+  #walError: string | null = null
+  readonly #stopWriting: () => void
 
-  constructor (post: TracePoster, requestLimit: number, rows = true) {
+  constructor (post: TracePoster, requestLimit: number, rows = true, wal: WriteAheadTo | null = null) {
     this.#post = post
     this.#requestLimit = requestLimit
     this.#rows = rows
+    this.#wal = wal
+    this.#stopWriting = wal === null ? () => {} : writeAheadEachTurn(() => { this.writeAhead() })
+  }
+
+  /**
+   * Appends the records pushed since the last write to the batch's hand-off file, as one frame. A failure
+   * is logged once (until a write works again) and the batch goes on in memory only.
+   */
+  writeAhead (): void {
+    const wal = this.#wal
+    const batch = this.#batch
+    if (wal === null || this.#walBroken || batch.bytes === this.#walBytes) return
+    try {
+      this.#file ??= new HandoffFile(wal.dir, handoffName(this.#walId, ++this.#walSeq))
+      this.#file.append(batch.view(this.#walBytes), batch.count - this.#walCount)
+      this.#walBytes = batch.bytes
+      this.#walCount = batch.count
+      if (this.#walError !== null) wal.warn('trace records are written ahead again', { was: this.#walError })
+      this.#walError = null
+    } catch (err) {
+      this.#walBroken = true
+      this.#dropFile(true)
+      if (this.#walError === null) {
+        this.#walError = (err as Error).message
+        wal.warn('trace records cannot be written ahead to the hand-off file; a process killed now loses the calls of its last moments', { err: this.#walError })
+      }
+    }
+  }
+
+  /** Closes the batch's file; `remove`: a file whose frames are not all whole goes too. */
+  #dropFile (remove: boolean): string | null {
+    const file = this.#file
+    this.#file = null
+    if (file === null) return null
+    try { file.close() } catch { /* the name is what matters now */ }
+    if (!remove) return file.name
+    rmSync(join(file.dir, file.name), { force: true })
+    return null
   }
 
   /**
@@ -107,7 +182,18 @@ export class TraceSink {
   flush (): void {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
     if (this.#batch.count === 0) return
+    // Everything posted is on disk first: records pushed since the turn's write go now.
+    this.writeAhead()
+    const handoff = this.#dropFile(this.#walBroken)
+    this.#walBytes = this.#walCount = 0
+    this.#walBroken = false
     const batch = this.#batch.take()
-    this.#post(batch, [batch.buffer])
+    this.#post(batch, [batch.buffer], handoff)
+  }
+
+  /** Posts what is left and stops writing ahead (shutdown). */
+  close (): void {
+    this.flush()
+    this.#stopWriting()
   }
 }

@@ -11,14 +11,11 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config.js'
-import { StoreClient } from '../../src/store/client.js'
-import type { TraceStats } from '../../src/store/trace-types.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { decodeTraces, TraceBatchWriter } from '../../src/store/trace-codec.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
-import { startServe } from '../helpers/serve.js'
+import { reopenedStore, startServe, storedCounts } from '../helpers/serve.js'
 import { ANSWER, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -41,27 +38,6 @@ function sample (text: string, name: string): number | null {
 
 function segments (): string[] {
   return readdirSync(spoolDir).filter((f) => /^wal-.*\.tsv$/.test(f)).sort()
-}
-
-/** A store worker on the data directory, as `serve` starts it; its trace writer replays what it finds. */
-async function reopened (): Promise<{ store: StoreClient; stats: TraceStats }> {
-  const store = new StoreClient({ dataDir, clickhouse: null, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
-  t.teardown(() => store.close())
-  // Any request opens the store; its trace writer replays the spool left on disk by itself.
-  await withTimeout(store.call('ping'), 30_000, 'ping')
-  let stats: TraceStats | null = null
-  await until(async () => {
-    stats = await store.call('traceStats')
-    return stats !== null && stats.spoolBytes === 0 && stats.queued === 0 && stats.clickhouseUp
-  }, { ms: 30_000, everyMs: 50, what: 'the segments left by the killed process are replayed' })
-  return { store, stats: stats! }
-}
-
-async function counts (store: StoreClient): Promise<{ rows: number; unique: number; ids: Set<string>; requests: number }> {
-  const ids = await store.call('testQuery', { query: 'SELECT toString(trace_id) AS id FROM traces' })
-  const [agg] = await store.call('testQuery', { query: 'SELECT count() AS n, uniqExact(trace_id) AS u FROM traces' })
-  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute' })
-  return { rows: Number(agg!.n), unique: Number(agg!.u), ids: new Set(ids.map((r) => String(r.id))), requests: Number(usage!.r) }
 }
 
 t.test('SIGKILL before the flush interval: every answered call is stored once and counted once after restart', async (t) => {
@@ -104,10 +80,10 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
   mkdirSync(kept)
   for (const f of left) copyFileSync(join(spoolDir, f), join(kept, f))
 
-  const first = await reopened()
+  const first = await reopenedStore(t, dataDir)
   t.equal(first.stats.replayed, CALLS - want, 'the restart replays the waiting rows')
   t.equal(first.stats.dropped, 0, 'nothing dropped')
-  const c = await counts(first.store)
+  const c = await storedCounts(first.store)
   t.equal(c.rows, CALLS, `${CALLS} rows`)
   t.equal(c.unique, CALLS, 'no trace twice')
   t.same(answered.filter((id) => !c.ids.has(id)), [], 'every answered call is stored')
@@ -117,9 +93,9 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
 
   // The same segment found again (as if the process had died after its insert, before removing it).
   for (const f of left) copyFileSync(join(kept, f), join(spoolDir, f))
-  const second = await reopened()
+  const second = await reopenedStore(t, dataDir)
   t.equal(second.stats.replayed, CALLS - want, 'the segment is replayed again')
-  const again = await counts(second.store)
+  const again = await storedCounts(second.store)
   t.same(again, c, 'a batch ClickHouse already has is a no-op in traces and in usage_minute')
   await second.store.close()
 })
@@ -141,7 +117,7 @@ t.test('a segment whose last row was not written whole: the whole rows are repla
   writeFileSync(join(spoolDir, `wal-0000000000000001-${randomUUID()}.tsv`),
     Buffer.concat([Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n'), rows.subarray(0, cut)]))
 
-  const { store, stats } = await reopened()
+  const { store, stats } = await reopenedStore(t, dataDir)
   t.equal(stats.replayed, 2, 'the two whole rows are replayed')
   t.equal(stats.dropped, 1, 'the cut row is counted as dropped')
   const stored = await store.call('testQuery', {

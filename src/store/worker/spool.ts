@@ -22,7 +22,7 @@ import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
 import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
-import { USAGE_COLUMNS } from './usage-rollup.js'
+import { USAGE_COLUMNS, UsageBatch } from './usage-rollup.js'
 import { EncodedRow, readSummary } from './tsv-read.js'
 
 export interface SpooledBatch {
@@ -36,6 +36,12 @@ export interface SpooledBatch {
   readonly tsv: Buffer
   /** Bytes after the last whole row of a segment (a write the process did not finish): not inserted. */
   readonly cut: number
+  /**
+   * A segment a killed process left: its insert may have gone through just before the kill, so whether
+   * ClickHouse has its rows is asked before they are inserted (the deduplication token alone does not
+   * survive a kill of the embedded ClickHouse).
+   */
+  readonly checkStored?: boolean
 }
 
 /** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
@@ -47,7 +53,7 @@ export class SpoolReadError extends Error {
 }
 
 const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2|\.usage|\.rows)?\.tsv$/
-const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})\.tsv$/
+const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})(\.in)?\.tsv$/
 
 /** The spool holds prompts and answers: its user's alone, whatever the process's umask. */
 export const PRIVATE_FILE = 0o600
@@ -64,6 +70,8 @@ export class Spool {
   #seq = 0
   /** Batch files, oldest first, with their sizes and (for files written by this run) row counts. */
   #files: Array<{ name: string; size: number; rows: number }> = []
+  /** Segments a process that ended left here, as this start named them in the spool. */
+  readonly #takenAtStart: string[] = []
 
   constructor (dir: string, maxBytes: number) {
     this.#dir = dir
@@ -83,7 +91,45 @@ export class Spool {
     this.#files.sort((a, b) => (a.name < b.name ? -1 : 1))
     // Segments of a process that ended before inserting them hold rows it had taken: they are replayed
     // after the spool, oldest first, whatever the byte bound (they are on disk already).
-    for (const f of segments.sort()) this.#takeOver(join(dir, f), SEGMENT.exec(f)![2]!, 0)
+    for (const f of segments.sort()) {
+      const m = SEGMENT.exec(f)!
+      if (m[3] === '.in' && this.#usageOfInserted(join(dir, f), m[2]!)) continue
+      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0))
+    }
+  }
+
+  /**
+   * A segment whose rows ClickHouse has (marked `.in` right after their insert) but whose rollup may not
+   * be in: only the rollup is replayed, as a usage file in its place. False when that cannot be done: the
+   * segment is then replayed whole (its rows checked against ClickHouse first).
+   */
+  #usageOfInserted (path: string, token: string): boolean {
+    try {
+      const usage = UsageBatch.of(segmentBatch(path, token, readFileSync(path)).summaries)
+      if (usage === null || !this.appendUsage(token, usage.tsv())) return false
+    } catch {
+      return false
+    }
+    rmSync(path, { force: true })
+    return true
+  }
+
+  /**
+   * The trace ids in the segments taken over at start: a hand-off file left beside them may hold some of
+   * the same records (the process died between writing a segment and removing the hand-off file).
+   */
+  segmentTraceIds (): Set<string> {
+    const ids = new Set<string>()
+    for (const name of this.#takenAtStart) {
+      let batch: SpooledBatch
+      try {
+        batch = segmentBatch(name, '', readFileSync(join(this.#dir, name)))
+      } catch {
+        continue
+      }
+      for (const s of batch.summaries) ids.add(s.trace_id)
+    }
+    return ids
   }
 
   /**
@@ -121,13 +167,14 @@ export class Spool {
     return true
   }
 
-  #takeOver (path: string, token: string, rows: number): void {
+  #takeOver (path: string, token: string, rows: number): string {
     const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.rows.tsv`
     const size = statSync(path).size
     renameSync(path, join(this.#dir, name))
     this.#seq++
     this.#files.push({ name, size, rows })
     this.#bytes += size
+    return name
   }
 
   get bytes (): number { return this.#bytes }
@@ -192,7 +239,7 @@ export class Spool {
     }
     try {
       const m = NAME.exec(f.name)!
-      if (m[3] === '.rows') return segmentBatch(f.name, m[2]!, bytes)
+      if (m[3] === '.rows') return { ...segmentBatch(f.name, m[2]!, bytes), checkStored: this.#takenAtStart.includes(f.name) }
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
       const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
@@ -265,9 +312,23 @@ let segmentSeq = 0
 export class SegmentFile {
   #fd: number | null
   #bytes = 0
+  #path: string
 
-  constructor (readonly path: string, readonly token: string, fd: number) {
+  constructor (path: string, readonly token: string, fd: number) {
+    this.#path = path
     this.#fd = fd
+  }
+
+  get path (): string { return this.#path }
+
+  /**
+   * Its rows are in ClickHouse (the caller closed it before the insert): renamed `.in`, so a restart
+   * replays only its rollup, whether or not ClickHouse kept the insert's deduplication token.
+   */
+  markInserted (): void {
+    const next = this.#path.replace(/\.tsv$/, '.in.tsv')
+    renameSync(this.#path, next)
+    this.#path = next
   }
 
   get bytes (): number { return this.#bytes }
@@ -289,7 +350,7 @@ export class SegmentFile {
   /** The batch is stored (or given up): the file goes. */
   discard (): void {
     try { this.close() } catch { /* removed below all the same */ }
-    rmSync(this.path, { force: true })
+    rmSync(this.#path, { force: true })
   }
 }
 
