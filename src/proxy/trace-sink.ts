@@ -2,9 +2,11 @@
 // batch (store/trace-codec.ts; postMessage moves it without a copy), sent every FLUSH_MS or MAX_HANDOFF_TRACES
 // records.
 // Batched because a postMessage costs this thread tens of microseconds while the worker is busy.
-// With traces stored, the batch is also written ahead to a hand-off file (store/handoff.ts), a frame per
-// event-loop turn (write-ahead.ts), before the responses of its calls end; the batch names its file, which
-// the store worker removes once the rows are in its own write-ahead segment.
+// With traces stored, the batches are also written ahead to a hand-off file (store/handoff.ts), a frame per
+// event-loop turn (write-ahead.ts), before the responses of their calls end. A file takes the batches of
+// HANDOFF_FILE_MS; the batch that closes it names it, and the store worker removes it once that batch's
+// rows are in its own write-ahead segment (one file per second, not per batch: making and removing a file
+// costs more than the writes into it).
 import { rmSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
@@ -27,6 +29,7 @@ const MAX_HANDOFF_TRACES = 512
 /** Big prompts and answers: a batch is also sent once it holds this many bytes. */
 const MAX_HANDOFF_BYTES = 8 * 1024 * 1024
 const FLUSH_MS = 20
+const HANDOFF_FILE_MS = 1000
 
 /**
  * What detection did for the call, with the account's policy that decided it: `blocked` is whether the
@@ -114,6 +117,9 @@ export class TraceSink {
   /** A write of this batch failed: it is posted without a file (its records are in memory only). */
   #walBroken = false
   #walError: string | null = null
+  /** Closes the hand-off file once it is HANDOFF_FILE_MS old, even when no call came since. */
+  #rotateTimer: NodeJS.Timeout | null = null
+  #rotate = false
   readonly #stopWriting: () => void
 
   constructor (post: TracePoster, requestLimit: number, rows = true, wal: WriteAheadTo | null = null) {
@@ -133,7 +139,11 @@ export class TraceSink {
     const batch = this.#batch
     if (wal === null || this.#walBroken || batch.bytes === this.#walBytes) return
     try {
-      this.#file ??= new HandoffFile(wal.dir, handoffName(this.#walId, ++this.#walSeq))
+      if (this.#file === null) {
+        this.#file = new HandoffFile(wal.dir, handoffName(this.#walId, ++this.#walSeq))
+        this.#rotateTimer = setTimeout(() => { this.#rotate = true; this.flush() }, HANDOFF_FILE_MS)
+        this.#rotateTimer.unref()
+      }
       this.#file.append(batch.view(this.#walBytes), batch.count - this.#walCount)
       this.#walBytes = batch.bytes
       this.#walCount = batch.count
@@ -153,6 +163,8 @@ export class TraceSink {
   #dropFile (remove: boolean): string | null {
     const file = this.#file
     this.#file = null
+    this.#rotate = false
+    if (this.#rotateTimer !== null) { clearTimeout(this.#rotateTimer); this.#rotateTimer = null }
     if (file === null) return null
     try { file.close() } catch { /* the name is what matters now */ }
     if (!remove) return file.name
@@ -181,18 +193,21 @@ export class TraceSink {
 
   flush (): void {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
-    if (this.#batch.count === 0) return
+    // An old file is closed even by an empty batch: the store worker removes it once that batch arrives.
+    if (this.#batch.count === 0 && !(this.#rotate && this.#file !== null)) return
     // Everything posted is on disk first: records pushed since the turn's write go now.
     this.writeAhead()
-    const handoff = this.#dropFile(this.#walBroken)
+    // A failed write removed the file (its earlier batches were posted, the rest is in memory only).
+    const handoff = this.#walBroken ? this.#dropFile(true) : this.#rotate ? this.#dropFile(false) : null
     this.#walBytes = this.#walCount = 0
     this.#walBroken = false
     const batch = this.#batch.take()
     this.#post(batch, [batch.buffer], handoff)
   }
 
-  /** Posts what is left and stops writing ahead (shutdown). */
+  /** Posts what is left, closing the hand-off file, and stops writing ahead (shutdown). */
   close (): void {
+    this.#rotate = true
     this.flush()
     this.#stopWriting()
   }

@@ -2,61 +2,10 @@
 // default settings takes a burst of concurrent calls, streamed and not, and gets SIGKILL in the middle of
 // it. Every call whose client received the end of a 200 answer must then be stored, once, after the data
 // directory is opened again (or be counted as dropped), and counted once in usage_minute: the record of a
-// call reaches its thread's hand-off file before the end of its response leaves the process. A separate
-// file: chDB allows one data directory per process.
+// call reaches its thread's hand-off file before the end of its response leaves the process. Here the
+// main thread serves the proxy; crash-burst-threads.test.ts runs the same with two front threads. A
+// separate file each: chDB allows one data directory per process.
 import t from 'tap'
-import { readdirSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
-import { bodyFor, ROUTES } from '../helpers/bodies.js'
-import { send } from '../helpers/http.js'
-import { reopenedStore, startServe, storedCounts } from '../helpers/serve.js'
-import { tempDir } from '../helpers/server.js'
-import { until, withTimeout } from '../helpers/wait.js'
+import { killDuringBurst } from '../helpers/kill-burst.js'
 
-const CLIENTS = 40
-/** Answered calls before the kill: enough that calls finish in every millisecond around it. */
-const BEFORE_KILL = 400
-
-const dataDir = tempDir('tracegate-crash-burst-')
-t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-
-t.test('SIGKILL during a burst: every call whose client saw its 200 end is stored once after the restart', async (t) => {
-  const serve = await startServe(t, dataDir)
-  const url = `http://127.0.0.1:${serve.port}${ROUTES.alpha}`
-  const answered: string[] = []
-  let killed = false
-  let cut = 0
-  const client = async (c: number): Promise<void> => {
-    for (let i = 0; !killed; i++) {
-      const stream = (c + i) % 2 === 0
-      const body = bodyFor('alpha', { api_key: serve.key, alpha_api_key: 'sk-x', model: 'gpt-4o-mini', ...(stream ? { stream: true } : {}) }, `burst ${c}.${i}`)
-      try {
-        const r = await send(url, { body: JSON.stringify(body) })
-        if (r.status === 200 && r.complete) answered.push(r.requestId)
-        else if (!killed) throw new Error(`call ${c}.${i} answered ${r.status}: ${r.text}`)
-      } catch (err) {
-        if (!killed) throw err
-        cut++
-      }
-    }
-  }
-  const clients = Array.from({ length: CLIENTS }, (_, c) => client(c))
-  await until(() => answered.length >= BEFORE_KILL, { ms: 60_000, everyMs: 1, what: () => `${BEFORE_KILL} calls answered (${answered.length})` })
-  serve.child.kill('SIGKILL')
-  killed = true
-  await Promise.all(clients)
-  const status = await withTimeout(serve.exit, 10_000, 'serve did not exit after SIGKILL')
-  t.equal(status.signal, 'SIGKILL', 'the process was killed')
-  t.ok(cut > 0, `the kill cut calls in flight (${cut})`)
-  const left = readdirSync(join(dataDir, 'spool'))
-  t.comment(`${answered.length} calls answered; left in the spool folder: ${left.join(', ') || 'nothing'}`)
-
-  const { store, stats } = await reopenedStore(t, dataDir)
-  const c = await storedCounts(store)
-  const missing = answered.filter((id) => !c.ids.has(id))
-  t.same(missing, [], `every answered call is stored (${answered.length} answered, ${c.rows} rows, ${stats.dropped} counted as dropped)`)
-  t.equal(c.unique, c.rows, 'no trace twice')
-  t.equal(c.requests, c.rows, 'usage_minute counts each stored call once')
-  t.same(readdirSync(join(dataDir, 'spool')).filter((f) => f.endsWith('.wal') || f.startsWith('wal-')), [], 'no hand-off file or segment left')
-  await store.close()
-})
+killDuringBurst(t, {})

@@ -98,7 +98,7 @@ function open (): Promise<void> {
         ? usage.add.bind(usage)
         : (raw: RawTrace, row: TraceSummary | null) => { usage.add(raw, row); exported.add(raw, row) }
       traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, published, warn, built)
-      replayHandoffs(spoolDir, spool, traces, warn)
+      await replayHandoffs(spoolDir, spool, traces, client, warn)
     }
   })()
   return ready
@@ -231,16 +231,16 @@ function spansOnly (batch: TraceMessage['traces']): void {
 }
 
 /**
- * The batch's rows are in this worker's write-ahead segment (add wrote them, synchronously): the proxy
- * thread's hand-off file is not needed any more. Removed before anything else runs, so no insert of those
- * rows can finish while the file still exists (a restart would otherwise store them twice).
+ * The batch that closes a proxy thread's hand-off file is in this worker's write-ahead segment (add wrote
+ * it, synchronously), and so are the file's earlier batches (they came before on the same port): the file
+ * is not needed any more.
  */
 function handedOver (handoff: string | undefined): void {
   if (handoff === undefined || !HANDOFF_FILE.test(handoff)) return
   try {
     rmSync(join(spoolDir, handoff), { force: true })
   } catch (err) {
-    warn('a hand-off file could not be removed; a restart would store its calls twice', { file: handoff, err: (err as Error).message })
+    warn('a hand-off file could not be removed; the next start replays it, leaving out what ClickHouse has', { file: handoff, err: (err as Error).message })
   }
 }
 
@@ -280,13 +280,13 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
   }
   if ('traces' in msg) {
     if (traces !== null) {
-      traces.add(msg.traces)
+      if (msg.traces.count > 0) traces.add(msg.traces)
       handedOver(msg.handoff)
       reportUsage()
     }
     else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
-      open().then(() => { traces?.add(msg.traces); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
+      open().then(() => { if (msg.traces.count > 0) traces?.add(msg.traces); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
       })
     }
