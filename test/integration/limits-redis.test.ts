@@ -66,6 +66,15 @@ async function startRedis (t: Tap, port: number, dir: string): Promise<RedisProc
   return { stop }
 }
 
+/** A redis-server of its own, in a folder of its own, for one test. */
+async function freshRedis (t: Tap): Promise<{ port: number; dir: string; redis: RedisProcess }> {
+  requireRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const port = await freePort()
+  return { port, dir, redis: await startRedis(t, port, dir) }
+}
+
 /**
  * The Redis counters, timing each sync: how far apart syncs start (the interval, plus the event loop's
  * lateness) and how long they take (the round trip), which together bound how stale one instance's view of
@@ -114,11 +123,9 @@ function call (keyId: string, rpm: number | null): LimitCall {
 }
 
 t.test('two limiters share one rpm limit through redis-server, fall back when it stops and recover when it is back', async (t) => {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  let redis = await startRedis(t, port, dir)
+  const fresh = await freshRedis(t)
+  const { port, dir } = fresh
+  let redis = fresh.redis
   const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
   const now = minuteClock()
   const warnings: string[] = []
@@ -221,11 +228,7 @@ t.test('two limiters share one rpm limit through redis-server, fall back when it
 })
 
 t.test('Redis loses its counts mid-minute (FLUSHALL, then one key evicted): restored from the instances, rpm=10 still admits 10', async (t) => {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  await startRedis(t, port, dir)
+  const { port } = await freshRedis(t)
   const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
   const now = minuteClock()
   const warnings: string[] = []
@@ -272,11 +275,7 @@ t.test('Redis loses its counts mid-minute (FLUSHALL, then one key evicted): rest
 })
 
 t.test('a wrong password: fallback, and neither password in the warning', async (t) => {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  await startRedis(t, port, dir)
+  const { port } = await freshRedis(t)
   const wrong = 'not-the-Password-42'
   const warnings: string[] = []
   const lim = new Limiter({
