@@ -110,7 +110,7 @@ export class TraceSink {
   readonly #wal: WriteAheadTo | null
   readonly #walId = randomUUID()
   #walSeq = 0
-  /** The batch's hand-off file, opened at its first write; the bytes and records of the batch written to it. */
+  /** The hand-off file (a second of batches), opened at its first write; the bytes and records of the current batch in it. */
   #file: HandoffFile | null = null
   #walBytes = 0
   #walCount = 0
@@ -159,7 +159,7 @@ export class TraceSink {
     }
   }
 
-  /** Closes the batch's file; `remove`: a file whose frames are not all whole goes too. */
+  /** Closes the hand-off file; `remove`: a file whose frames are not all whole goes too. */
   #dropFile (remove: boolean): string | null {
     const file = this.#file
     this.#file = null
@@ -168,7 +168,7 @@ export class TraceSink {
     if (file === null) return null
     try { file.close() } catch { /* the name is what matters now */ }
     if (!remove) return file.name
-    rmSync(join(file.dir, file.name), { force: true })
+    try { rmSync(join(file.dir, file.name), { force: true }) } catch { /* a start reads its whole frames and drops the cut one */ }
     return null
   }
 

@@ -32,15 +32,17 @@ export function afterWriteAhead (end: () => void): boolean {
 function runTurn (): void {
   scheduled = false
   // A sink whose write fails logs it and lets its calls end all the same (their records stay in memory).
-  for (const write of writers) write()
+  for (const write of writers) guarded(write)
   const ends = held
   held = []
-  for (const end of ends) {
-    try {
-      end()
-    } catch (err) {
-      // One response's fault must not leave the others unended; it is still thrown, as it would have been.
-      process.nextTick(() => { throw err })
-    }
+  for (const end of ends) guarded(end)
+}
+
+/** One sink's or response's fault must not leave the others unended; it is still thrown, as it would have been. */
+function guarded (fn: () => void): void {
+  try {
+    fn()
+  } catch (err) {
+    process.nextTick(() => { throw err })
   }
 }
