@@ -5,14 +5,15 @@
 // (its own store worker, as the next start would) and finds every call in ClickHouse once and counted
 // once in usage_minute; putting the segments back and starting once more changes nothing (a batch that
 // reached ClickHouse replays as a no-op). A segment whose last row was cut short (a write that did not
-// finish) replays its whole rows and counts the cut one as dropped. A separate file: chDB allows one data
-// directory per process.
+// finish) replays its whole rows and counts the cut one as dropped, unless a hand-off file the proxy thread
+// left holds that call too. A separate file: chDB allows one data directory per process.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Pricing } from '../../src/pricing/index.js'
-import { decodeTraces, TraceBatchWriter } from '../../src/store/trace-codec.js'
+import { decodeTraces, TraceBatchWriter, type EncodedTraces } from '../../src/store/trace-codec.js'
+import { HandoffFile, handoffName } from '../../src/store/handoff.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
 import { reopenedStore, startServe, storedCounts } from '../helpers/serve.js'
@@ -100,15 +101,20 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
   await second.store.close()
 })
 
-t.test('a segment whose last row was not written whole: the whole rows are replayed, the cut one counted as dropped', async (t) => {
-  // Three rows of a new account as the store worker encodes them; the file ends halfway through the third.
+/**
+ * Three calls of a new account, as a killed process left them: a segment whose rows the store worker
+ * encoded, ending halfway through the third; also the records of all three, as the proxy thread handed
+ * them over (to write as a hand-off file, or not).
+ */
+function cutSegment (): { owner: { accountId: string; keyId: string }; metas: Array<ReturnType<typeof traceMeta>>; records: EncodedTraces } {
   const owner = { accountId: randomUUID(), keyId: randomUUID() }
   const metas = [traceMeta(owner, null), traceMeta(owner, null), traceMeta(owner, null)]
   const w = new TraceBatchWriter(1024)
   for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
+  const records = w.take()
   const tsv = new TsvWriter(1024)
   const ends: number[] = []
-  for (const raw of decodeTraces(w.take())) {
+  for (const raw of decodeTraces(records)) {
     encodeRecord(tsv, buildRecord(raw, Pricing.load(null)))
     ends.push(tsv.size)
   }
@@ -116,7 +122,11 @@ t.test('a segment whose last row was not written whole: the whole rows are repla
   const cut = ends[1]! + Math.floor((ends[2]! - ends[1]!) / 2)
   writeFileSync(join(spoolDir, `wal-0000000000000001-${randomUUID()}.tsv`),
     Buffer.concat([Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n'), rows.subarray(0, cut)]))
+  return { owner, metas, records }
+}
 
+t.test('a segment whose last row was not written whole: the whole rows are replayed, the cut one counted as dropped', async (t) => {
+  const { owner, metas } = cutSegment()
   const { store, stats } = await reopenedStore(t, dataDir)
   t.equal(stats.replayed, 2, 'the two whole rows are replayed')
   t.equal(stats.dropped, 1, 'the cut row is counted as dropped')
@@ -128,5 +138,24 @@ t.test('a segment whose last row was not written whole: the whole rows are repla
   const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute WHERE account_id = {a:UUID}', params: { a: owner.accountId } })
   t.equal(Number(usage!.r), 2, 'and counted')
   t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv')), [], 'the segment is gone')
+  await store.close()
+})
+
+t.test('the cut row is also in a hand-off file: all three are stored once, none counted as dropped', async (t) => {
+  const { owner, metas, records } = cutSegment()
+  const handoff = new HandoffFile(spoolDir, handoffName(randomUUID(), 1))
+  handoff.append(new Uint8Array(records.buffer, 0, records.length), records.count)
+  handoff.close()
+
+  const { store, stats } = await reopenedStore(t, dataDir)
+  t.equal(stats.dropped, 0, 'nothing counted as dropped: the hand-off file had the cut row')
+  const stored = await store.call('testQuery', {
+    query: 'SELECT toString(trace_id) AS id FROM traces WHERE account_id = {a:UUID} ORDER BY id',
+    params: { a: owner.accountId },
+  })
+  t.same(stored.map((r) => String(r.id)), metas.map((m) => m.traceId).sort(), 'the three are stored, once each')
+  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute WHERE account_id = {a:UUID}', params: { a: owner.accountId } })
+  t.equal(Number(usage!.r), 3, 'and counted once each')
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv') || f.endsWith('.wal')), [], 'the segment and the hand-off file are gone')
   await store.close()
 })

@@ -32,7 +32,9 @@ export async function replayHandoffs (dir: string, spool: Spool, traces: TraceWr
     }
   }
   const skip = spool.segmentTraceIds()
-  const ids = files.flatMap((f) => f.batches.flatMap((b) => decodeTraces(b).map((r) => r.traceId))).filter((id) => !skip.has(id))
+  const all = files.flatMap((f) => f.batches.flatMap((b) => decodeTraces(b).map((r) => r.traceId)))
+  for (const id of all) spool.recovered(id)
+  const ids = all.filter((id) => !skip.has(id))
   for (const id of await storedIds(client, ids, warn)) skip.add(id)
   for (const f of files) {
     for (const batch of f.batches) traces.add(batch, skip)

@@ -72,6 +72,9 @@ export class Spool {
   #files: Array<{ name: string; size: number; rows: number }> = []
   /** Segments a process that ended left here, as this start named them in the spool. */
   readonly #takenAtStart: string[] = []
+  /** The trace id of a segment's half-written last row, and the segment; those a hand-off file held too. */
+  readonly #cutIds = new Map<string, string>()
+  readonly #cutRecovered = new Set<string>()
 
   constructor (dir: string, maxBytes: number) {
     this.#dir = dir
@@ -122,14 +125,27 @@ export class Spool {
     const ids = new Set<string>()
     for (const name of this.#takenAtStart) {
       let batch: SpooledBatch
+      let bytes: Buffer
       try {
-        batch = segmentBatch(name, '', readFileSync(join(this.#dir, name)))
+        bytes = readFileSync(join(this.#dir, name))
+        batch = segmentBatch(name, '', bytes)
       } catch {
         continue
       }
       for (const s of batch.summaries) ids.add(s.trace_id)
+      const cutId = batch.cut > 0 ? cutTraceId(bytes.subarray(bytes.length - batch.cut)) : null
+      if (cutId !== null) this.#cutIds.set(cutId, name)
     }
     return ids
+  }
+
+  /**
+   * A record replayed from a hand-off file: when it is the row a segment's cut left half written, that
+   * row is not lost after all, and the segment's replay does not count it as dropped.
+   */
+  recovered (traceId: string): void {
+    const name = this.#cutIds.get(traceId)
+    if (name !== undefined) this.#cutRecovered.add(name)
   }
 
   /**
@@ -239,7 +255,10 @@ export class Spool {
     }
     try {
       const m = NAME.exec(f.name)!
-      if (m[3] === '.rows') return { ...segmentBatch(f.name, m[2]!, bytes), checkStored: this.#takenAtStart.includes(f.name) }
+      if (m[3] === '.rows') {
+        const batch = segmentBatch(f.name, m[2]!, bytes)
+        return { ...batch, cut: this.#cutRecovered.has(f.name) ? 0 : batch.cut, checkStored: this.#takenAtStart.includes(f.name) }
+      }
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
       const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
@@ -296,6 +315,14 @@ function traceColumns (v: unknown): readonly string[] {
     throw new Error('its columns line does not name columns of the traces table')
   }
   return v as string[]
+}
+
+/** The trace id of a half-written row, when its bytes reach past it (the third column); else null. */
+function cutTraceId (partial: Buffer): string | null {
+  const first = partial.indexOf(0x09)
+  const second = first < 0 ? -1 : partial.indexOf(0x09, first + 1)
+  const third = second < 0 ? -1 : partial.indexOf(0x09, second + 1)
+  return third < 0 ? null : partial.toString('latin1', second + 1, third)
 }
 
 /** A segment's first line: the columns of its rows, as in a spool file. */
