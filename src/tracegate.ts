@@ -1,6 +1,5 @@
 // One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
 // port and the local admin socket, started in that order and closed in the reverse one (STYLE 6).
-import { mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type { Agent } from 'undici'
 import { AdminOps } from './admin/ops.js'
@@ -18,7 +17,7 @@ import { StoreClient } from './store/client.js'
 import { createUpstreamAgent } from './upstream/client.js'
 import { ConfigError } from './config.js'
 import { Pricing, PricingError } from './pricing/index.js'
-import { TraceSink } from './proxy/trace-sink.js'
+import { traceSinkFor, type TraceSink } from './proxy/trace-sink.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
@@ -26,6 +25,7 @@ import { recordPasswordReset } from './dashboard/session.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
 import { FrontThreads } from './front/threads.js'
+import { privateDataDir } from './paths.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -131,7 +131,8 @@ export class Tracegate {
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
-    mkdirSync(baseConfig.dataDir, { recursive: true })
+    // Every file it writes there from now on, the embedded ClickHouse's too, is its user's alone.
+    privateDataDir(baseConfig.dataDir)
     const log = options.log ?? null
     let pricing: Pricing
     try {
@@ -185,9 +186,7 @@ export class Tracegate {
       const local = channels === null
       const upstream = local ? createUpstreamAgent(config) : null
       // With traces off the sink still carries spans when they are exported (the store worker builds them).
-      const sink = local && (config.traces.enabled || config.otel !== null)
-        ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes, config.traces.enabled)
-        : null
+      const sink = local ? traceSinkFor(config, (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) }, (msg, fields) => { log?.warn(fields, msg) }) : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels, thread: local ? '0' : null })
       const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
       // The limits count from what is already stored (a restart keeps them), then from each built trace.
@@ -320,7 +319,7 @@ export class Tracegate {
       await this.#detection?.close().catch(() => {})
       await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.
-      this.#sink?.flush()
+      this.#sink?.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

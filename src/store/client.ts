@@ -192,10 +192,13 @@ export class StoreClient {
     this.#worker.postMessage(msg)
   }
 
-  /** Hands a batch of finished exchanges to the worker; its buffer moves, not copies. */
-  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[]): void {
+  /**
+   * Hands a batch of finished exchanges to the worker; its buffer moves, not copies. `handoff`: the
+   * hand-off file that holds it, which the worker removes once it has the rows (store/handoff.ts).
+   */
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null): void {
     if (this.#closed) return
-    const msg: TraceMessage = { traces }
+    const msg: TraceMessage = handoff === null ? { traces } : { traces, handoff }
     this.#worker.postMessage(msg, transfer)
   }
 
