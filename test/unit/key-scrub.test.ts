@@ -58,8 +58,8 @@ t.test('a key written with JSON escapes is scrubbed in the decoded value, the JS
     t.notOk(out.includes('tgk_') || pieces(out).length > 0, `${form.slice(0, 16)}…: no piece of the key`)
     t.same(JSON.parse(out), { messages: [{ role: 'user', content: `café "quoted" ${KEY_PLACEHOLDER} end` }] }, `${form.slice(0, 16)}…: valid JSON, the rest of the value as it was`)
   }
-  const nested = JSON.stringify({ a: [{ b: `x${key}` }], [key]: 1 }).replace(/tgk_/g, '\\u0074gk_')
-  t.same(JSON.parse(scrubbed(nested)), { a: [{ b: `x${KEY_PLACEHOLDER}` }], [key]: 1 }, 'values at any depth; an escaped object key is not a value and stays')
+  const nested = JSON.stringify({ a: [{ b: `x${key}` }], c: { d: [1, `${key}!`] } }).replace(/tgk_/g, '\\u0074gk_')
+  t.same(JSON.parse(scrubbed(nested)), { a: [{ b: `x${KEY_PLACEHOLDER}` }], c: { d: [1, `${KEY_PLACEHOLDER}!`] } }, 'values at any depth')
   t.same(JSON.parse(scrubbed(JSON.stringify({ [key]: `\u00e9${key}` }).replace('é', '\\u00e9'))), { [KEY_PLACEHOLDER]: `é${KEY_PLACEHOLDER}` }, 'a literal object key is scrubbed in the raw text')
 })
 

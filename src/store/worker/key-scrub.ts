@@ -12,14 +12,13 @@ const KEY_SHAPED = /tgk_[A-Za-z0-9_-]{16,}/g
 
 export const KEY_PLACEHOLDER = '[TRACEGATE_KEY]'
 
-const MARK = Buffer.from('tgk_')
 /** `\u00` then 2 to 7: the only JSON escapes that can write a key's characters (all ASCII from `-` to `z`). */
-const ESCAPE = Buffer.from('\\u00')
+const KEY_ESCAPE = /\\u00[2-7]/
 /**
- * Where a stream value can start with the rest of a key split before its `_`: a fragment holding that
- * `_` either holds `tgk_` or opens with `_`, `k_` or `gk_`, right after the quote of its JSON string.
+ * In a stream, also a value that the next events may continue into a key: a fragment holding the `_` of
+ * `tgk_` either holds `tgk_` or opens with `_`, `k_` or `gk_`, right after the quote of its JSON string.
  */
-const SPLIT_STARTS = ['"_', '"k_', '"gk_'].map((s) => Buffer.from(s))
+const KEY_ESCAPE_OR_SPLIT = /\\u00[2-7]|tgk_|"(?:g?k)?_/
 
 const NONE: readonly Mask[] = Object.freeze([])
 
@@ -31,26 +30,6 @@ function findKeys (text: string): readonly Mask[] {
   return out
 }
 
-function escapesKeyCharacter (bytes: Buffer): boolean {
-  for (let at = bytes.indexOf(ESCAPE); at !== -1; at = bytes.indexOf(ESCAPE, at + 4)) {
-    const c = bytes[at + 4]
-    if (c !== undefined && c >= 0x32 && c <= 0x37) return true
-  }
-  return false
-}
-
-/**
- * Whether a key could be there only once the JSON is decoded: written with escapes, or (in a stream) in
- * a value that the next events continue. Byte searches only, so a text without either costs no decode.
- */
-function needsDecoding (bytes: Buffer, streaming: boolean): boolean {
-  if (escapesKeyCharacter(bytes)) return true
-  if (!streaming) return false
-  if (bytes.indexOf(MARK) !== -1) return true
-  for (const s of SPLIT_STARTS) if (bytes.indexOf(s) !== -1) return true
-  return false
-}
-
 /**
  * The text with every key-shaped run replaced, in the JSON's decoded string values (a stream's values at
  * one path read as the text they assemble, as PII masking reads them) and then anywhere in the raw text
@@ -59,14 +38,15 @@ function needsDecoding (bytes: Buffer, streaming: boolean): boolean {
  */
 export function withoutTracegateKeys (text: Uint8Array, streaming: boolean): Uint8Array {
   const bytes = Buffer.from(text.buffer, text.byteOffset, text.byteLength)
-  if (needsDecoding(bytes, streaming)) {
+  // latin1 maps each byte to one character and back, so every other byte is kept as it was; and one
+  // regex over it is the cheapest gate (a text it passes is neither decoded nor copied).
+  const raw = bytes.toString('latin1')
+  if ((streaming ? KEY_ESCAPE_OR_SPLIT : KEY_ESCAPE).test(raw)) {
     const before = bytes.toString('utf8')
     const after = maskText(before, streaming, {}, findKeys).replace(KEY_SHAPED, KEY_PLACEHOLDER)
     return after === before ? text : Buffer.from(after, 'utf8')
   }
-  if (bytes.indexOf(MARK) === -1) return text
-  // latin1 maps each byte to one character and back, so every other byte is kept as it was.
-  const before = bytes.toString('latin1')
-  const after = before.replace(KEY_SHAPED, KEY_PLACEHOLDER)
-  return after === before ? text : Buffer.from(after, 'latin1')
+  if (!raw.includes('tgk_')) return text
+  const after = raw.replace(KEY_SHAPED, KEY_PLACEHOLDER)
+  return after === raw ? text : Buffer.from(after, 'latin1')
 }
