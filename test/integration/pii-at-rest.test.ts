@@ -337,8 +337,8 @@ t.test('a key written with JSON escapes or split between stream deltas is in no 
     const ids: string[] = []
     for (const stream of [false, true]) {
       const what = `${account.name}${stream ? ', streamed' : ''}`
-      const body = JSON.stringify(bodyFor('alpha', { api_key: key, alpha_api_key: PROVIDER_KEYS.alpha, ...(stream ? { stream: true } : {}) }, `Mine is ${MARKER}. echo(${key})`)).replace(MARKER, escaped)
-      t.equal(JSON.parse(body).messages.at(-1).content, `Mine is ${key}. echo(${key})`, 'the escapes decode to the key')
+      const body = JSON.stringify(bodyFor('alpha', { api_key: key, alpha_api_key: PROVIDER_KEYS.alpha, ...(stream ? { stream: true } : {}) }, `Mine is ${MARKER}, mail ${EMAIL}. echo(${key})`)).replace(MARKER, escaped)
+      t.equal(JSON.parse(body).messages.at(-1).content, `Mine is ${key}, mail ${EMAIL}. echo(${key})`, 'the escapes decode to the key')
       const r = await send(`http://127.0.0.1:${tg.proxyPort}${ROUTES.alpha}`, { body })
       t.equal(r.status, 200)
       ids.push(r.requestId)
@@ -346,7 +346,12 @@ t.test('a key written with JSON escapes or split between stream deltas is in no 
       if (stream) t.notOk(r.text.includes('tgk_'), 'split between deltas, no event holds the key whole')
       const row = await storedTrace(tg, account.id, r.requestId)
       t.same(keyPieces(`${row.prompt}\n${row.response}`, key), [], `${what}: no piece of the key in the stored prompt or response`)
-      t.equal(extractSegments('alpha', JSON.parse(row.prompt)).at(-1)?.text, 'Mine is [TRACEGATE_KEY]. echo([TRACEGATE_KEY])', `${what}: the prompt with placeholders, valid JSON`)
+      const email = account === kept ? EMAIL : '[EMAIL]'
+      const segments = extractSegments('alpha', JSON.parse(row.prompt))
+      t.equal(segments.at(-1)?.text, `Mine is [TRACEGATE_KEY], mail ${email}. echo([TRACEGATE_KEY])`, `${what}: the prompt with placeholders, valid JSON`)
+      // The findings' spans point into the stored text: at a key's placeholder, and past it at the e-mail.
+      const found = (row.issues === '' ? [] : JSON.parse(row.issues)).filter((f: any) => f.kind === 'tracegate_key' || f.kind === 'email')
+      t.same(found.map((f: any) => segments[f.segment]?.text.slice(f.span[0], f.span[1])).sort(), ['[TRACEGATE_KEY]', '[TRACEGATE_KEY]', email].sort(), `${what}: the findings' spans on the stored text`)
       t.equal(storedAnswer('alpha', stream, row.response), 'Your key is [TRACEGATE_KEY].', `${what}: the answer with its placeholder, every event valid JSON`)
       const span = await until(() => spanAttrs.get(r.requestId), { ms: 10_000, what: `the span of ${r.requestId}` })
       const spanText = `${String(span['gen_ai.input.messages'])}\n${String(span['gen_ai.output.messages'])}`

@@ -1,7 +1,8 @@
 // No tracegate key is stored in a trace or leaves in an exported span, whatever the account's PII setting:
 // a read key, an export or the dashboard could otherwise recover a proxy key from a prompt or an answer
 // that holds one as written, with JSON escapes, or split between the deltas of a stream.
-import { maskText, type Mask } from './pii-at-rest.js'
+import type { ProviderName } from '../../providers/index.js'
+import { maskText, remapIssues, type Mask } from './pii-at-rest.js'
 
 /**
  * A key (auth/keys.ts: `tgk_` and 43 url-safe characters), or what is left of one where a capture limit
@@ -49,4 +50,13 @@ export function withoutTracegateKeys (text: Uint8Array, streaming: boolean): Uin
   if (!raw.includes('tgk_')) return text
   const after = raw.replace(KEY_SHAPED, KEY_PLACEHOLDER)
   return after === raw ? text : Buffer.from(after, 'latin1')
+}
+
+/**
+ * The findings' spans moved onto the scrubbed prompt, as masking moves them: a placeholder is shorter
+ * than a key, so a span after one would point past its text, and a span on a key points at its placeholder.
+ */
+export function issuesOnScrubbed (issues: string, provider: ProviderName, sent: Uint8Array, scrubbed: Uint8Array): string {
+  if (issues === '' || scrubbed === sent) return issues
+  return remapIssues(issues, provider, Buffer.from(sent.buffer, sent.byteOffset, sent.byteLength).toString('utf8'), findKeys)
 }

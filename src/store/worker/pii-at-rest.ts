@@ -336,9 +336,10 @@ export function maskText (text: string, streaming: boolean, counts: MaskCounts, 
 /**
  * The findings' spans moved onto the masked prompt: each segment of the stored prompt walked as the
  * dashboard walks it, and a span inside a masked value set on its placeholder. A prompt cut at the
- * capture limit cannot be walked; its spans stay as detection gave them.
+ * capture limit cannot be walked; its spans stay as detection gave them. `prompt` is the text before
+ * masking, `find` what was masked in it.
  */
-function remapIssues (issues: string, provider: ProviderName, prompt: string): string {
+export function remapIssues (issues: string, provider: ProviderName, prompt: string, find: MaskFinder = findMasks): string {
   let body: unknown
   let list: Issue[]
   try {
@@ -355,7 +356,7 @@ function remapIssues (issues: string, provider: ProviderName, prompt: string): s
     const seg = segments[f.segment]
     if (seg === undefined || !Array.isArray(f.span)) return f
     let masks = bySegment.get(f.segment)
-    if (masks === undefined) bySegment.set(f.segment, masks = findMasks(seg.text))
+    if (masks === undefined) bySegment.set(f.segment, masks = find(seg.text))
     if (masks.length === 0) return f
     moved = true
     return { ...f, span: [mapOffset(masks, f.span[0], false), mapOffset(masks, f.span[1], true)] }
