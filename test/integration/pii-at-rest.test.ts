@@ -4,7 +4,8 @@
 // across stream deltas), the stored texts stay valid JSON, the findings stay and point at the
 // placeholders; an account on keep stores the text as before; the setting is read and changed through the
 // CLI, the admin socket and the dashboard API (admins only), and applies from the next call. With span
-// content capture on, a masked account's spans carry the masked text too.
+// content capture on, a masked account's spans carry the masked text too. A tracegate key, as written,
+// with JSON escapes or split between stream deltas, is in no stored row, export or span on either setting.
 //
 // The provider here is a scripted real HTTP server that answers each dialect's own shapes with a text that
 // holds the same values, so the response side is checked too. The key cache keeps entries for ten
@@ -82,7 +83,11 @@ function answer (p: ProviderName, streaming: boolean, res: ServerResponse): void
       out += event({ candidates: [{ content: { role: 'model', parts: [{ text: d }] }, index: 0, ...(last ? { finishReason: 'STOP' } : {}) }], ...(last ? { usageMetadata: { promptTokenCount: 30, candidatesTokenCount: 20, totalTokenCount: 50 } } : {}) })
     })
   }
-  // One write per event: the proxy sees the deltas in separate chunks, as from a real provider.
+  writeEvents(res, out)
+}
+
+/** One write per event: the proxy sees the deltas in separate chunks, as from a real provider. */
+function writeEvents (res: ServerResponse, out: string): void {
   const events = out.split(/(?<=\n\n)/)
   let k = 0
   const next = (): void => {
@@ -102,8 +107,15 @@ const upstream = createServer((req: IncomingMessage, res: ServerResponse) => {
     received.push({ path, body })
     const p: ProviderName = path.startsWith('/v1/chat/completions') ? 'alpha' : path.startsWith('/v1/messages') ? 'beta' : 'gamma'
     const streaming = p === 'gamma' ? path.includes(':streamGenerateContent') : (JSON.parse(body) as { stream?: boolean }).stream === true
-    // A prompt asking for echo(…) gets it back in an alpha answer: a response that holds a tracegate key.
+    // A prompt asking for echo(…) gets it back in an alpha answer: a response that holds a tracegate key,
+    // streamed as three deltas that split it (the first cut inside `tgk_`).
     const echo = /echo\((tgk_[A-Za-z0-9_-]+)\)/.exec(body)?.[1]
+    if (echo !== undefined && p === 'alpha' && streaming) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      const chunk = (delta: unknown): string => `data: ${JSON.stringify({ id: 'chatcmpl-3', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta }] })}\n\n`
+      writeEvents(res, [`Your key is ${echo.slice(0, 2)}`, echo.slice(2, 20), `${echo.slice(20)}.`].map((content) => chunk({ content })).join('') + 'data: [DONE]\n\n')
+      return
+    }
     if (echo !== undefined && p === 'alpha' && !streaming) {
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ id: 'chatcmpl-2', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: `Your key is ${echo}.` }, finish_reason: 'stop' }], usage: { prompt_tokens: 30, completion_tokens: 5, total_tokens: 35 } }))
@@ -309,6 +321,51 @@ t.test('a tracegate key written in a prompt or an answer is never stored, on kee
   t.same([r.status, JSON.parse(r.text).error.code], [400, 'service_field_not_allowed'], 'native route: a key in the body is refused')
   t.notOk(r.text.includes(keptKey) || r.text.includes(PROVIDER_KEYS.alpha), 'and the answer does not echo it')
   t.equal(received.length, before, 'nothing reached the provider')
+})
+
+t.test('a key written with JSON escapes or split between stream deltas is in no stored row, read API export or span', async (t) => {
+  const MARKER = 'ESCAPED-KEY-HERE'
+  /** Any 8-character piece of the key's random part in a text. */
+  const keyPieces = (text: string, key: string): string[] => {
+    const found: string[] = []
+    for (let i = 4; i + 8 <= key.length; i++) if (text.includes(key.slice(i, i + 8))) found.push(key.slice(i, i + 8))
+    return found
+  }
+  for (const [account, key] of [[kept, keptKey], [masked, maskedKey]] as const) {
+    const escaped = `\\u0074gk\\u005F${key.slice(4, 12)}\\u00${key.charCodeAt(12).toString(16)}${key.slice(13)}`
+    const readKey = (await tg.admin.createKey({ account: account.id, scope: 'read' })).key
+    const ids: string[] = []
+    for (const stream of [false, true]) {
+      const what = `${account.name}${stream ? ', streamed' : ''}`
+      const body = JSON.stringify(bodyFor('alpha', { api_key: key, alpha_api_key: PROVIDER_KEYS.alpha, ...(stream ? { stream: true } : {}) }, `Mine is ${MARKER}, mail ${EMAIL}. echo(${key})`)).replace(MARKER, escaped)
+      t.equal(JSON.parse(body).messages.at(-1).content, `Mine is ${key}, mail ${EMAIL}. echo(${key})`, 'the escapes decode to the key')
+      const r = await send(`http://127.0.0.1:${tg.proxyPort}${ROUTES.alpha}`, { body })
+      t.equal(r.status, 200)
+      ids.push(r.requestId)
+      t.equal(storedAnswer('alpha', stream, r.text), `Your key is ${key}.`, `${what}: the client received the answer as sent`)
+      if (stream) t.notOk(r.text.includes('tgk_'), 'split between deltas, no event holds the key whole')
+      const row = await storedTrace(tg, account.id, r.requestId)
+      t.same(keyPieces(`${row.prompt}\n${row.response}`, key), [], `${what}: no piece of the key in the stored prompt or response`)
+      const email = account === kept ? EMAIL : '[EMAIL]'
+      const segments = extractSegments('alpha', JSON.parse(row.prompt))
+      t.equal(segments.at(-1)?.text, `Mine is [TRACEGATE_KEY], mail ${email}. echo([TRACEGATE_KEY])`, `${what}: the prompt with placeholders, valid JSON`)
+      // The findings' spans point into the stored text: at a key's placeholder, and past it at the e-mail.
+      const found = (row.issues === '' ? [] : JSON.parse(row.issues)).filter((f: any) => f.kind === 'tracegate_key' || f.kind === 'email')
+      t.same(found.map((f: any) => segments[f.segment]?.text.slice(f.span[0], f.span[1])).sort(), ['[TRACEGATE_KEY]', '[TRACEGATE_KEY]', email].sort(), `${what}: the findings' spans on the stored text`)
+      t.equal(storedAnswer('alpha', stream, row.response), 'Your key is [TRACEGATE_KEY].', `${what}: the answer with its placeholder, every event valid JSON`)
+      const span = await until(() => spanAttrs.get(r.requestId), { ms: 10_000, what: `the span of ${r.requestId}` })
+      const spanText = `${String(span['gen_ai.input.messages'])}\n${String(span['gen_ai.output.messages'])}`
+      t.same(keyPieces(spanText, key), [], `${what}: no piece of the key in the span's captured content`)
+      t.ok(spanText.includes('Mine is [TRACEGATE_KEY]') && spanText.includes('Your key is [TRACEGATE_KEY].'), `${what}: the span carries the placeholders`)
+    }
+    for (const format of ['jsonl', 'csv']) {
+      const r = await fetch(`http://127.0.0.1:${tg.dashboardPort}/api/v1/traces/export?range=all&format=${format}`, { headers: { authorization: `Bearer ${readKey}` } })
+      const exported = await r.text()
+      t.equal(r.status, 200)
+      t.ok(ids.every((id) => exported.includes(id)), `${account.name}: the ${format} export holds the calls`)
+      t.same(keyPieces(exported, key), [], `${account.name}: no piece of the key in the ${format} export`)
+    }
+  }
 })
 
 t.test('a confidential call of the masked account stores no text, as before', async (t) => {

@@ -206,12 +206,15 @@ function rewrite (text: string, tokens: readonly Token[]): string {
   return at === 0 ? text : out + text.slice(at)
 }
 
+/** What to mask in one decoded text: the detector's findings, or another scanner's (key-scrub.ts). */
+export type MaskFinder = (text: string) => readonly Mask[]
+
 /** A whole JSON text: each string value masked on its own. */
-function maskJson (text: string, counts: MaskCounts): string {
+function maskJson (text: string, counts: MaskCounts, find: MaskFinder): string {
   const tokens = stringValues(text, 0, text.length, false)
   let any = false
   for (const t of tokens) {
-    t.masks = findMasks(t.value)
+    t.masks = find(t.value)
     if (t.masks.length > 0) {
       any = true
       count(counts, t.masks)
@@ -225,7 +228,7 @@ function maskJson (text: string, counts: MaskCounts): string {
  * A group whose fragments are all the same (an id or model name repeated in every event) is scanned
  * once per fragment instead, so values that merely repeat are never read as one run.
  */
-function maskFragments (tokens: readonly Token[], counts: MaskCounts): boolean {
+function maskFragments (tokens: readonly Token[], counts: MaskCounts, find: MaskFinder): boolean {
   const groups = new Map<string, Token[]>()
   for (const t of tokens) {
     const g = groups.get(t.path)
@@ -236,7 +239,7 @@ function maskFragments (tokens: readonly Token[], counts: MaskCounts): boolean {
   for (const g of groups.values()) {
     const first = g[0]!.value
     if (g.every((t) => t.value === first)) {
-      const masks = findMasks(first)
+      const masks = find(first)
       if (masks.length === 0) continue
       any = true
       for (const t of g) {
@@ -247,7 +250,7 @@ function maskFragments (tokens: readonly Token[], counts: MaskCounts): boolean {
     }
     let joined = ''
     for (const t of g) joined += t.value
-    const masks = findMasks(joined)
+    const masks = find(joined)
     if (masks.length === 0) continue
     any = true
     count(counts, masks)
@@ -281,7 +284,7 @@ function spread (fragments: readonly Token[], masks: readonly Mask[]): void {
 const SSE_DATA = /(?:^|\n)data: ?([^\r\n]*)/g
 
 /** An event stream: the JSON payload of every `data:` line, masked as one assembled text per path; other payloads as text. */
-function maskEvents (text: string, counts: MaskCounts): string {
+function maskEvents (text: string, counts: MaskCounts, find: MaskFinder): string {
   const tokens: Token[] = []
   let plain = false
   SSE_DATA.lastIndex = 0
@@ -294,7 +297,7 @@ function maskEvents (text: string, counts: MaskCounts): string {
     if (lead === 0x7b || lead === 0x5b) {
       for (const t of stringValues(text, start, end, true)) tokens.push(t)
     } else if (payload.length >= MIN_LENGTH) {
-      const masks = findMasks(payload)
+      const masks = find(payload)
       if (masks.length > 0) {
         count(counts, masks)
         plain = true
@@ -303,25 +306,26 @@ function maskEvents (text: string, counts: MaskCounts): string {
     }
   }
   // Plain payloads are masked already and keep out of the path groups.
-  const any = maskFragments(plain ? tokens.filter((t) => t.json) : tokens, counts)
+  const any = maskFragments(plain ? tokens.filter((t) => t.json) : tokens, counts, find)
   return any || plain ? rewrite(text, tokens) : text
 }
 
 /**
  * A stored prompt or response with its PII and secrets masked, in the form it has: an event stream, a
  * stream sent as one JSON array (Gemini without alt=sse), a JSON text, or plain text (an error page).
+ * `find` says what to mask in each decoded value (or assembled stream text); the detector's PII and secrets by default.
  */
-export function maskText (text: string, streaming: boolean, counts: MaskCounts): string {
+export function maskText (text: string, streaming: boolean, counts: MaskCounts, find: MaskFinder = findMasks): string {
   let i = 0
   while (i < text.length && isSpace(text.charCodeAt(i))) i++
   const lead = text.charCodeAt(i)
   if (streaming && lead === 0x5b) {
     const tokens = stringValues(text, 0, text.length, true, 1)
-    return maskFragments(tokens, counts) ? rewrite(text, tokens) : text
+    return maskFragments(tokens, counts, find) ? rewrite(text, tokens) : text
   }
-  if (/^(?:event|data):/m.test(text.slice(0, 64))) return maskEvents(text, counts)
-  if (lead === 0x7b || lead === 0x5b) return maskJson(text, counts)
-  const masks = findMasks(text)
+  if (/^(?:event|data):/m.test(text.slice(0, 64))) return maskEvents(text, counts, find)
+  if (lead === 0x7b || lead === 0x5b) return maskJson(text, counts, find)
+  const masks = find(text)
   if (masks.length === 0) return text
   count(counts, masks)
   return applyMasks(text, masks)
@@ -332,9 +336,10 @@ export function maskText (text: string, streaming: boolean, counts: MaskCounts):
 /**
  * The findings' spans moved onto the masked prompt: each segment of the stored prompt walked as the
  * dashboard walks it, and a span inside a masked value set on its placeholder. A prompt cut at the
- * capture limit cannot be walked; its spans stay as detection gave them.
+ * capture limit cannot be walked; its spans stay as detection gave them. `prompt` is the text before
+ * masking, `find` what was masked in it.
  */
-function remapIssues (issues: string, provider: ProviderName, prompt: string): string {
+export function remapIssues (issues: string, provider: ProviderName, prompt: string, find: MaskFinder = findMasks): string {
   let body: unknown
   let list: Issue[]
   try {
@@ -351,7 +356,7 @@ function remapIssues (issues: string, provider: ProviderName, prompt: string): s
     const seg = segments[f.segment]
     if (seg === undefined || !Array.isArray(f.span)) return f
     let masks = bySegment.get(f.segment)
-    if (masks === undefined) bySegment.set(f.segment, masks = findMasks(seg.text))
+    if (masks === undefined) bySegment.set(f.segment, masks = find(seg.text))
     if (masks.length === 0) return f
     moved = true
     return { ...f, span: [mapOffset(masks, f.span[0], false), mapOffset(masks, f.span[1], true)] }

@@ -9,7 +9,7 @@ import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-type
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
 import { maskRecord } from './pii-at-rest.js'
-import { withoutTracegateKeys } from './key-scrub.js'
+import { issuesOnScrubbed, withoutTracegateKeys } from './key-scrub.js'
 
 /** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
 export interface TraceRecord {
@@ -190,6 +190,8 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     : { costUsd: 0, status: 'not_called' as const }
 
   const confidential = raw.confidential
+  const sentPrompt = confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd))
+  const prompt = confidential ? EMPTY : withoutTracegateKeys(sentPrompt, false)
   // Labels are what the caller says about the call, not its text: a confidential call keeps them.
   const labels = raw.labels ?? NO_LABELS
   const record: TraceRecord = {
@@ -217,9 +219,9 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     },
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
-    prompt: confidential ? EMPTY : withoutTracegateKeys(storedText(bytes.subarray(0, reqEnd))),
+    prompt,
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
-    response: confidential ? EMPTY : withoutTracegateKeys(storedText(head)),
+    response: confidential ? EMPTY : withoutTracegateKeys(storedText(head), raw.streaming),
     responseTruncated: !confidential && raw.responseBytes > raw.headLength,
     requestBytes: raw.requestBytes,
     responseBytes: raw.responseBytes,
@@ -229,7 +231,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     overheadMs: raw.overheadMs,
     costStatus: status,
     detection: confidential ? '' : raw.detection,
-    issues: confidential ? '' : raw.issues,
+    issues: confidential ? '' : issuesOnScrubbed(raw.issues, p, sentPrompt, prompt),
     labelled: raw.labels !== null,
     metadata: labels.metadata,
   }

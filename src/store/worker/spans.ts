@@ -20,6 +20,7 @@ import type { OtelSettings } from '../../otel/settings.js'
 import type { RawTrace, SpanDrops, TraceSummary } from '../trace-types.js'
 import { inputMessages, outputMessages } from './span-content.js'
 import { maskText } from './pii-at-rest.js'
+import { withoutTracegateKeys } from './key-scrub.js'
 
 /** gen_ai.provider.name (and the older gen_ai.system) of each dialect, as the conventions spell them. */
 const GENAI_PROVIDER: Record<ProviderName, string> = { alpha: 'openai', beta: 'anthropic', gamma: 'gcp.gemini' }
@@ -56,12 +57,16 @@ function attributes (raw: RawTrace, row: TraceSummary | null, content: boolean):
   }
   // The operator's opt-in; a confidential call's text is never read, and a span-only record has none.
   if (content && !raw.confidential && raw.stored) {
-    const bytes = Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength)
-    // An account that masks PII at rest has its span's text masked as its trace's is.
-    const mask = (text: string, streaming: boolean): string => raw.maskPii === true ? maskText(text, streaming, {}) : text
-    const input = inputMessages(raw.provider, mask(bytes.toString('utf8', 0, raw.requestLength), false))
+    const bytes = raw.bytes.subarray(0, raw.requestLength + raw.headLength)
+    // As the trace's text: no tracegate key whatever the account's setting, its PII masked when it masks at rest.
+    const stored = (from: number, to: number, streaming: boolean): string => {
+      const scrubbed = withoutTracegateKeys(bytes.subarray(from, to), streaming)
+      const text = Buffer.from(scrubbed.buffer, scrubbed.byteOffset, scrubbed.byteLength).toString('utf8')
+      return raw.maskPii === true ? maskText(text, streaming, {}) : text
+    }
+    const input = inputMessages(raw.provider, stored(0, raw.requestLength, false))
     if (input !== null) a['gen_ai.input.messages'] = input
-    const output = outputMessages(raw.provider, raw.streaming, mask(bytes.toString('utf8', raw.requestLength, raw.requestLength + raw.headLength), raw.streaming))
+    const output = outputMessages(raw.provider, raw.streaming, stored(raw.requestLength, raw.requestLength + raw.headLength, raw.streaming))
     if (output !== null) a['gen_ai.output.messages'] = output
   }
   return a
