@@ -2,31 +2,13 @@
 // takes the text its dialect carries, and runs every detector over it. Injection decides the verdict;
 // PII and secrets are recorded as issues and never block. What each segment text gave is kept
 // (injection.ts, detector/segment-cache.ts), so a chat's resent history costs lookups, not scans.
-import { readlinkSync } from 'node:fs'
-import { setPriority } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { workerData } from 'piscina'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
 import { allowMatcher, blankAllowed } from './allow.js'
 import { extractSegments } from './detector/extract.js'
 import { detectInjection, THRESHOLD } from './detector/injection.js'
 import { findPiiAndSecrets } from './detector/segment-cache.js'
-
-/**
- * A worker of the pool's bulk lane runs at a lower CPU priority (workerData.nice), so that wherever large
- * bodies keep it busy, the scheduler still runs the chat lane and the front thread first when they have
- * work. On Linux a thread's own id takes a priority of its own; elsewhere the worker keeps the process's.
- */
-function lowerPriority (nice: number): void {
-  try {
-    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice)
-  } catch {
-    // No /proc/thread-self: not Linux.
-  }
-}
-const nice = (workerData as { nice?: unknown } | undefined)?.nice
-if (typeof nice === 'number') lowerPriority(nice)
 
 const NO_CATEGORIES: readonly string[] = Object.freeze([])
 

@@ -72,8 +72,6 @@ export interface LaneOptions {
   /** A batch stops growing at this many requests or bytes (one request always goes, whatever its size). */
   readonly batchMax: number
   readonly batchBytes: number
-  /** The workers' CPU priority, when lower than the process's (workers/detect.ts). */
-  readonly nice?: number
   /**
    * Work from elsewhere (another lane's queue) for this lane's workers when its own queue is empty and
    * at least two of them are free: one always stays free for this lane's own requests.
@@ -108,7 +106,6 @@ export class Lane {
       // The request bound is the pool's; batches never outnumber requests.
       maxQueue: options.maxQueue,
       idleTimeout: 60_000,
-      ...(options.nice === undefined ? {} : { workerData: { nice: options.nice } }),
     })
     // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
     this.#pool.on('error', () => {})

@@ -3,7 +3,7 @@
 // detection cannot judge is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
 // No account can starve another: requests wait in one line per account and are taken round-robin
 // (fair-queue.ts), a full queue drops the latest request of the account holding the most, bodies over
-// SMALL_BYTES are judged by workers of their own (the bulk lane, at a lower CPU priority) so a flood of
+// SMALL_BYTES are judged by workers of their own (the bulk lane) so a flood of
 // large bodies never stands between a chat turn and its worker, and a body over
 // TRACEGATE_DETECTION_MAX_BYTES is not judged at all.
 import { fileURLToPath } from 'node:url'
@@ -59,8 +59,6 @@ const SPARE_BYTES = 256 * KIB
 const BATCH_MAX = 64
 const BATCH_BYTES = 64 * KIB
 
-/** The bulk lane's workers give way to the chat lane and the front threads when both want a core. */
-const BULK_NICE = 10
 
 const TOO_LARGE: DetectionOutcome = Object.freeze({ ok: false, failure: 'too_large' })
 
@@ -103,7 +101,7 @@ export class DetectionPool {
     this.#onJudged = fault(options, () => this.#lastError)
     const lane = { filename: options.filename ?? DETECT_WORKER, maxQueue: options.maxQueue, onError: (m: string) => { this.#lastError = m }, onAnswer: () => { this.#warm = true } }
     this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES, spare: () => this.#bulk.takeUpTo(SPARE_BYTES) })
-    this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? Math.max(1, Math.floor(options.threads / 2)), batchMax: 1, batchBytes: 0, nice: BULK_NICE })
+    this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? Math.max(1, Math.floor(options.threads / 2)), batchMax: 1, batchBytes: 0 })
     // One timer for all batches: aborting one that runs far past its deadline makes piscina terminate
     // its worker and start a new one.
     this.#watchdog = setInterval(() => {
