@@ -3,7 +3,12 @@
 // of it is ever trained on.
 import t from 'tap'
 import { DEFAULT_SEED, generate } from '../../training/detector/generate.js'
-import { ownRows } from '../../training/detector/data.js'
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { datasetDir, ownRows } from '../../training/detector/data.js'
+import { DOCUMENT_LICENCES, documentSplit, documents } from '../../training/detector/documents.js'
+import { generatedDocuments } from '../../training/detector/gen-documents.js'
+import { bipiaAttacks, contextSplit, readIndirect } from '../../training/detector/indirect.js'
 
 t.test('the same seed gives the same rows, another seed other rows', async (t) => {
   const a = generate()
@@ -24,4 +29,44 @@ t.test('the held-out part shares no template and no text with the train part', a
   const trained = new Set(ownRows('train').map((r) => r.text))
   const leaked = ownRows('heldout').filter((r) => trained.has(r.text))
   t.same(leaked.map((r) => r.text), [], 'no held-out text is a training text')
+})
+
+// Issue 22: planted instructions in data and clean documents. The shared data set is outside the
+// repository; where it is absent the tests that read it say so and skip.
+const haveIndirect = existsSync(resolve(datasetDir(), 'indirect-train.jsonl'))
+
+t.test('every planted instruction has its BIPIA train category, and no context is on two sides', { skip: haveIndirect ? false : 'indirect-train.jsonl not found' }, async (t) => {
+  const rows = readIndirect()
+  const attacks = rows.filter((r) => r.label === 1)
+  t.ok(attacks.length > 1000, `${attacks.length} planted instructions`)
+  t.ok(attacks.every((r) => r.category !== undefined), 'every attack row matches an attack of the train list')
+  t.equal(new Set(attacks.map((r) => r.category)).size, bipiaAttacks().reduce((s, [c]) => s.add(c), new Set<string>()).size, 'every category occurs')
+  // A passage from the middle of each held-out context (clear of the framing, the question and any
+  // planted attack) must occur in no trained row: a substring check, independent of how groups are made.
+  const trainTexts = rows.filter((r) => contextSplit(r) === 'train').map((r) => r.carrier.text)
+  const attackTexts = bipiaAttacks().map(([, a]) => a)
+  const leaks = rows.filter((r) => contextSplit(r) === 'heldout').filter((r) => {
+    let text = r.carrier.text
+    for (const a of attackTexts) text = text.replace(a, '')
+    const mid = Math.floor(text.length / 2)
+    const probe = text.slice(mid - 40, mid + 40)
+    return probe.length === 80 && trainTexts.some((x) => x.includes(probe))
+  })
+  t.same(leaks.length, 0, 'no held-out context occurs in a training row')
+  const held = rows.filter((r) => contextSplit(r) === 'heldout')
+  t.ok(held.length > 200 && held.some((r) => r.label === 0), `${held.length} held-out rows, clean ones among them`)
+})
+
+t.test('clean documents: permissive licences only, the same rows every time, held-out texts never trained on', async (t) => {
+  const docs = documents()
+  const npm = docs.filter((r) => r.source.startsWith('npm_'))
+  t.ok(npm.length > 300, `${npm.length} passages from node_modules`)
+  t.ok(npm.every((r) => r.origin !== undefined && DOCUMENT_LICENCES.has(r.origin.split(' ')[1] as string)), 'every npm passage is from an MIT or Apache-2.0 package')
+  t.same(generatedDocuments(), generatedDocuments(), 'generated documents are the same for the same seed')
+  t.ok(new Set(generatedDocuments().map((r) => r.source)).size >= 8, 'many kinds of generated documents')
+  const trained = new Set(docs.filter((r) => documentSplit(r) === 'train').map((r) => r.text))
+  const held = docs.filter((r) => documentSplit(r) === 'heldout')
+  t.ok(held.length > 100, `${held.length} held-out documents`)
+  t.same(held.filter((r) => trained.has(r.text)).map((r) => r.text.slice(0, 60)), [], 'no held-out document text is a training text')
+  t.ok(generatedDocuments().every((r) => !r.text.includes('[[')), 'every slot is filled')
 })

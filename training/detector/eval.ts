@@ -1,8 +1,9 @@
 // `npm run eval:detector`: quality on dev.jsonl per source and overall; on the own held-out part (the
 // over-defense prompts' block rate per topic, recall per attack style); on the probes, the holdout and
-// the final check; recall with each attack source left out of training (loso.ts; EVAL_LOSO=0 skips
-// it); and the latency of detectInjection per prompt length, timed inside one worker thread. Prints
-// tables, then one JSON line.
+// the final check; planted instructions of held-out contexts and clean documents never trained on, as
+// requests carry them (eval-data.ts); recall with each attack source, each attack category and each
+// context kind left out of training (loso.ts, eval-data.ts; EVAL_LOSO=0 skips them); and the latency
+// of detectInjection per prompt length, timed inside one worker thread. Prints tables, then one JSON line.
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
@@ -10,6 +11,7 @@ import type { Segment } from '../../src/detection/types.js'
 import { repoFile } from '../../src/paths.js'
 import { THRESHOLD, detectInjection, setAnalysisCache } from '../../workers/detector/injection.js'
 import { ownRows, readRows, trainingRows, type Row } from './data.js'
+import { dataReport, leaveDataOut } from './eval-data.js'
 import { leaveOneSourceOut, type LeftOut } from './loso.js'
 import { FPR_BUDGET } from './train.js'
 
@@ -164,7 +166,9 @@ async function main (): Promise<void> {
   // final-check.jsonl: benign prompts with trigger words and attacks in the own styles, written after
   // the held-out part and kept out of every run until the settings were final. Never trained on.
   const finalCheck = handSet('final-check.jsonl')
+  const data = dataReport()
   const loso = losoReport()
+  const dataLeftOut = process.env.EVAL_LOSO === '0' ? null : leaveDataOut()
   const latency = await runTimingWorker(readRows('dev.jsonl').map((r) => r.text))
   console.log('latency on one worker thread (ms per prompt)')
   for (const l of latency) console.log(`  ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
@@ -180,7 +184,9 @@ async function main (): Promise<void> {
     probes,
     holdout,
     finalCheck,
+    data,
     loso,
+    dataLeftOut: dataLeftOut === null ? null : { categoryMean: Number(dataLeftOut.categoryMean.toFixed(2)), sourceMean: Number(dataLeftOut.sourceMean.toFixed(2)), sources: dataLeftOut.sources },
     latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
   }))
 }

@@ -47,7 +47,7 @@ export function isData (seg: Pick<Segment, 'role' | 'path'>): boolean {
   return seg.role === 'tool' || seg.path.endsWith('.source.data')
 }
 const PLANTED_IN_DATA = 0.9
-export const DATA_MODEL_ONLY = 0.9
+export const DATA_MODEL_ONLY = MODEL.dataThreshold ?? 0.9
 
 /** A finding's score where the segment's role is taken into account. */
 function findingScore (f: Finding, data: boolean): number {
@@ -75,7 +75,9 @@ export function findingsOf (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'pat
  */
 export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'path' | 'text'>, threshold: number): number {
   const data = isData(seg)
-  let score = a.score
+  // Data is read as the best of its small windows (model.ts DATA_WINDOW).
+  const modelScore = data ? a.dataModelScore : a.modelScore
+  let score = data ? a.dataScore : a.score
   let ruled = false
   for (const f of findingsOf(a, seg)) {
     if (f.family === 'model') continue
@@ -86,9 +88,9 @@ export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'p
     if (!data || fs >= STRONG_RULE) ruled = true
   }
   const bar = SYSTEM_ROLES.has(seg.role) ? SYSTEM_MODEL_ONLY : data ? DATA_MODEL_ONLY : seg.text.length < SHORT_TEXT ? SHORT_MODEL_ONLY : 0
-  if (bar === 0 || ruled || score > a.modelScore || a.modelScore >= bar) return score
+  if (bar === 0 || ruled || score > modelScore || modelScore >= bar) return score
   // Rescaled, still monotonic, so the bar maps onto the threshold.
-  return Math.min(score, (threshold * a.modelScore) / bar)
+  return Math.min(score, (threshold * modelScore) / bar)
 }
 
 /**
@@ -148,7 +150,7 @@ export function detectInjection(segments: readonly Segment[]): InjectionResult {
     const best = new Map<string, (typeof a.findings)[number]>()
     const data = isData(seg)
     for (const found of findingsOf(a, seg)) {
-      const f = found.family === 'model' ? { ...found, score: Math.min(found.score, segScore) } : data && found.family === 'planted_instruction' ? { ...found, score: findingScore(found, true) } : found
+      const f = found.family === 'model' ? { ...found, score: Math.min(data ? a.dataModelScore : found.score, segScore) } : data && found.family === 'planted_instruction' ? { ...found, score: findingScore(found, true) } : found
       const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
       if (f.score < floor) continue
       const prev = best.get(f.family)
