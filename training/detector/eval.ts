@@ -1,9 +1,10 @@
 // `npm run eval:detector`: quality on dev.jsonl per source and overall; on the own held-out part (the
 // over-defense prompts' block rate per topic, recall per attack style); on the probes, the holdout and
-// the final check; planted instructions of held-out contexts and clean documents never trained on, as
-// requests carry them (eval-data.ts); recall with each attack source, each attack category and each
-// context kind left out of training (loso.ts, eval-data.ts; EVAL_LOSO=0 skips them); and the latency
-// of detectInjection per prompt length, timed inside one worker thread. Prints tables, then one JSON line.
+// the final check; the share of plain attacks blocked under each cheap evasion (evasions.ts); planted
+// instructions of held-out contexts and clean documents never trained on, as requests carry them
+// (eval-data.ts); recall with each attack source, each attack category and each context kind left out
+// of training (loso.ts, eval-data.ts; EVAL_LOSO=0 skips them); and the latency of detectInjection per
+// prompt length, timed inside one worker thread. Prints tables, then one JSON line.
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
@@ -12,6 +13,7 @@ import { repoFile } from '../../src/paths.js'
 import { THRESHOLD, detectInjection, setAnalysisCache } from '../../workers/detector/injection.js'
 import { ownRows, readRows, trainingRows, type Row } from './data.js'
 import { dataReport, leaveDataOut } from './eval-data.js'
+import { EVASIONS, evasionAttacks, evasionBenign } from './evasions.js'
 import { leaveOneSourceOut, type LeftOut } from './loso.js'
 import { FPR_BUDGET } from './train.js'
 
@@ -142,6 +144,23 @@ function handSet (file: string): HandSet {
   return { benignBlocked: fp.length, benign: items.length - attacks, attacksBlocked: attacks - fn.length, attacks }
 }
 
+/** Evasions (evasions.ts): per transformation, the share of the plain attacks still blocked; and the benign look-alikes blocked. */
+function evasionReport (): { blocked: Record<string, number>, benignBlocked: number, benign: number } {
+  const attacks = evasionAttacks()
+  const judged = (text: string): boolean => detectInjection(segmentOf(text)).blocked
+  console.log(`evasions of ${attacks.length} plain attacks (${attacks.filter(judged).length} blocked as written): transformation, blocked`)
+  const blocked: Record<string, number> = {}
+  for (const [name, transform] of Object.entries(EVASIONS)) {
+    blocked[name] = pct(attacks.filter((a) => judged(transform(a))).length / attacks.length)
+    console.log(`  ${name.padEnd(40)} ${String(blocked[name]?.toFixed(2)).padStart(6)}%`)
+  }
+  const benign = evasionBenign()
+  const fp = benign.filter(judged)
+  console.log(`  benign look-alikes blocked: ${fp.length}/${benign.length}`)
+  for (const text of fp) console.log(`    blocked: ${JSON.stringify(text.slice(0, 90))}`)
+  return { blocked, benignBlocked: fp.length, benign: benign.length }
+}
+
 function losoReport (): { dataSetMean: number, ownMean: number, bySource: Record<string, number> } | null {
   if (process.env.EVAL_LOSO === '0') return null
   console.log('leave one attack source out (retrained without it, threshold chosen on dev): source, n, caught')
@@ -166,6 +185,7 @@ async function main (): Promise<void> {
   // final-check.jsonl: benign prompts with trigger words and attacks in the own styles, written after
   // the held-out part and kept out of every run until the settings were final. Never trained on.
   const finalCheck = handSet('final-check.jsonl')
+  const evasions = evasionReport()
   const data = dataReport()
   const loso = losoReport()
   const dataLeftOut = process.env.EVAL_LOSO === '0' ? null : leaveDataOut()
@@ -184,6 +204,7 @@ async function main (): Promise<void> {
     probes,
     holdout,
     finalCheck,
+    evasions,
     data,
     loso,
     dataLeftOut: dataLeftOut === null ? null : { categoryMean: Number(dataLeftOut.categoryMean.toFixed(2)), sourceMean: Number(dataLeftOut.sourceMean.toFixed(2)), sources: dataLeftOut.sources },

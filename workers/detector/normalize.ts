@@ -1,6 +1,10 @@
 // Text normalisation for the injection detector: one canonical form that rules and the model both read,
 // plus a map from every normalised character back to the original text so findings carry real spans.
 // Also finds embedded base64, hex and %xx payloads so their decoded text is scored too.
+import { LATIN_VARIANTS, LOOKALIKES, enclosedLetter, isFiller, isInvisible } from './lookalikes.js'
+import { MAY_LEET, readLeet } from './leet.js'
+import { BACKWARDS_HINT, joinSpread, keepLatinWords, splitSeamed, turnBackwardLines } from './rejoin.js'
+import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, type Units } from './units.js'
 
 /**
  * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
@@ -22,45 +26,46 @@ export interface Payload {
   readonly decoded: string
 }
 
-// Look-alike letters that NFKC leaves alone (it folds fullwidth and mathematical letters, not scripts).
-// Lower-case keys only: we lower-case before the lookup. https://www.unicode.org/Public/security/latest/confusables.txt
-const CONFUSABLES: Readonly<Record<string, string>> = {
-  // Cyrillic
-  а: 'a', в: 'b', г: 'r', е: 'e', ё: 'e', з: '3', и: 'u', й: 'u', к: 'k', м: 'm', н: 'h', о: 'o', п: 'n',
-  р: 'p', с: 'c', т: 't', у: 'y', х: 'x', ѕ: 's', і: 'i', ї: 'i', ј: 'j', ԁ: 'd', һ: 'h', ӏ: 'l', ԛ: 'q',
-  ԝ: 'w', ү: 'y', ѵ: 'v', ь: 'b', ɡ: 'g',
-  // Greek
-  α: 'a', β: 'b', γ: 'y', ε: 'e', ζ: 'z', η: 'n', ι: 'i', κ: 'k', μ: 'u', ν: 'v', ο: 'o', ρ: 'p', σ: 'o',
-  ς: 'c', τ: 't', υ: 'u', χ: 'x', ω: 'w',
-  // Latin extensions and IPA that survive NFKD
-  ɑ: 'a', ı: 'i', ȷ: 'j', ł: 'l', ø: 'o', đ: 'd', ħ: 'h', ß: 'ss', æ: 'ae', œ: 'oe', ɩ: 'i', ʀ: 'r', ᴀ: 'a',
-}
+// Digits and signs read as letters inside words ("1gn0re", "pr0mpt", "p@ssw0rd"): 0 1 3 4 5 7 @ $.
+const LEET = new Uint8Array(128)
+for (const [from, to] of ['0o', '1i', '3e', '4a', '5s', '7t', '@a', '$s']) LEET[(from as string).charCodeAt(0)] = (to as string).charCodeAt(0)
 
-// Digits and symbols read as letters inside words ("1gn0re", "pr0mpt", "p@ssw0rd").
-const LEET: Readonly<Record<number, number>> = {
-  48: 111, 49: 105, 51: 101, 52: 97, 53: 115, 55: 116, 64: 97, 36: 115, // 0 1 3 4 5 7 @ $
-}
-
-const cache = new Map<number, string>()
-
-function isInvisible(cp: number): boolean {
-  // Zero-width, bidi controls and other format characters that split words without showing.
-  return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
-    cp === 0xfeff || cp === 0x00ad || cp === 0x034f || cp === 0x180e || cp === 0x061c ||
-    (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0000 && cp <= 0xe007f)
-}
+/** What one non-ASCII code point folds to: its text, and per unit the original letter when it is a look-alike (else 0). */
+interface Fold { readonly text: string, readonly origs: readonly number[] | null }
+const cache = new Map<number, Fold>()
 
 const MARKS = /\p{M}/gu
 
-function foldNonAscii(cp: number): string {
+function foldNonAscii(cp: number): Fold {
   let out = cache.get(cp)
   if (out !== undefined) return out
-  // Regional-indicator symbols spell words with flags: 🇮🇬🇳🇴🇷🇪 reads "ignore".
-  if (cp >= 0x1f1e6 && cp <= 0x1f1ff) return String.fromCharCode(97 + cp - 0x1f1e6)
-  // NFKD then dropping marks is NFKC plus diacritic folding: "ｉｇｎｏｒｅ" and "ìgnóre" both become "ignore".
-  const decomposed = String.fromCodePoint(cp).normalize('NFKD').replace(MARKS, '').toLowerCase()
-  out = ''
-  for (const ch of decomposed) out += CONFUSABLES[ch] ?? ch
+  const look = LOOKALIKES.get(cp)
+  const enclosed = enclosedLetter(cp)
+  if (look !== undefined) {
+    out = { text: String.fromCharCode(look), origs: [String.fromCodePoint(cp).toLowerCase().charCodeAt(0)] }
+  } else if (enclosed !== 0) {
+    out = { text: String.fromCharCode(enclosed), origs: null }
+  } else {
+    // NFKD then dropping marks is NFKC plus diacritic folding: "ｉｇｎｏｒｅ" and "ìgnóre" both become "ignore".
+    const decomposed = String.fromCodePoint(cp).normalize('NFKD').replace(MARKS, '').toLowerCase()
+    let text = ''
+    let origs: number[] | null = null
+    for (const ch of decomposed) {
+      const c = ch.codePointAt(0) as number
+      const latin = LATIN_VARIANTS.get(c)
+      const other = latin === undefined ? LOOKALIKES.get(c) : undefined
+      if (other !== undefined && ch.length === 1) {
+        origs ??= new Array<number>(text.length).fill(0)
+        origs.push(c)
+        text += String.fromCharCode(other)
+        continue
+      }
+      const piece = latin ?? ch
+      if (origs !== null) for (let i = 0; i < piece.length; i++) origs.push(0)
+      text += piece
+    }
+    out = { text, origs }
+  }
   if (cache.size < 65536) cache.set(cp, out)
   return out
 }
@@ -70,45 +75,68 @@ function isSpace(cp: number): boolean {
     cp === 0x2028 || cp === 0x2029 || cp === 0x202f || cp === 0x205f || cp === 0x3000 || cp === 0x85
 }
 
-function isLetter(c: number): boolean {
-  return c >= 97 && c <= 122
+// Reused output buffers: the hot path normalises every segment of every request.
+let units: Units = allocUnits(1024)
+
+// The buffer splitSeamed writes into when it puts spaces in (the result is copied out before the next call).
+let spare: Units = allocUnits(1024)
+const SPARE_KEPT = 1 << 17
+
+function spareUnits(size: number): Units {
+  if (spare.codes.length < size) spare = allocUnits(Math.max(size, spare.codes.length * 2))
+  return spare
 }
 
-// Reused output buffers: the hot path normalises every segment of every request.
-let codes = new Uint16Array(1024)
-let starts = new Int32Array(1024)
-let ends = new Int32Array(1024)
+function allocUnits(size: number): Units {
+  return { codes: new Uint16Array(size), starts: new Int32Array(size), ends: new Int32Array(size), marks: new Uint8Array(size), origs: new Uint16Array(size), n: 0 }
+}
 
 function ensure(n: number): void {
-  if (codes.length >= n) return
-  let size = codes.length
+  if (units.codes.length >= n) return
+  let size = units.codes.length
   while (size < n) size *= 2
-  codes = new Uint16Array(size)
-  starts = new Int32Array(size)
-  ends = new Int32Array(size)
+  const next = allocUnits(size)
+  next.codes.set(units.codes); next.starts.set(units.starts); next.ends.set(units.ends); next.marks.set(units.marks); next.origs.set(units.origs)
+  units = next
 }
 
 // Text the fast path cannot take: anything outside printable ASCII and newline, a whitespace run, a
-// digit or symbol next to a letter (leet). One native scan, instead of the character loop below.
-const NOT_PLAIN = /[^\x20-\x7e\n]|\s\s|[a-z][013457@$]|[013457@$][a-z]/i
+// digit or sign next to a letter (leet), a leet symbol (`!g`, `|`, `()`, `[]`, `/\`, `\/`, `><`), and
+// what the passes' own gates let through (letters spread out, words written backwards). One native
+// scan each, instead of the character loop below; every text the loop would change matches one.
+const NOT_PLAIN = /[^\x20-\x7e\n]|\s\s|[a-z][013457@$]|[013457@$][a-z]|![a-z0-9!|@$()[\]/\\<>_-]|\||\(\)|\[\]|\/\\|\\\/|></i
+// MAY_SPREAD for ASCII in either case, with the first letter's left side checked too (a cheaper scan).
+const SPREAD_ANY_CASE = /(?:^|[^A-Za-z0-9!|@$])[A-Za-z0-9!|@$][ \n\t._/\\*+~,:-]{1,3}[A-Za-z0-9!|@$][ \n\t._/\\*+~,:-]{1,3}[A-Za-z0-9!|@$](?![A-Za-z0-9!|@$])/
+const BACKWARDS_ANY_CASE = new RegExp(BACKWARDS_HINT.source, 'i')
 
-/** Lower-cased, NFKC-folded, confusable- and leet-mapped text with whitespace runs collapsed (newline kept). */
+/**
+ * Lower-cased, NFKC-folded, confusable- and leet-mapped text with whitespace runs collapsed (newline
+ * kept), and letters an evasion pulled apart, dressed up or turned around put back (rejoin.ts).
+ */
 export function normalize(input: string): Normalized {
   let a = 0
   let b = input.length
   while (a < b && isSpace(input.charCodeAt(a))) a++
   while (b > a && isSpace(input.charCodeAt(b - 1))) b--
   const core = a === 0 && b === input.length ? input : input.slice(a, b)
-  if (!NOT_PLAIN.test(core)) return { text: core.toLowerCase(), starts: null, ends: null, offset: core === '' ? 0 : a }
+  if (!NOT_PLAIN.test(core) && !SPREAD_ANY_CASE.test(core) && !BACKWARDS_ANY_CASE.test(core)) {
+    return { text: core.toLowerCase(), starts: null, ends: null, offset: core === '' ? 0 : a }
+  }
   return normalizeSlow(input)
 }
 
-/** The character loop; exported for the test that checks the fast path against it. */
+/** The character loop and the passes after it; exported for the test that checks the fast path against it. */
 export function normalizeSlow(input: string): Normalized {
   ensure(input.length * 3 + 8)
+  let u = units
+  let { codes, starts, ends, marks, origs } = u
   let n = 0
   let pendingSpace = 0 // 0 none, 32 space, 10 newline
   let spaceStart = 0
+  let seam = 0 // SEAM when an invisible character was dropped since the last unit
+  let seams = false
+  let fills = false
+  let lookalikes = false
   for (let i = 0; i < input.length;) {
     const cp = input.codePointAt(i) as number
     const width = cp > 0xffff ? 2 : 1
@@ -119,44 +147,136 @@ export function normalizeSlow(input: string): Normalized {
         if (pendingSpace === 0) spaceStart = at
         if (cp === 10 || pendingSpace === 10) pendingSpace = 10
         else pendingSpace = 32
+        seam = 0
         continue
       }
       if (pendingSpace !== 0) {
-        if (n > 0) { codes[n] = pendingSpace; starts[n] = spaceStart; ends[n] = at; n++ }
+        if (n > 0) { codes[n] = pendingSpace; starts[n] = spaceStart; ends[n] = at; marks[n] = 0; n++ }
         pendingSpace = 0
       }
       codes[n] = cp >= 65 && cp <= 90 ? cp + 32 : cp
-      starts[n] = at; ends[n] = i; n++
+      starts[n] = at; ends[n] = i; marks[n] = seam; n++
+      seam = 0
       continue
     }
-    if (isInvisible(cp)) continue
+    if (isInvisible(cp)) { if (n > 0 && pendingSpace === 0) { seam = SEAM; seams = true } continue }
     if (isSpace(cp)) {
       if (pendingSpace === 0) { spaceStart = at; pendingSpace = 32 }
       if (cp === 0x2028 || cp === 0x2029 || cp === 0x85) pendingSpace = 10
+      seam = 0
       continue
     }
-    const folded = foldNonAscii(cp)
-    if (folded.length === 0) continue
+    const isFill = isFiller(cp)
+    const folded = isFill ? FILL_FOLD : foldNonAscii(cp)
+    if (folded.text.length === 0) continue
     if (pendingSpace !== 0) {
-      if (n > 0) { codes[n] = pendingSpace; starts[n] = spaceStart; ends[n] = at; n++ }
+      if (n > 0) { codes[n] = pendingSpace; starts[n] = spaceStart; ends[n] = at; marks[n] = 0; n++ }
       pendingSpace = 0
     }
-    ensure(n + folded.length + 2)
-    for (let k = 0; k < folded.length; k++) {
-      codes[n] = folded.charCodeAt(k); starts[n] = at; ends[n] = i; n++
+    fills ||= isFill
+    if (n + folded.text.length + 2 > codes.length) {
+      units.n = n
+      ensure(n + folded.text.length + 2)
+      u = units;
+      ({ codes, starts, ends, marks, origs } = u)
+    }
+    for (let k = 0; k < folded.text.length; k++) {
+      const orig = folded.origs === null ? 0 : folded.origs[k] as number
+      codes[n] = folded.text.charCodeAt(k); starts[n] = at; ends[n] = i
+      marks[n] = (k === 0 ? seam : 0) | (orig !== 0 ? LOOKALIKE : 0); origs[n] = orig; n++
+      if (orig !== 0) lookalikes = true
+    }
+    seam = 0
+  }
+  u.n = n
+  if (fills) { resolveFills(u); seams = true }
+  let anyOne = readDigits(u)
+  // The passes' gates read the text once; a pass that changes units makes it stale, and it is built
+  // again only then.
+  let text = textOf(u)
+  let dirty = false
+  if (joinSpread(u, text)) {
+    anyOne = readDigits(u) || anyOne
+    seams = dirty = true
+  }
+  if ((anyOne || MAY_LEET.test(text)) && readLeet(u)) dirty = true
+  if (lookalikes) { keepLatinWords(u); dirty = true }
+  if (seams) {
+    const split = splitSeamed(u, spareUnits)
+    if (split !== null) { u = split; dirty = true }
+  }
+  if (dirty) text = textOf(u)
+  if (BACKWARDS_HINT.test(text) && turnBackwardLines(u, text)) text = textOf(u)
+  const out = { text, starts: u.starts.slice(0, u.n), ends: u.ends.slice(0, u.n), offset: 0 }
+  // A long text split into words once should not keep a buffer twice its size for the worker's life.
+  if (spare.codes.length > SPARE_KEPT) spare = allocUnits(1024)
+  return out
+}
+
+/**
+ * Leet digits and signs count as letters only next to a letter, so "2024" and "3.14" stay numbers. A
+ * 1 read as i is marked ONE (readLeet may make it an l). Returns whether there was one.
+ */
+function readDigits(u: Units): boolean {
+  const codes = u.codes
+  let anyOne = false
+  for (let k = 0; k < u.n; k++) {
+    const c = codes[k] as number
+    const m = c < 128 ? LEET[c] as number : 0
+    if (m === 0) continue
+    const prev = k > 0 ? codes[k - 1] as number : 0
+    const next = k + 1 < u.n ? codes[k + 1] as number : 0
+    if (isLetter(prev) || isLetter(next)) {
+      if (c === 49) { u.marks[k] = (u.marks[k] as number) | ONE; anyOne = true }
+      codes[k] = m
     }
   }
-  // Leet digits count as letters only next to a letter, so "2024" and "3.14" stay numbers.
-  for (let k = 0; k < n; k++) {
-    const m = LEET[codes[k] as number]
-    if (m === undefined) continue
-    const prev = k > 0 ? codes[k - 1] as number : 0
-    const next = k + 1 < n ? codes[k + 1] as number : 0
-    if (isLetter(prev) || isLetter(next)) codes[k] = m
+  return anyOne
+}
+
+const FILL_FOLD: Fold = { text: String.fromCharCode(FILL), origs: null }
+
+// Native, and several times faster than String.fromCharCode over the units; a lone surrogate (no
+// character) reads as U+FFFD, one unit for one, so positions do not move.
+const UTF16 = new TextDecoder('utf-16le')
+
+function textOf(u: Units): string {
+  return UTF16.decode(u.codes.subarray(0, u.n))
+}
+
+
+/**
+ * A blank filler alone between two letters is dropped, as an invisible character is ("i⠀g⠀n⠀o⠀r⠀e"
+ * reads "ignore", and words it ran together are split again later); any other filler is a space.
+ * Spaces that end up side by side become one, a newline winning, and none is left at either end.
+ */
+function resolveFills(u: Units): void {
+  let j = 0
+  for (let k = 0; k < u.n; k++) {
+    let c = u.codes[k] as number
+    if (c === FILL) {
+      const prev = k > 0 ? u.codes[k - 1] as number : 0
+      const next = k + 1 < u.n ? u.codes[k + 1] as number : 0
+      if (prev !== FILL && next !== FILL && isLetter(prev) && isLetter(next)) {
+        u.marks[k + 1] = (u.marks[k + 1] as number) | SEAM
+        continue
+      }
+      c = 32
+    }
+    if (c === 32 || c === 10) {
+      if (j === 0) continue
+      const last = u.codes[j - 1] as number
+      if (last === 32 || last === 10) {
+        if (c === 10) u.codes[j - 1] = 10
+        u.ends[j - 1] = u.ends[k] as number
+        continue
+      }
+    }
+    copyUnit(u, j, u, k)
+    u.codes[j++] = c
   }
-  let text = ''
-  for (let k = 0; k < n; k += 8192) text += String.fromCharCode.apply(null, codes.subarray(k, Math.min(n, k + 8192)) as unknown as number[])
-  return { text, starts: starts.slice(0, n), ends: ends.slice(0, n), offset: 0 }
+  while (j > 0 && (u.codes[j - 1] === 32 || u.codes[j - 1] === 10)) j--
+  u.n = j
 }
 
 /** Maps a [start, end) span of normalised text back to the original text. */
@@ -165,9 +285,17 @@ export function originalSpan(norm: Normalized, start: number, end: number): [num
     const n = norm.text.length
     return [norm.offset + Math.min(start, n), norm.offset + Math.max(Math.min(start, n), Math.min(end, n))]
   }
-  if (norm.starts.length === 0) return [0, 0]
-  const s = norm.starts[Math.min(start, norm.starts.length - 1)] as number
-  const e = norm.ends[Math.max(0, Math.min(end, norm.ends.length) - 1)] as number
+  const n = norm.starts.length
+  if (n === 0) return [0, 0]
+  const from = Math.min(start, n - 1)
+  const to = Math.max(from + 1, Math.min(end, n))
+  // A line read backwards maps back in reverse order, so the span is the least start and greatest end.
+  let s = norm.starts[from] as number
+  let e = norm.ends[to - 1] as number
+  for (let k = from; k < to; k++) {
+    if ((norm.starts[k] as number) < s) s = norm.starts[k] as number
+    if ((norm.ends[k] as number) > e) e = norm.ends[k] as number
+  }
   return [s, Math.max(s, e)]
 }
 
