@@ -64,6 +64,8 @@ const shipped = (body: Record<string, unknown>): boolean => detectInjection(extr
 export interface DataReport {
   readonly plantedHeldOutContexts: Rate
   readonly cleanHeldOutContexts: Rate
+  readonly plantedAsData: Rate
+  readonly cleanAsData: Rate
   readonly documentsHeldOut: Rate
   readonly byKind: Record<string, Rate>
 }
@@ -86,8 +88,11 @@ export function dataReport (): DataReport {
   }
   const byKind = print('held-out clean documents, as a tool result and pasted: kind, n, blocked', kinds, () => 'blocked')
   const all = Object.values(byKind).reduce((a, r) => ({ n: a.n + r.n, blocked: a.blocked + r.blocked }), { n: 0, blocked: 0 })
+  const asData = sum((k) => k.includes(' tool ') && k.endsWith('planted'))
+  const cleanAsData = sum((k) => k.includes(' tool ') && k.endsWith('clean'))
   console.log(`  planted (held-out contexts) ${pct(planted)}% of ${planted.n}; clean contexts ${pct(clean)}% of ${clean.n}; clean documents ${pct(all)}% of ${all.n}`)
-  return { plantedHeldOutContexts: planted, cleanHeldOutContexts: clean, documentsHeldOut: all, byKind }
+  console.log(`  returned by a tool (read as data): planted ${pct(asData)}% of ${asData.n}, clean ${pct(cleanAsData)}% of ${cleanAsData.n}`)
+  return { plantedHeldOutContexts: planted, cleanHeldOutContexts: clean, plantedAsData: asData, cleanAsData, documentsHeldOut: all, byKind }
 }
 
 /** Categories are held out in this many folds (every category in exactly one), each fold one refit. */
@@ -96,8 +101,9 @@ export const CATEGORY_FOLDS = 5
 /**
  * Planted instructions of attack categories never trained on: BIPIA's 25 train categories dealt into
  * CATEGORY_FOLDS folds; for each, the model is refitted without that fold's attack rows and the recall
- * is measured on every row of those categories. Then each context kind (email, table, code) left out
- * whole (its attacks and clean contexts), with the recall and the clean block rate on that kind.
+ * is measured on every row of those categories, by shape. Then each context kind (email, table, code)
+ * left out whole (its attacks and clean contexts), with the recall and the clean block rate on that
+ * kind's tool results.
  */
 export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Record<string, Rate>, categoryMean: number, sources: Record<string, { planted: Rate, clean: Rate }>, sourceMean: number } {
   const rows = trainingRows()
@@ -122,22 +128,28 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
   for (let f = 0; f < CATEGORY_FOLDS; f++) {
     const out = new Set(cats.filter((_, i) => i % CATEGORY_FOLDS === f))
     const m = refit((r) => r.category !== undefined && out.has(r.category))
-    for (const r of indirect) if (r.category !== undefined && out.has(r.category)) add(categories, r.category, judge(m, r))
+    for (const r of indirect) if (r.category !== undefined && out.has(r.category)) add(categories, `${r.category} (${r.shape})`, judge(m, r))
   }
   const byCat = print('', categories, () => 'TPR')
-  const categoryMean = Object.values(byCat).reduce((a, r) => a + pct(r), 0) / Math.max(1, cats.length)
+  // Returned by a tool, the context is data; pasted, it is the user's message until spans.ts labels
+  // text pasted after a framing line as data.
+  const meanOf = (shape: string): number => {
+    const xs = Object.entries(byCat).filter(([k]) => k.endsWith(`(${shape})`)).map(([, r]) => pct(r))
+    return xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length)
+  }
+  const categoryMean = meanOf('tool')
   const all = Object.values(byCat).reduce((a, r) => ({ n: a.n + r.n, blocked: a.blocked + r.blocked }), { n: 0, blocked: 0 })
-  console.log(`  categories left out: mean ${categoryMean.toFixed(2)}%, all rows ${pct(all)}% of ${all.n}`)
+  console.log(`  categories left out, mean over categories: returned by a tool ${categoryMean.toFixed(2)}%, pasted ${meanOf('pasted').toFixed(2)}%; all rows ${pct(all)}% of ${all.n}`)
   const sources: Record<string, { planted: Rate, clean: Rate }> = {}
   console.log('context kinds left out (refitted without the kind): kind, planted blocked, clean blocked')
   for (const kind of ['email', 'table', 'code'] as const) {
     const m = refit((r) => r.source === `bipia_${kind}`)
     const p = new Map<string, Rate>()
-    for (const r of indirect) if (r.context === kind) add(p, r.label === 1 ? 'planted' : 'clean', judge(m, r))
+    for (const r of indirect) if (r.context === kind && r.shape === 'tool') add(p, r.label === 1 ? 'planted' : 'clean', judge(m, r))
     const planted = p.get('planted') ?? { n: 0, blocked: 0 }
     const clean = p.get('clean') ?? { n: 0, blocked: 0 }
     sources[kind] = { planted, clean }
-    console.log(`  ${kind.padEnd(8)} planted ${pct(planted)}% of ${planted.n}, clean ${pct(clean)}% of ${clean.n}  (threshold ${m.threshold.toFixed(3)}, data ${(m.dataThreshold ?? DATA_MODEL_ONLY).toFixed(3)})`)
+    console.log(`  ${kind.padEnd(8)} returned by a tool: planted ${pct(planted)}% of ${planted.n}, clean ${pct(clean)}% of ${clean.n}  (threshold ${m.threshold.toFixed(3)}, data ${(m.dataThreshold ?? DATA_MODEL_ONLY).toFixed(3)})`)
   }
   const sourceMean = Object.values(sources).reduce((a, s) => a + pct(s.planted), 0) / 3
   return { categories: byCat, categoryMean, sources, sourceMean }

@@ -27,7 +27,7 @@ function pct (x: number): number {
   return Math.round(x * 10000) / 100
 }
 
-interface Latency { readonly chars: number, readonly runs: number, readonly p50: number, readonly p99: number, readonly max: number }
+interface Latency { readonly chars: number, readonly role: string, readonly runs: number, readonly p50: number, readonly p99: number, readonly max: number }
 
 /** Prompts of exactly `chars` characters, built by concatenating dev texts from rotating offsets. */
 function prompts (texts: readonly string[], chars: number, count: number): string[] {
@@ -45,19 +45,20 @@ function timeBuckets (texts: readonly string[]): Latency[] {
   // Every prompt judged from scratch: a repeated text would be answered from the analysis cache.
   setAnalysisCache(false)
   const result: Latency[] = []
-  for (const chars of BUCKETS) {
+  // A user's text, and the same text returned by a tool (read as data: windows and the neural head).
+  for (const role of ['user', 'tool']) for (const chars of BUCKETS) {
     const runs = chars >= 32000 ? 400 : 2000
     const set = prompts(texts, chars, runs)
-    for (let i = 0; i < Math.min(200, runs); i++) detectInjection(segmentOf(set[i] as string)) // warm up the JIT
+    for (let i = 0; i < Math.min(200, runs); i++) detectInjection(segmentOf(set[i] as string, role)) // warm up the JIT
     const ms = new Float64Array(runs)
     for (let i = 0; i < runs; i++) {
       const t0 = performance.now()
-      detectInjection(segmentOf(set[i] as string))
+      detectInjection(segmentOf(set[i] as string, role))
       ms[i] = performance.now() - t0
     }
     ms.sort()
     const at = (q: number): number => Math.round((ms[Math.min(runs - 1, Math.floor(q * runs))] as number) * 1000) / 1000
-    result.push({ chars, runs, p50: at(0.5), p99: at(0.99), max: at(1) })
+    result.push({ chars, role, runs, p50: at(0.5), p99: at(0.99), max: at(1) })
   }
   return result
 }
@@ -191,7 +192,7 @@ async function main (): Promise<void> {
   const dataLeftOut = process.env.EVAL_LOSO === '0' ? null : leaveDataOut()
   const latency = await runTimingWorker(readRows('dev.jsonl').map((r) => r.text))
   console.log('latency on one worker thread (ms per prompt)')
-  for (const l of latency) console.log(`  ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
+  for (const l of latency) console.log(`  ${l.role.padEnd(5)} ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
   console.log(JSON.stringify({
     threshold: Number(THRESHOLD.toFixed(6)),
     tpr: dev.tpr,
@@ -208,7 +209,7 @@ async function main (): Promise<void> {
     data,
     loso,
     dataLeftOut: dataLeftOut === null ? null : { categoryMean: Number(dataLeftOut.categoryMean.toFixed(2)), sourceMean: Number(dataLeftOut.sourceMean.toFixed(2)), sources: dataLeftOut.sources },
-    latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
+    latencyMs: Object.fromEntries(latency.map((l) => [`${l.role} ${l.chars}`, { p50: l.p50, p99: l.p99 }])),
   }))
 }
 
