@@ -5,7 +5,7 @@ import type { InjectionResult, Issue, Segment, Severity } from '../../src/detect
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
 import { categoryOf } from './rules.js'
 
-// Once per worker thread: a 256 KiB read and decode, well under a millisecond of startup.
+// Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
 
 /** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see README.md). */
@@ -47,6 +47,7 @@ export function isData (seg: Pick<Segment, 'role' | 'path'>): boolean {
   return seg.role === 'tool' || seg.path.endsWith('.source.data')
 }
 const PLANTED_IN_DATA = 0.9
+// The bar for the data reading, chosen with the weights (train.ts chooseDataThreshold); 0.9 for a linear-only file.
 export const DATA_MODEL_ONLY = MODEL.dataThreshold ?? 0.9
 
 /** A finding's score where the segment's role is taken into account. */
@@ -75,7 +76,7 @@ export function findingsOf (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'pat
  */
 export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'path' | 'text'>, threshold: number): number {
   const data = isData(seg)
-  // Data is read as the best of its small windows (model.ts DATA_WINDOW).
+  // Data is read by the model's data reading: small windows and the neural head (model.ts dataModelScore).
   const modelScore = data ? a.dataModelScore : a.modelScore
   let score = data ? a.dataScore : a.score
   let ruled = false
