@@ -1,10 +1,11 @@
 // Cheap evasions of the injection detector, as transformations of a plain attack: letters spread out
 // with a blank filler, an invisible character or a separator, look-alike letters of another script or
-// small capitals, leetspeak symbols, and the whole text written backwards. `evasion-attacks.jsonl` holds plain attacks
-// the detector blocks as written (written for this project); eval.ts and test/unit/evasions.test.ts
-// report how many each transformation lets through. `evasion-benign.jsonl` holds text that looks like
-// an evasion and is not (acronyms, initials, spaced headings, versions, paths, math, code, emoticons,
-// Korean, Braille, Armenian, Cherokee, Russian and Greek text), which must stay unblocked.
+// small capitals, leetspeak symbols, and the whole text written backwards. `evasion-attacks.jsonl`
+// holds plain attacks the detector blocks as written (written for this project); eval.ts and
+// test/unit/evasions.test.ts report how many each transformation lets through. `evasion-benign.jsonl`
+// holds text that looks like an evasion and is not (acronyms, initials, spaced headings, versions,
+// paths, math, code, emoticons, Korean, Braille, Armenian, Cherokee, Russian and Greek text), which
+// must stay unblocked.
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
 

@@ -10,32 +10,54 @@ export const MAY_LEET = /[!|()[\]/\\<>\u00a1-\u00a9\u00ae\u20ac]/
 
 const MAX_READINGS = 16
 
-/** The readings of units [a, b) with every leet sequence and symbol read as a letter, or [] when one cannot be. */
-function readings (u: Units, a: number, b: number): Array<{ text: string, from: number[] }> {
-  let out: Array<{ text: string, from: number[] }> = [{ text: '', from: [] }]
+/**
+ * The most frequent known word (of at least two letters) among the readings of units [a, b), every
+ * leet sequence and symbol read as a letter, with the unit each letter starts at; undefined when a
+ * character cannot be read or no reading is a word. At most MAX_READINGS readings are tried.
+ */
+function bestReading (u: Units, a: number, b: number): { text: string, from: number[] } | undefined {
+  const from: number[] = []
+  const options: string[] = []
+  let readings = 1
   for (let k = a; k < b;) {
     const c = u.codes[k] as number
-    if (isLetter(c) && !isOne(u, k)) { for (const r of out) { r.text += String.fromCharCode(c); r.from.push(k) } k++; continue }
-    let seq: readonly [string, string] | undefined
-    for (const s of LEET_SEQUENCES) {
-      if (k + s[0].length > b) continue
-      let ok = true
-      for (let i = 0; i < s[0].length && ok; i++) ok = u.codes[k + i] === s[0].charCodeAt(i)
-      if (ok) { seq = s; break }
-    }
-    if (seq !== undefined) {
-      for (const r of out) { r.text += seq[1]; r.from.push(k) }
-      k += seq[0].length
-      continue
-    }
-    const options = isOne(u, k) ? 'il' : LEET_SYMBOLS.get(c)
-    if (options === undefined) return []
-    const next: Array<{ text: string, from: number[] }> = []
-    for (const r of out) for (const o of options) if (next.length < MAX_READINGS) next.push({ text: r.text + o, from: [...r.from, k] })
-    out = next
+    from.push(k)
+    if (isLetter(c) && !isOne(u, k)) { options.push(String.fromCharCode(c)); k++; continue }
+    const seq = sequenceAt(u, k, b)
+    if (seq !== undefined) { options.push(seq[1]); k += seq[0].length; continue }
+    const o = isOne(u, k) ? 'il' : LEET_SYMBOLS.get(c)
+    if (o === undefined) return undefined
+    options.push(o)
+    readings *= o.length
     k++
   }
-  return out
+  if (from.length < 2) return undefined
+  let best: string | undefined
+  let bestRank = Infinity
+  // Reading r picks, for each ambiguous character from the last, option (r / product of those after) % count.
+  for (let r = 0; r < Math.min(readings, MAX_READINGS); r++) {
+    let text = ''
+    let rest = r
+    for (let i = options.length - 1; i >= 0; i--) {
+      const o = options[i] as string
+      text = (o.length === 1 ? o : o[rest % o.length] as string) + text
+      if (o.length > 1) rest = Math.floor(rest / o.length)
+    }
+    const rank = wordRank(text)
+    if (rank >= 0 && rank < bestRank) { best = text; bestRank = rank }
+  }
+  return best === undefined ? undefined : { text: best, from }
+}
+
+/** The leet sequence that starts at unit k and ends by b, if any. */
+function sequenceAt (u: Units, k: number, b: number): readonly [string, string] | undefined {
+  for (const s of LEET_SEQUENCES) {
+    if (k + s[0].length > b) continue
+    let ok = true
+    for (let i = 0; i < s[0].length && ok; i++) ok = u.codes[k + i] === s[0].charCodeAt(i)
+    if (ok) return s
+  }
+  return undefined
 }
 
 /**
@@ -62,7 +84,7 @@ export function readLeet (u: Units): boolean {
     // The whole run first, then without a leading or trailing symbol ("(ignore)", "pr0mpt!").
     for (const [a, b] of trims(u, k, e)) {
       if (!readable(u, a, b)) continue
-      const word = bestWord(readings(u, a, b))
+      const word = bestReading(u, a, b)
       if (word === undefined) continue
       found.push({ a, b, word })
       return
@@ -89,17 +111,6 @@ export function readLeet (u: Units): boolean {
   while (at < u.n) move(u, j++, at++)
   u.n = j
   return true
-}
-
-/** The reading that is the most frequent known word of at least two letters. */
-function bestWord (options: ReadonlyArray<{ text: string, from: number[] }>): { text: string, from: number[] } | undefined {
-  let best: { text: string, from: number[] } | undefined
-  let bestRank = Infinity
-  for (const o of options) {
-    const r = o.text.length >= 2 ? wordRank(o.text) : -1
-    if (r >= 0 && r < bestRank) { best = o; bestRank = r }
-  }
-  return best
 }
 
 /**

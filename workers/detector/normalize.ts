@@ -4,7 +4,7 @@
 import { LATIN_VARIANTS, LOOKALIKES, enclosedLetter, isFiller, isInvisible } from './lookalikes.js'
 import { MAY_LEET, readLeet } from './leet.js'
 import { BACKWARDS_HINT, joinSpread, keepLatinWords, splitSeamed, turnBackwardLines } from './rejoin.js'
-import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, type Units } from './units.js'
+import { FILL, LOOKALIKE, ONE, SEAM, copyUnit, isLetter, textOf, type Units } from './units.js'
 
 /**
  * Normalised text and, for each of its UTF-16 units, the [start, end) of the original unit(s) it came
@@ -16,7 +16,21 @@ export interface Normalized {
   readonly starts: Int32Array | null
   readonly ends: Int32Array | null
   readonly offset: number
+  /** The evasions undone to get `text` (EVASION bits), 0 when none: a model may count the attempt itself. */
+  readonly evasions: number
 }
+
+/** Bits of Normalized.evasions. */
+export const EVASION = Object.freeze({
+  /** Letters spread out by separators, blank fillers or invisible characters, joined again. */
+  SPREAD: 1,
+  /** Look-alike letters of another script read as Latin in a Latin word. */
+  LOOKALIKE: 2,
+  /** Leetspeak symbols (or a 1 read as l) read as letters of a known word. */
+  LEET: 4,
+  /** A line read backwards. */
+  BACKWARDS: 8,
+})
 
 /** A decoded payload and the span of its encoded run in the original text. */
 export interface Payload {
@@ -80,7 +94,7 @@ let units: Units = allocUnits(1024)
 
 // The buffer splitSeamed writes into when it puts spaces in (the result is copied out before the next call).
 let spare: Units = allocUnits(1024)
-const SPARE_KEPT = 1 << 17
+const SPARE_KEPT = 1 << 20
 
 function spareUnits(size: number): Units {
   if (spare.codes.length < size) spare = allocUnits(Math.max(size, spare.codes.length * 2))
@@ -111,7 +125,7 @@ const BACKWARDS_ANY_CASE = new RegExp(BACKWARDS_HINT.source, 'i')
 
 /**
  * Lower-cased, NFKC-folded, confusable- and leet-mapped text with whitespace runs collapsed (newline
- * kept), and letters an evasion pulled apart, dressed up or turned around put back (rejoin.ts).
+ * kept), and letters an evasion pulled apart, dressed up or turned around put back (rejoin.ts, leet.ts).
  */
 export function normalize(input: string): Normalized {
   let a = 0
@@ -120,7 +134,7 @@ export function normalize(input: string): Normalized {
   while (b > a && isSpace(input.charCodeAt(b - 1))) b--
   const core = a === 0 && b === input.length ? input : input.slice(a, b)
   if (!NOT_PLAIN.test(core) && !SPREAD_ANY_CASE.test(core) && !BACKWARDS_ANY_CASE.test(core)) {
-    return { text: core.toLowerCase(), starts: null, ends: null, offset: core === '' ? 0 : a }
+    return { text: core.toLowerCase(), starts: null, ends: null, offset: core === '' ? 0 : a, evasions: 0 }
   }
   return normalizeSlow(input)
 }
@@ -195,22 +209,38 @@ export function normalizeSlow(input: string): Normalized {
   // again only then.
   let text = textOf(u)
   let dirty = false
+  let evasions = seams && lettersJoined(u) ? EVASION.SPREAD : 0
   if (joinSpread(u, text)) {
     anyOne = readDigits(u) || anyOne
     seams = dirty = true
+    evasions |= EVASION.SPREAD
   }
-  if ((anyOne || MAY_LEET.test(text)) && readLeet(u)) dirty = true
-  if (lookalikes) { keepLatinWords(u); dirty = true }
+  if ((anyOne || MAY_LEET.test(text)) && readLeet(u)) { dirty = true; evasions |= EVASION.LEET }
+  if (lookalikes) {
+    if (keepLatinWords(u)) evasions |= EVASION.LOOKALIKE
+    dirty = true
+  }
   if (seams) {
     const split = splitSeamed(u, spareUnits)
     if (split !== null) { u = split; dirty = true }
   }
   if (dirty) text = textOf(u)
-  if (BACKWARDS_HINT.test(text) && turnBackwardLines(u, text)) text = textOf(u)
-  const out = { text, starts: u.starts.slice(0, u.n), ends: u.ends.slice(0, u.n), offset: 0 }
+  if (BACKWARDS_HINT.test(text) && turnBackwardLines(u, text)) {
+    text = textOf(u)
+    evasions |= EVASION.BACKWARDS
+  }
+  const out = { text, starts: u.starts.slice(0, u.n), ends: u.ends.slice(0, u.n), offset: 0, evasions }
   // A long text split into words once should not keep a buffer twice its size for the worker's life.
   if (spare.codes.length > SPARE_KEPT) spare = allocUnits(1024)
   return out
+}
+
+/** Whether a dropped invisible character or filler stood between two letters (an emoji's joiner does not). */
+function lettersJoined(u: Units): boolean {
+  for (let k = 1; k < u.n; k++) {
+    if (((u.marks[k] as number) & SEAM) !== 0 && isLetter(u.codes[k] as number) && isLetter(u.codes[k - 1] as number)) return true
+  }
+  return false
 }
 
 /**
@@ -236,13 +266,6 @@ function readDigits(u: Units): boolean {
 
 const FILL_FOLD: Fold = { text: String.fromCharCode(FILL), origs: null }
 
-// Native, and several times faster than String.fromCharCode over the units; a lone surrogate (no
-// character) reads as U+FFFD, one unit for one, so positions do not move.
-const UTF16 = new TextDecoder('utf-16le')
-
-function textOf(u: Units): string {
-  return UTF16.decode(u.codes.subarray(0, u.n))
-}
 
 
 /**

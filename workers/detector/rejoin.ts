@@ -3,7 +3,7 @@
 // look-alike letters of other scripts kept only in words that are Latin, and lines written backwards
 // turned around (leetspeak is read in leet.ts). Every unit keeps the [start, end) of the original
 // characters it came from.
-import { DIGIT, FILL, LEET, LETTER, LOOKALIKE, SEAM, SEP, classOf, copyUnit, isLetter, move, swap, type Units } from './units.js'
+import { DIGIT, FILL, LEET, LETTER, LOOKALIKE, SEAM, SEP, classOf, copyUnit, isLetter, move, swap, textOf, type Units } from './units.js'
 import { isWord, readsBackwards, splitWords } from './words.js'
 
 // Letters are spread out with separators (SEP: blanks, `. - _ / \\ * + ~ , :`, middle dots, bullets). A
@@ -129,8 +129,10 @@ function isWordUnit (u: Units, k: number): boolean {
  * Look-alike letters stay Latin only in a word that is Latin: one with Latin letters and no other
  * script's ("іgnоrе"), or one made only of look-alikes that reads as a known word ("ѕуѕтем"). In any
  * other word they go back to their own script, so Russian, Greek, Armenian and Cherokee stay themselves.
+ * Returns whether a look-alike stayed Latin.
  */
-export function keepLatinWords (u: Units): void {
+export function keepLatinWords (u: Units): boolean {
+  let kept = false
   for (let k = 0; k < u.n;) {
     if (!isWordUnit(u, k)) { k++; continue }
     let e = k
@@ -142,11 +144,14 @@ export function keepLatinWords (u: Units): void {
       else foreign = true
       e++
     }
-    if (lookalike && (foreign || (!latin && !isWord(String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]))))) {
+    if (lookalike && (foreign || (!latin && !isWord(textOf(u, k, e))))) {
       for (let i = k; i < e; i++) if (((u.marks[i] as number) & LOOKALIKE) !== 0) u.codes[i] = u.origs[i] as number
+    } else if (lookalike) {
+      kept = true
     }
     k = e
   }
+  return kept
 }
 
 /**
@@ -167,7 +172,7 @@ export function splitSeamed (u: Units, alloc: (n: number) => Units): Units | nul
       if (((u.marks[e] as number) & SEAM) !== 0) seam = true
       e++
     }
-    const text = seam && e - k >= 5 ? String.fromCharCode.apply(null, u.codes.subarray(k, e) as unknown as number[]) : ''
+    const text = seam && e - k >= 5 ? textOf(u, k, e) : ''
     if (text !== '' && !isWord(text)) {
       const ends = splitWords(text)
       if (ends !== null && ends.length > 0) {
