@@ -85,7 +85,7 @@ export interface TrainOptions {
   readonly templateWeight: number
   /** Weight of each planted-instruction context and each npm passage (rows with a group and no template). */
   readonly dataWeight: number
-  /** The neural part (model.ts Deep): sizes and its own learning rate; absent trains the linear model alone. */
+  /** The neural head (model.ts Deep): sizes, its own rate and epochs; absent trains the linear model alone. */
   readonly deep?: DeepOptions
   /** No per-epoch loss on stderr (cross-validation trains many models). */
   readonly quiet?: boolean
@@ -103,8 +103,8 @@ export interface DeepOptions {
 
 // Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/README.md):
 // a source cap of 1000 lets the password games count more, and own benign rows and templates at 15
-// keep over-defense down at the same time. The neural part's sizes and rate were compared on the
-// data-dev part and dev's threshold (workers/detector/README.md, issue 22).
+// keep over-defense down at the same time. The neural head's sizes, rate and epochs were compared with
+// the held-out parts' figures printed (workers/detector/README.md, issue 22: they are not untouched).
 export const DEFAULTS: TrainOptions = {
   epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15, dataWeight: 1,
   deep: { embBits: 16, dim: 16, hidden: 16, lr: 0.01, epochs: 20, decay: 1e-4 },
@@ -113,7 +113,7 @@ export const DEFAULTS: TrainOptions = {
 export interface Example {
   /** Distinct buckets: features are binary, as model.ts scores them. */
   readonly buckets: Int32Array
-  /** Those of them that are word-level features at their first occurrence: the neural part's bag. */
+  /** Those of them that are word-level features at their first occurrence: the neural head's bag. */
   readonly words: Int32Array
   readonly mask: number
   readonly y: number
@@ -153,7 +153,7 @@ export function weightsOf (rows: readonly Row[], opt: TrainOptions = DEFAULTS): 
   })
 }
 
-/** The neural part's starting point: small uniform values from the seeded generator. */
+/** The neural head's starting point: small uniform values from the seeded generator. */
 function initDeep (o: DeepOptions, next: () => number): Deep {
   const u = (n: number, a: number): Float32Array => Float32Array.from({ length: n }, () => (next() * 2 - 1) * a)
   return { dataBias: 0, embBits: o.embBits, dim: o.dim, hidden: o.hidden, emb: u((1 << o.embBits) * o.dim, 0.05), w1: u(o.hidden * o.dim, Math.sqrt(3 / o.dim)), b1: new Float32Array(o.hidden).fill(0.01), w2: u(o.hidden, 0.1) }

@@ -29,7 +29,7 @@ export interface Model {
   readonly familyWeights: Float32Array
   readonly bias: number
   readonly threshold: number
-  /** The neural part (absent: linear only). */
+  /** The neural head for the data reading (absent: linear only, and data is read by the linear part). */
   readonly deep?: Deep
   /**
    * The model score at which it blocks a data span (a tool result, a document) on its own, chosen by
@@ -59,7 +59,7 @@ export interface Deep {
 export const WEIGHTS_URL = repoFile('workers/detector/weights.bin')
 
 const MAGIC = 0x32494754 // "TGI2"
-const MAGIC_LINEAR = 0x31494754 // "TGI1": the same without the neural part, still read
+const MAGIC_LINEAR = 0x31494754 // "TGI1": the same without the neural head, still read
 
 function maxAbs (xs: Float32Array): number {
   let max = 0
@@ -320,7 +320,7 @@ let stamp = 0
  * For a text scored as one window (at most WINDOW characters) with `credit` (windowLogit), the sum of
  * the weights of its distinct features by the position each first occurs at, filled in the same pass
  * that scores it: explainWindow reads it instead of passing over every feature again. `creditOf` names
- * the text it belongs to. The credit is the linear part's: the neural part is not split by word.
+ * the text it belongs to. The credit is the linear part's: the neural head is not split by word.
  */
 let posCredit = new Float64Array(WINDOW)
 let creditOf: string | null = null
@@ -332,7 +332,7 @@ let hiddenBuf = new Float64Array(16)
 const bagIn = new Float64Array(64)
 
 /**
- * The neural part's contribution to the logit for the bag `x` (already scaled): w2·relu(W1·x + b1).
+ * The neural head's contribution to the logit for the bag `x` (already scaled): w2·relu(W1·x + b1).
  * `h` receives the hidden activations (training reads them for the gradient).
  */
 export function deepForward (d: Deep, x: ArrayLike<number>, h: Float64Array): number {
