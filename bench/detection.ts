@@ -6,15 +6,22 @@
 // and CPU from /proc); (3) proxy throughput with detection on against off (tracing off on both, so
 // nothing else differs), autocannon against tracegate in front of the mock provider, runs alternating,
 // once with the same body every request and once with a new user message every request.
+// (4) a 10-turn conversation (a system prompt, then each call resends the history with one new user
+// message): median worker µs per call over all ten calls and at the tenth, and of a call whose every
+// text was seen before, with no segment cache, with only the injection analyses kept (before issue 22)
+// and with the PII and secret findings kept too.
 // Prints one JSON line per case. BENCH_DETECT_N (iterations, default 20000), BENCH_DURATION (pool
 // seconds, default 5), BENCH_CONNECTIONS (concurrent checks and connections, default 50),
 // BENCH_PROXY_DURATION (s per proxy run, default 5), BENCH_PROXY_RUNS (runs per side and body, default 3),
-// BENCH_SKIP (comma list of: worker, pool, proxy), TRACEGATE_DETECTION_THREADS (default 1).
+// BENCH_SKIP (comma list of: worker, pool, proxy, conversation), TRACEGATE_DETECTION_THREADS (default 1),
+// BENCH_CONVERSATIONS (default 300).
 import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { DetectionPool } from '../src/detection/pool.js'
 import { detectBody } from '../workers/detect.js'
+import { setAnalysisCache } from '../workers/detector/injection.js'
+import { setSegmentCache } from '../workers/detector/segment-cache.js'
 import { alternate, processCpuUs, providerBody, proxyBody, skipped as skip, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
 
 const n = Number(process.env.BENCH_DETECT_N ?? 20_000)
@@ -120,6 +127,53 @@ async function proxyCase (): Promise<void> {
   }
 }
 
+const SYSTEM = 'You are a helpful assistant for Acme Corp. Answer questions about orders, shipping and returns. Be concise and polite; if you do not know, say so and offer to connect the customer with a human agent. Contact: support@acme.example or +1 415 555 0100.'
+
+/** Call `turns` (1 to 10) of conversation `c`: the system prompt, the history, and a new user message. */
+function conversation (c: number, turns: number): string {
+  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: SYSTEM }]
+  for (let t = 0; t < turns; t++) {
+    messages.push({ role: 'user', content: `Conversation ${c}, turn ${t}: I ordered a blue kettle last week (order 4417-${c}) and it still has not shipped. Can you check the status and tell me when it will arrive? Also, can I change the delivery address to my office?` })
+    if (t < turns - 1) messages.push({ role: 'assistant', content: `Thanks for waiting (conversation ${c}, turn ${t}). Your order is packed and will ship tomorrow from our Leeds warehouse; delivery usually takes two to three working days. I have updated the address to your office as requested. Is there anything else I can help with today?` })
+  }
+  return JSON.stringify({ model: 'gpt-4o-mini', messages, temperature: 0.7 })
+}
+
+const median = (xs: number[]): number => round(xs.sort((a, b) => a - b)[xs.length >> 1] ?? 0)
+
+function conversationCase (mode: 'no cache' | 'injection analyses kept' | 'every finding kept'): void {
+  setAnalysisCache(mode !== 'no cache')
+  setSegmentCache(mode === 'every finding kept')
+  const count = Number(process.env.BENCH_CONVERSATIONS ?? 300)
+  const all: number[] = []
+  const tenth: number[] = []
+  for (let c = 0; c < count + 30; c++) {
+    for (let turn = 1; turn <= 10; turn++) {
+      const b = conversation(c, turn)
+      const t0 = performance.now()
+      detectBody('alpha', b)
+      const us = (performance.now() - t0) * 1000
+      // The first 30 conversations warm the engine up.
+      if (c < 30) continue
+      all.push(us)
+      if (turn === 10) tenth.push(us)
+    }
+  }
+  const seen: number[] = []
+  const again = conversation(count, 10)
+  for (let i = 0; i < 3000; i++) {
+    const t0 = performance.now()
+    detectBody('alpha', again)
+    seen.push((performance.now() - t0) * 1000)
+  }
+  line({ case: 'conversation', mode, conversations: count, tenth_call_bytes: again.length, worker_us_median_per_call: median(all), worker_us_median_tenth_call: median(tenth), worker_us_median_all_seen: median(seen), target_us: 10 })
+}
+
+if (!skip.has('conversation')) {
+  for (const mode of ['no cache', 'injection analyses kept', 'every finding kept'] as const) conversationCase(mode)
+  setAnalysisCache(true)
+  setSegmentCache(true)
+}
 if (!skip.has('worker')) {
   line({ case: 'worker', body_bytes: body(null).length, worker_us_distinct: round(perBody((i) => body(i))), worker_us_repeated: round(perBody(() => body(null))) })
 }

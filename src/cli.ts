@@ -33,9 +33,12 @@ const USAGE = `usage: tracegate <command> [options]
     run of characters); on update, a flag left out keeps its limit and the value none removes it
 
   DETECTION: [--detection-policy block|monitor|off] [--detection-threshold 0.001-1|none]
-    [--detection-allow 'phrase one,phrase two'|none] [--pii-at-rest keep|mask]
+    [--detection-data-threshold 0.001-1|none] [--detection-allow 'phrase one,phrase two'|none]
+    [--pii-at-rest keep|mask]
     block answers an injection with 403; monitor records the verdict and forwards the call; off skips
-    detection. The threshold is the score that blocks (none: the detector's own). Allow phrases never
+    detection. The threshold is the score that blocks (none: the detector's own); the data threshold is
+    the one for text the model is handed to read: tool results, documents, pasted text (none: the
+    threshold). Allow phrases never
     count as injection (case-insensitive, whole phrase); none clears them. --pii-at-rest mask stores
     prompt and response with e-mails, phone numbers, card numbers, IBANs, SSNs and secrets replaced by
     placeholders ([EMAIL], [PHONE], [CARD], [IBAN], [SSN], [SECRET]); keep stores them as sent. A flag
@@ -102,12 +105,17 @@ async function serve (config: Config, mockProviders: boolean): Promise<void> {
   process.stderr.write(`tracegate proxy listening on http://${config.host}:${tg.proxyPort}\n`)
   process.stderr.write(`dashboard on http://${config.host}:${tg.dashboardPort}\n`)
   if (tg.mock !== null) process.stderr.write(`mock providers on ${tg.mock.url}\n`)
+  // The first signal begins the shutdown with its delay (Tracegate.shutdown); a second one ends the delay.
   let stopping = false
   const stop = (signal: string): void => {
-    if (stopping) return
+    if (stopping) {
+      if (tg.delaying) log.info({ signal }, 'shutdown delay skipped')
+      void tg.shutdown()
+      return
+    }
     stopping = true
-    log.info({ signal }, 'shutting down')
-    tg.close().then(() => process.exit(0), (err: unknown) => {
+    log.info({ signal, delay_ms: config.shutdownDelayMs }, 'shutting down')
+    tg.shutdown().then(() => process.exit(0), (err: unknown) => {
       log.error({ err }, 'shutdown failed')
       process.exit(1)
     })
@@ -136,6 +144,7 @@ function detectionArgs (values: Record<string, string | boolean | undefined>): R
   return {
     detection_policy: values['detection-policy'],
     detection_threshold: values['detection-threshold'],
+    detection_data_threshold: values['detection-data-threshold'],
     detection_allow: values['detection-allow'],
     pii_at_rest: values['pii-at-rest'],
   }
@@ -144,6 +153,7 @@ function detectionArgs (values: Record<string, string | boolean | undefined>): R
 /** The detection policy in one piece of the text listings: `detection block (threshold 0.4, 2 allow phrases)`. */
 function detectionText (d: AccountDetection): string {
   const parts = [`threshold ${d.threshold === null ? 'default' : d.threshold}`]
+  if (d.dataThreshold !== null) parts.push(`data threshold ${d.dataThreshold}`)
   if (d.allowPhrases.length > 0) parts.push(`allow ${d.allowPhrases.map((p) => JSON.stringify(p)).join(', ')}`)
   return `detection ${d.policy} (${parts.join(', ')}), PII at rest: ${d.piiAtRest}`
 }
@@ -187,6 +197,7 @@ async function main (argv: string[]): Promise<void> {
       'max-body-bytes': { type: 'string' },
       'detection-policy': { type: 'string' },
       'detection-threshold': { type: 'string' },
+      'detection-data-threshold': { type: 'string' },
       'detection-allow': { type: 'string' },
       'pii-at-rest': { type: 'string' },
       port: { type: 'string' },

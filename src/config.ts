@@ -61,6 +61,8 @@ export interface Config {
   /** An operator's pricing file (same shape as src/pricing/prices.json) whose entries win. */
   readonly pricingFile: string | null
   readonly shutdownGraceMs: number
+  /** After SIGTERM, how long calls are still taken while /readyz says shutting_down (load balancers' time to look). */
+  readonly shutdownDelayMs: number
   readonly logLevel: string
   /** One info line per finished call (msg "call"); off by default. */
   readonly accessLog: boolean
@@ -92,6 +94,8 @@ export interface DetectionConfig {
   readonly threads: number
   readonly maxQueue: number
   readonly deadlineMs: number
+  /** A forwarded body over this many bytes is not judged: the failure mode applies (failure `too_large`). */
+  readonly maxBytes: number
   /** closed: a request detection could not judge gets 503; open: it is forwarded and the trace says so. */
   readonly failureMode: 'closed' | 'open'
 }
@@ -260,10 +264,12 @@ export function loadConfig (env: Env = process.env): Config {
       threads: int(env, 'TRACEGATE_DETECTION_THREADS', Math.max(1, availableParallelism() - 1), 1, 256),
       maxQueue: int(env, 'TRACEGATE_DETECTION_QUEUE', 1024, 1, 1_000_000),
       deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 500, 1, 60_000),
+      maxBytes: int(env, 'TRACEGATE_DETECTION_MAX_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       failureMode: oneOf(env, 'TRACEGATE_DETECTION_FAILURE_MODE', ['closed', 'open'] as const, 'closed'),
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),
     shutdownGraceMs: int(env, 'TRACEGATE_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    shutdownDelayMs: int(env, 'TRACEGATE_SHUTDOWN_DELAY_MS', 5_000, 0, 600_000),
     logLevel,
     accessLog: bool(env, 'TRACEGATE_ACCESS_LOG', false),
     metrics: Object.freeze({

@@ -13,7 +13,7 @@ import { adminStatus } from './admin/remote.js'
 import type { AdminStatus } from './admin/ops.js'
 import { loadConfig, type Config } from './config.js'
 import { repoFile } from './paths.js'
-import { Pricing, TABLE_FILE } from './pricing/index.js'
+import { Pricing } from './pricing/index.js'
 import { PROVIDERS } from './providers/index.js'
 import { WEIGHTS_URL, loadModel } from '../workers/detector/model.js'
 
@@ -161,11 +161,11 @@ function checkPricing (file: string | null): Check {
   try {
     const pricing = Pricing.load(file)
     const models = PROVIDERS.reduce((n, p) => n + pricing.models(p).length, 0)
-    return ok('pricing', file === null ? `built-in price table (${models} models); no TRACEGATE_PRICING_FILE` : `${file} (TRACEGATE_PRICING_FILE) is valid (${models} models with it)`)
+    return ok('pricing', file === null ? `@pydantic/genai-prices (${models} models); no TRACEGATE_PRICING_FILE` : `${file} (TRACEGATE_PRICING_FILE) is valid (${models} models with it)`)
   } catch (err) {
     const fix = file === null
-      ? `reinstall tracegate: ${TABLE_FILE} ships with it`
-      : `fix the file (the shape of src/pricing/prices.json: {"prices": [{"provider", "model", "input_per_mtok", "output_per_mtok"}]}) or unset TRACEGATE_PRICING_FILE`
+      ? 'reinstall tracegate: @pydantic/genai-prices ships with it'
+      : 'fix the file ({"prices": [{"provider", "model", "input_per_mtok", "output_per_mtok"}]}, see the README) or unset TRACEGATE_PRICING_FILE'
     return problem('pricing', message(err), fix)
   }
 }

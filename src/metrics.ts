@@ -55,7 +55,7 @@ interface CallSeries {
   readonly ttft: HistogramSeries
 }
 
-const DETECTION_RESULTS = ['clean', 'blocked', 'error', 'deadline', 'queue_full'] as const
+const DETECTION_RESULTS = ['clean', 'blocked', 'error', 'deadline', 'queue_full', 'too_large'] as const
 type DetectionResult = (typeof DETECTION_RESULTS)[number]
 
 export class Metrics {
@@ -99,7 +99,7 @@ export class Metrics {
       registers,
     })
 
-    const verdicts = new CounterFamily('tracegate_detection_verdicts_total', 'Detection answers: clean, blocked, or why none came (error, deadline, queue_full).').register(this.registry)
+    const verdicts = new CounterFamily('tracegate_detection_verdicts_total', 'Detection answers: clean, blocked, or why none came (error, deadline, queue_full, too_large).').register(this.registry)
     this.#verdicts = Object.fromEntries(DETECTION_RESULTS.map((r) => [r, verdicts.series(r, { verdict: r })])) as Record<DetectionResult, CounterSeries>
     this.#detection = new HistogramFamily('tracegate_detection_duration_seconds', 'Time from a request entering detection to its verdict (queueing included).', FAST_BUCKETS)
       .register(this.registry).series('', {})

@@ -1,6 +1,5 @@
 // One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
 // port and the local admin socket, started in that order and closed in the reverse one (STYLE 6).
-import { mkdirSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import type { Agent } from 'undici'
 import { AdminOps } from './admin/ops.js'
@@ -18,7 +17,7 @@ import { StoreClient } from './store/client.js'
 import { createUpstreamAgent } from './upstream/client.js'
 import { ConfigError } from './config.js'
 import { Pricing, PricingError } from './pricing/index.js'
-import { TraceSink } from './proxy/trace-sink.js'
+import { traceSinkFor, type TraceSink } from './proxy/trace-sink.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
@@ -26,6 +25,7 @@ import { recordPasswordReset } from './dashboard/session.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
 import { FrontThreads } from './front/threads.js'
+import { privateDataDir } from './paths.js'
 
 export interface ServeOptions {
   /** Start the built-in mock provider and point all three providers at it. */
@@ -85,11 +85,15 @@ export class Tracegate {
   /** The per-key and per-account limits: their counts (`usage`) and how they are shared (`mode`). */
   readonly limiter: Limiter
   #closed: Promise<void> | null = null
+  /** Whether shutdown began (readiness reads it), the shutdown under way, and the end of its delay. */
+  readonly #stopping: { begun: boolean }
+  #shutdown: Promise<void> | null = null
+  #endDelay: (() => void) | null = null
 
   private constructor (parts: {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent | null
     threads: FrontThreads | null; mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter
+    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter; stopping: { begun: boolean }
   }, listen: { socket: unknown; port: number } | null, proxyPort: number, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
     this.config = parts.config
     this.store = parts.store
@@ -103,6 +107,7 @@ export class Tracegate {
     this.#detection = parts.detection
     this.#calls = parts.calls
     this.limiter = parts.limiter
+    this.#stopping = parts.stopping
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
@@ -126,7 +131,8 @@ export class Tracegate {
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
-    mkdirSync(baseConfig.dataDir, { recursive: true })
+    // Every file it writes there from now on, the embedded ClickHouse's too, is its user's alone.
+    privateDataDir(baseConfig.dataDir)
     const log = options.log ?? null
     let pricing: Pricing
     try {
@@ -180,9 +186,7 @@ export class Tracegate {
       const local = channels === null
       const upstream = local ? createUpstreamAgent(config) : null
       // With traces off the sink still carries spans when they are exported (the store worker builds them).
-      const sink = local && (config.traces.enabled || config.otel !== null)
-        ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes, config.traces.enabled)
-        : null
+      const sink = local ? traceSinkFor(config, (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) }, (msg, fields) => { log?.warn(fields, msg) }) : null
       const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels, thread: local ? '0' : null })
       const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
       // The limits count from what is already stored (a restart keeps them), then from each built trace.
@@ -191,18 +195,26 @@ export class Tracegate {
         now,
         shared: config.limits.redisUrl === null ? null : new RedisCounters(config.limits.redisUrl),
         warn: (msg, fields) => { log?.warn(fields, msg) },
+        pricing,
+        hold: config.traces.enabled,
       })
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter
-      store.onUsage((entries) => { for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs) })
+      // A built trace's cost is counted before its call's hold ends, so the two never leave a gap.
+      store.onUsage((entries, settled) => {
+        for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
+        limits.settle(settled)
+      })
       metrics.attach(upstream === null
         ? { inflight: () => calls.inflight, limitsMode: () => limits.mode }
         : { keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
       const dc = config.detection
       detection = dc.enabled
-        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, maxBytes: dc.maxBytes, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
+      // Set by shutdown(): from then on every thread's /readyz says shutting_down.
+      const stopping = { begun: false }
       // With front threads, a scrape sums the main thread's metrics and every thread's.
       const render = (): Promise<string> => fronts === null ? metrics.render() : metrics.json().then((json) => fronts!.aggregate(json))
       const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
@@ -212,7 +224,7 @@ export class Tracegate {
       if (upstream === null) {
         threads = fronts = await FrontThreads.start(config, channels!.threads, {
           detection, limiter: limits, log, metrics: render,
-          ready: async () => ({ not: await readiness(store, pool), limits: limits.mode }),
+          ready: async () => ({ not: stopping.begun ? SHUTTING_DOWN : await readiness(store, pool), limits: limits.mode }),
         })
       } else {
         const app = createProxyApp({
@@ -228,7 +240,7 @@ export class Tracegate {
           onFinish: calls.finished,
           spans: config.otel !== null,
           limiter,
-          ready: () => readiness(store, pool),
+          ready: () => stopping.begun ? Promise.resolve(SHUTTING_DOWN) : readiness(store, pool),
           pricing,
         })
         bound = await listen(app, config.host, config.proxyPort)
@@ -250,7 +262,7 @@ export class Tracegate {
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits }, bound, proxyPort, endpoint.port, metricsBound)
+      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits, stopping }, bound, proxyPort, endpoint.port, metricsBound)
       log?.info({ host: config.host, port: proxyPort, threads: self.threads }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
@@ -265,8 +277,36 @@ export class Tracegate {
     }
   }
 
+  /**
+   * Shutdown for load balancers: /readyz answers 503 shutting_down at once, while calls are still taken
+   * for TRACEGATE_SHUTDOWN_DELAY_MS, long enough for a balancer to see it and stop sending; then close().
+   * Called again during the delay, it ends the delay there and then.
+   */
+  shutdown (): Promise<void> {
+    if (this.#shutdown !== null) {
+      this.#endDelay?.()
+      return this.#shutdown
+    }
+    this.#stopping.begun = true
+    const delay = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.config.shutdownDelayMs)
+      this.#endDelay = () => { clearTimeout(timer); resolve() }
+    })
+    this.#shutdown = delay.then(() => {
+      this.#endDelay = null
+      return this.close()
+    })
+    return this.#shutdown
+  }
+
+  /** True from shutdown() until its delay ends. */
+  get delaying (): boolean {
+    return this.#endDelay !== null
+  }
+
   /** Stop accepting (503), let in-flight calls finish within the grace period, then close the rest. */
   close (): Promise<void> {
+    this.#stopping.begun = true
     this.#closed ??= (async () => {
       const drained = this.#calls.drain(this.config.shutdownGraceMs)
       if (this.#listenSocket !== null) uws.us_listen_socket_close(this.#listenSocket as never)
@@ -279,7 +319,7 @@ export class Tracegate {
       await this.#detection?.close().catch(() => {})
       await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.
-      this.#sink?.flush()
+      this.#sink?.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')
@@ -294,6 +334,8 @@ export class Tracegate {
  * Not ready either while the detection workers are cold (their warm-up failed at start): with the
  * default failure mode every call would be refused. Each such check tries the warm-up again.
  */
+const SHUTTING_DOWN: NotReady = Object.freeze({ reason: 'shutting_down', message: 'The server is shutting down: it takes calls a little longer, then stops listening.' })
+
 async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<NotReady | null> {
   if (detection !== null && !detection.warmed) {
     detection.warm().catch(() => { /* told by the next check */ })

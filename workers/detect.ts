@@ -1,14 +1,32 @@
 // The detection worker (run by piscina in src/detection/pool.ts): for each body of a batch, parses it,
 // takes the text its dialect carries, and runs every detector over it. Injection decides the verdict;
-// PII and secrets are recorded as issues and never block.
+// PII and secrets are recorded as issues and never block. What each segment text gave is kept
+// (injection.ts, detector/segment-cache.ts), so a chat's resent history costs lookups, not scans.
+import { readlinkSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { performance } from 'node:perf_hooks'
+import { workerData } from 'piscina'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
 import { allowMatcher, blankAllowed } from './allow.js'
 import { extractSegments } from './detector/extract.js'
 import { detectInjection, THRESHOLD } from './detector/injection.js'
-import { findPii } from './detector/pii.js'
-import { findSecrets } from './detector/secrets.js'
+import { findPiiAndSecrets } from './detector/segment-cache.js'
+
+/**
+ * A worker of the pool's bulk lane runs at a lower CPU priority (workerData.nice), so that wherever large
+ * bodies keep it busy, the scheduler still runs the chat lane and the front thread first when they have
+ * work. On Linux a thread's own id takes a priority of its own; elsewhere the worker keeps the process's.
+ */
+function lowerPriority (nice: number): void {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice)
+  } catch {
+    // No /proc/thread-self: not Linux.
+  }
+}
+const nice = (workerData as { nice?: unknown } | undefined)?.nice
+if (typeof nice === 'number') lowerPriority(nice)
 
 const NO_CATEGORIES: readonly string[] = Object.freeze([])
 
@@ -28,12 +46,13 @@ export function detectBody (provider: ProviderName, json: string, allow: readonl
   const matcher = allow === null || allow.length === 0 ? null : allowMatcher(allow)
   const scored = matcher === null ? segments : blankAllowed(segments, matcher)
   const injection = detectInjection(scored)
-  const pii = findPii(segments)
-  const secrets = findSecrets(segments)
+  const { pii, secrets } = findPiiAndSecrets(segments)
   const issues = pii.length === 0 && secrets.length === 0 ? injection.issues : [...injection.issues, ...pii, ...secrets]
   return {
     blocked: injection.blocked,
     score: injection.score,
+    dataScore: injection.dataScore,
+    ownScore: injection.ownScore,
     categories: injection.categories.length === 0 ? NO_CATEGORIES : injection.categories,
     issues,
     ms: Math.round((performance.now() - t0) * 1000) / 1000,

@@ -73,12 +73,13 @@ export type LimitFields = {
 }
 
 /**
- * The detection fields of updateAccount: policy block|monitor|off, threshold (or 'none'), allow phrases
+ * The detection fields of updateAccount: policy block|monitor|off, threshold and data spans' threshold (or 'none'), allow phrases
  * (list or comma-separated, or 'none'), and what the stored text keeps of PII and secrets (keep|mask).
  */
 export type DetectionFields = {
   detection_policy?: unknown
   detection_threshold?: unknown
+  detection_data_threshold?: unknown
   detection_allow?: unknown
   pii_at_rest?: unknown
 }
@@ -88,7 +89,7 @@ const isEmptyLimits = (patch: LimitsPatch): boolean => Object.values(patch).ever
 /** An update must change something: a patch without a field is a missing argument, not a no-op. */
 function changes (patch: LimitsPatch, forAccount: boolean): LimitsPatch {
   if (isEmptyLimits(patch)) {
-    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold, --detection-allow or --pii-at-rest' : ', --models or --max-body-bytes'}`
+    const flags = `--rpm, --tpm, --budget-day, --budget-month${forAccount ? ', --models, --detection-policy, --detection-threshold, --detection-data-threshold, --detection-allow or --pii-at-rest' : ', --models or --max-body-bytes'}`
     throw new TracegateError('missing_argument', { message: `give at least one of ${flags}` })
   }
   return patch

@@ -8,6 +8,7 @@ import { adminFile, type AdminEndpoint } from './server.js'
 import { StoreClient } from '../store/client.js'
 import { AdminOps, type AdminStatus } from './ops.js'
 import { recordPasswordReset } from '../dashboard/session.js'
+import { privateDataDir } from '../paths.js'
 
 export type Op = 'migrate' | 'account.create' | 'account.update' | 'user.create' | 'key.create' | 'key.revoke' | 'key.update' | 'key.list' | 'account.list' | 'user.reset-password' | 'status'
 
@@ -42,6 +43,8 @@ async function viaServer (endpoint: AdminEndpoint, op: Op, args: Record<string, 
 }
 
 async function direct (config: Config, op: Op, args: Record<string, unknown>): Promise<unknown> {
+  // Files it makes (the embedded ClickHouse's) are private as a server's are.
+  privateDataDir(config.dataDir)
   // The CLI never writes traces: a spool left by a server is replayed by the next server.
   const store = new StoreClient({ dataDir: config.dataDir, clickhouse: config.clickhouse, traces: { ...config.traces, enabled: false }, pricingFile: null })
   try {

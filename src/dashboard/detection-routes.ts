@@ -16,18 +16,21 @@ export interface DetectionView {
   readonly policy: DetectionPolicy
   /** null: the detector's own threshold. */
   readonly threshold: number | null
+  /** null: the threshold. */
+  readonly data_threshold: number | null
   readonly allow_phrases: readonly string[]
 }
 
 export function detectionView (d: AccountDetection): DetectionView {
-  return { policy: d.policy, threshold: d.threshold, allow_phrases: d.allowPhrases }
+  return { policy: d.policy, threshold: d.threshold, data_threshold: d.dataThreshold, allow_phrases: d.allowPhrases }
 }
 
-const FIELDS = ['policy', 'threshold', 'allow_phrases'] as const
+const FIELDS = ['policy', 'threshold', 'data_threshold', 'allow_phrases'] as const
 
 /**
  * An update's body: these members only (a misspelt one is refused, not ignored) and at least one;
- * absent = unchanged, threshold null or '' = the detector's own, allow_phrases [] or '' = none.
+ * absent = unchanged, threshold null or '' = the detector's own, data_threshold null or '' = the
+ * threshold, allow_phrases [] or '' = none.
  * Checked with the CLI's rules, answered as 400 invalid_parameter naming the member.
  */
 function detectionUpdate (body: Record<string, unknown>): Record<string, unknown> {
@@ -40,6 +43,7 @@ function detectionUpdate (body: Record<string, unknown>): Record<string, unknown
   const args: Record<string, unknown> = {}
   if (patch.policy !== undefined) args.detection_policy = patch.policy
   if (patch.threshold !== undefined) args.detection_threshold = patch.threshold
+  if (patch.dataThreshold !== undefined) args.detection_data_threshold = patch.dataThreshold
   if (patch.allowPhrases !== undefined) args.detection_allow = patch.allowPhrases
   if (Object.keys(args).length === 0) throw new TracegateError('invalid_parameter', { message: `give at least one of ${FIELDS.join(', ')}` })
   return args

@@ -3,7 +3,7 @@
 // one wrapper that turns a handler's result or error into a response.
 import { newRequestId } from '../ids.js'
 import { TracegateError } from '../errors.js'
-import { asTracegateError, errorBody, startError, statusLine } from '../server/respond.js'
+import { asTracegateError, closingBody, errorBody, startError, statusLine } from '../server/respond.js'
 import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
@@ -101,7 +101,8 @@ export function send (res: HttpResponse, id: string, reply: Reply): void {
     if (!headers.some(([k]) => k === 'cache-control')) res.writeHeader('cache-control', 'no-store')
     for (const [k, v] of headers) res.writeHeader(k, v)
     if (reply.status === 204 || reply.status === 304) res.endWithoutBody()
-    else res.end(body, reply.close === true)
+    else if (reply.close === true) res.end(typeof body === 'string' ? closingBody(body) : body, true)
+    else res.end(body)
   })
 }
 

@@ -1,5 +1,5 @@
-// Per-account detection policy (issue 16): what a verdict does (block, monitor, off), the score at which
-// it blocks, the phrases that never count as injection for that account, and whether the PII and secrets
+// Per-account detection policy (issues 16 and 22): what a verdict does (block, monitor, off), the score at
+// which it blocks, the score at which a data span (what the model is handed to read) blocks, the phrases that never count as injection for that account, and whether the PII and secrets
 // found in its calls are masked in the stored prompt and response. The values, how a change is read from
 // loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
 import { givenName, isNone, refuse, type Code } from '../limits/types.js'
@@ -23,19 +23,22 @@ export interface AccountDetection {
   readonly policy: DetectionPolicy
   /** Injection at or above this score (0 < t <= 1); null = the detector's own threshold. */
   readonly threshold: number | null
+  /** Injection in a data span (tool results, documents, pasted text) at or above this score; null = `threshold`. */
+  readonly dataThreshold: number | null
   /** Matched case-insensitively as whole phrases and blanked before injection scoring; [] = none. */
   readonly allowPhrases: readonly string[]
   /** What the stored prompt and response keep of the PII and secrets in them. */
   readonly piiAtRest: PiiAtRest
 }
 
-/** What an account without a setting has: today's behaviour. Rows from before migrations 010 and 011 read as this. */
-export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, allowPhrases: Object.freeze([]), piiAtRest: 'keep' })
+/** What an account without a setting has: today's behaviour. Rows from before migrations 010, 011 and 012 read as this. */
+export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, dataThreshold: null, allowPhrases: Object.freeze([]), piiAtRest: 'keep' })
 
-/** A change: a member absent = unchanged; threshold null = the detector's own; allowPhrases [] = none. */
+/** A change: a member absent = unchanged; threshold null = the detector's own; dataThreshold null = the threshold; allowPhrases [] = none. */
 export interface DetectionPatch {
   policy?: DetectionPolicy
   threshold?: number | null
+  dataThreshold?: number | null
   allowPhrases?: readonly string[]
   piiAtRest?: PiiAtRest
 }
@@ -57,6 +60,7 @@ export type DetectionNames = Readonly<Record<Field, readonly string[]>>
 export const ADMIN_NAMES: DetectionNames = {
   policy: ['detection_policy', 'detection-policy'],
   threshold: ['detection_threshold', 'detection-threshold'],
+  dataThreshold: ['detection_data_threshold', 'detection-data-threshold'],
   allowPhrases: ['detection_allow', 'detection-allow'],
   piiAtRest: ['pii_at_rest', 'pii-at-rest'],
 }
@@ -64,11 +68,12 @@ export const ADMIN_NAMES: DetectionNames = {
 export const UI_NAMES: DetectionNames = {
   policy: ['policy'],
   threshold: ['threshold'],
+  dataThreshold: ['data_threshold'],
   allowPhrases: ['allow_phrases'],
   piiAtRest: [],
 }
 /** The dashboard API's member for the stored text (`/api/ui/account/pii-at-rest`). */
-export const UI_PII_NAMES: DetectionNames = { policy: [], threshold: [], allowPhrases: [], piiAtRest: ['pii_at_rest'] }
+export const UI_PII_NAMES: DetectionNames = { policy: [], threshold: [], dataThreshold: [], allowPhrases: [], piiAtRest: ['pii_at_rest'] }
 
 /**
  * Reads a patch from loosely typed input; members that are not detection fields are ignored (the input
@@ -76,13 +81,14 @@ export const UI_PII_NAMES: DetectionNames = { policy: [], threshold: [], allowPh
  */
 export function parseDetectionPatch (input: Record<string, unknown>, opts: { names: DetectionNames; code: Code }): DetectionPatch {
   const patch: DetectionPatch = {}
-  for (const field of ['policy', 'threshold', 'allowPhrases', 'piiAtRest'] as const) {
+  for (const field of ['policy', 'threshold', 'dataThreshold', 'allowPhrases', 'piiAtRest'] as const) {
     const name = givenName(input, opts.names[field], opts.code)
     if (name === null) continue
     const value = input[name]
     switch (field) {
       case 'policy': patch.policy = oneOf(DETECTION_POLICIES, value, name, opts.code); break
       case 'threshold': patch.threshold = isNone(value) ? null : threshold(value, name, opts.code); break
+      case 'dataThreshold': patch.dataThreshold = isNone(value) ? null : threshold(value, name, opts.code, 'none for the threshold'); break
       case 'allowPhrases': patch.allowPhrases = isNone(value) ? Object.freeze([]) : phrases(value, name, opts.code); break
       case 'piiAtRest': patch.piiAtRest = oneOf(PII_AT_REST, value, name, opts.code); break
     }
@@ -94,13 +100,14 @@ export function applyDetectionPatch (base: AccountDetection, patch: DetectionPat
   return Object.freeze({
     policy: patch.policy ?? base.policy,
     threshold: patch.threshold === undefined ? base.threshold : patch.threshold,
+    dataThreshold: patch.dataThreshold === undefined ? base.dataThreshold : patch.dataThreshold,
     allowPhrases: patch.allowPhrases ?? base.allowPhrases,
     piiAtRest: patch.piiAtRest ?? base.piiAtRest,
   })
 }
 
 export const isEmptyPatch = (p: DetectionPatch): boolean =>
-  p.policy === undefined && p.threshold === undefined && p.allowPhrases === undefined && p.piiAtRest === undefined
+  p.policy === undefined && p.threshold === undefined && p.dataThreshold === undefined && p.allowPhrases === undefined && p.piiAtRest === undefined
 
 /** One of `values`, given in any case with spaces around. */
 function oneOf<T extends string> (values: readonly T[], value: unknown, name: string, code: Code): T {
@@ -109,12 +116,12 @@ function oneOf<T extends string> (values: readonly T[], value: unknown, name: st
   return v as T
 }
 
-function threshold (value: unknown, name: string, code: Code): number {
+function threshold (value: unknown, name: string, code: Code, none = 'none for the detector\'s own threshold'): number {
   // A number is judged by its shortest decimal spelling, so 0.1 has one decimal and 1e-7 is refused.
   const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : ''
   const n = THRESHOLD.test(text) ? Number(text) : NaN
   // 0 would block every request, even one without text: the lowest is 0.001.
-  if (!(n > 0 && n <= 1)) throw refuse(code, name, `${name} must be a score above 0 and at most 1 with at most 3 decimals, or none for the detector's own threshold`)
+  if (!(n > 0 && n <= 1)) throw refuse(code, name, `${name} must be a score above 0 and at most 1 with at most 3 decimals, or ${none}`)
   return n
 }
 
@@ -143,16 +150,19 @@ function phrases (value: unknown, name: string, code: Code): readonly string[] {
 const MODEL_ONLY: readonly string[] = Object.freeze(['model'])
 
 /**
- * The worker's verdict at the account's threshold: `blocked` and `threshold` say what that threshold
- * decided (the verdict itself when the account keeps the detector's own). Every block is a score at or
- * above a threshold, rules included: strong rules score their weight (0.8 to 0.99), so an account
+ * The worker's verdict at the account's thresholds: `blocked` and `threshold` say what they decided (the
+ * verdict itself when the account keeps the detector's own). The data spans' score is held to
+ * `dataThreshold` (the threshold when none), the other spans' to the threshold. Every block is a score at
+ * or above a threshold, rules included: strong rules score their weight (0.8 to 0.99), so an account
  * threshold above a rule's weight lets that rule's finding through too. The detector reports the model
  * among the categories only above its own threshold, so a block at a lower one that no rule explains
  * names `model`, whose score it was.
  */
 export function atThreshold (d: AccountDetection, v: Verdict): Verdict {
-  if (d.threshold === null || d.threshold === v.threshold) return v
-  const blocked = v.score >= d.threshold
+  if ((d.threshold === null || d.threshold === v.threshold) && d.dataThreshold === null) return v
+  const t = d.threshold ?? v.threshold
+  const dt = d.dataThreshold ?? t
+  const blocked = (v.ownScore ?? v.score) >= t || (v.dataScore ?? v.score) >= dt
   const categories = blocked && v.categories.length === 0 ? MODEL_ONLY : v.categories
-  return { ...v, blocked, threshold: d.threshold, categories }
+  return { ...v, blocked, threshold: t, dataThreshold: dt, categories }
 }

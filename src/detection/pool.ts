@@ -1,31 +1,39 @@
 // The detection pool: piscina workers judge every non-confidential request before it is forwarded, with
 // a bounded queue and a deadline per request; piscina replaces a worker that crashes. What happens when
 // detection cannot judge is the caller's decision (TRACEGATE_DETECTION_FAILURE_MODE).
-// At most one batch per worker is in flight, because each piscina task costs this thread tens of µs:
-// requests that arrive while every worker is busy wait here and leave together, in one buffer moved to
-// the worker. A request alone leaves at the end of the turn it arrived in.
+// No account can starve another: requests wait in one line per account and are taken round-robin
+// (fair-queue.ts), a full queue drops the latest request of the account holding the most, bodies over
+// SMALL_BYTES are judged by workers of their own (the bulk lane, at a lower CPU priority) so a flood of
+// large bodies never stands between a chat turn and its worker, and a body over
+// TRACEGATE_DETECTION_MAX_BYTES is not judged at all.
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
-import { Piscina } from 'piscina'
 import { moduleFile } from '../paths.js'
 import { FaultEpisodes, type FaultLog } from './fault-episodes.js'
+import { Shares } from './fair-queue.js'
+import { Lane, QUEUE_FULL, QueuedCheck } from './lane.js'
 import type { ProviderName } from '../providers/index.js'
-import type { DetectTask, Verdict } from './types.js'
+import type { Verdict } from './types.js'
 
-export type DetectionFailure = 'error' | 'deadline' | 'queue_full'
+export type DetectionFailure = 'error' | 'deadline' | 'queue_full' | 'too_large'
 export type DetectionOutcome = { readonly ok: true; readonly verdict: Verdict } | { readonly ok: false; readonly failure: DetectionFailure }
 
 /** What the proxy asks of detection: the pool itself, or a front thread's client of it (front/detection.ts). */
 export interface Detector {
-  check (provider: ProviderName, body: Buffer, allow?: readonly string[] | null): Promise<DetectionOutcome>
+  /** `account`: whose share of the pool the request is counted against. */
+  check (provider: ProviderName, body: Buffer, allow?: readonly string[] | null, account?: string): Promise<DetectionOutcome>
 }
 
 export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
 
 export interface DetectionPoolOptions {
   readonly threads: number
+  /** Workers for bodies over SMALL_BYTES; default: half of `threads`, at least 1. */
+  readonly bulkThreads?: number
   readonly maxQueue: number
   readonly deadlineMs: number
+  /** A body over this many bytes is not judged: its outcome is `too_large`. Default: no bound. */
+  readonly maxBytes?: number
   /** The worker file (tests pass one that crashes or hangs). */
   readonly filename?: string
   /** Told every answer (or why none came) and how long it took, queueing included (for /metrics). */
@@ -34,45 +42,27 @@ export interface DetectionPoolOptions {
   readonly onFault?: FaultLog
 }
 
-/** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
-const HARD_LIMIT_FACTOR = 20
-const MIB = 1024 * 1024
-/** A batch stops growing at this many requests or bytes, so one worker does not get all of a big burst. */
+const KIB = 1024
+const MIB = 1024 * KIB
+/**
+ * Bodies up to this size are judged by the chat lane, in batches of at most BATCH_MAX requests and
+ * BATCH_BYTES, so a batch holds a worker for a few milliseconds at most; larger ones go to the bulk lane,
+ * one body per task.
+ */
+export const SMALL_BYTES = 32 * KIB
+/**
+ * Chat workers with nothing of their own to do, two or more of them free, take bulk bodies up to this
+ * size (tens of milliseconds at most), so a machine with many cores does not leave them idle while
+ * agent calls with long tool results wait for the bulk lane. One chat worker always stays free.
+ */
+const SPARE_BYTES = 256 * KIB
 const BATCH_MAX = 64
-const BATCH_BYTES = MIB
+const BATCH_BYTES = 64 * KIB
 
-/** One request waiting for its verdict. */
-class QueuedCheck {
-  settled = false
-  constructor (
-    readonly provider: ProviderName,
-    readonly body: Buffer,
-    /** The account's allow phrases, blanked before injection scoring (null: none). */
-    readonly allow: readonly string[] | null,
-    readonly started: number,
-    readonly due: number,
-    readonly resolve: (outcome: DetectionOutcome) => void,
-    readonly onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null,
-  ) {}
+/** The bulk lane's workers give way to the chat lane and the front threads when both want a core. */
+const BULK_NICE = 10
 
-  settle (outcome: DetectionOutcome): void {
-    if (this.settled) return
-    this.settled = true
-    this.onJudged?.(outcome, performance.now() - this.started)
-    this.resolve(outcome)
-  }
-}
-
-/** Requests sent to a worker as one piscina task. */
-class WorkerBatch {
-  timer: NodeJS.Timeout | null = null
-  readonly controller = new AbortController()
-  constructor (readonly items: QueuedCheck[], readonly started: number, readonly limit: number) {}
-}
-
-const DEADLINE: DetectionOutcome = Object.freeze({ ok: false, failure: 'deadline' })
-const ERROR: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' })
-const QUEUE_FULL: DetectionOutcome = Object.freeze({ ok: false, failure: 'queue_full' })
+const TOO_LARGE: DetectionOutcome = Object.freeze({ ok: false, failure: 'too_large' })
 
 /** The pool's onJudged: the caller's, plus the fault log's episodes when there is one. */
 function fault (options: DetectionPoolOptions, lastError: () => string): ((outcome: DetectionOutcome, ms: number) => void) | null {
@@ -84,70 +74,52 @@ function fault (options: DetectionPoolOptions, lastError: () => string): ((outco
     : failure === 'deadline' ? `no answer within the ${options.deadlineMs} ms deadline` : `${options.maxQueue} requests already waiting`
   return (outcome, ms) => {
     onJudged?.(outcome, ms)
+    // A body over the byte bound is the caller's doing, not a fault of detection.
+    if (!outcome.ok && outcome.failure === 'too_large') return
     episodes.judged(outcome, () => cause((outcome as { failure: DetectionFailure }).failure))
   }
 }
 
 export class DetectionPool {
-  readonly #pool: Piscina<DetectTask, Verdict[]>
+  readonly #chat: Lane
+  readonly #bulk: Lane
   readonly #deadlineMs: number
   readonly #maxQueue: number
-  readonly #threads: number
+  readonly #maxBytes: number
   readonly #onJudged: ((outcome: DetectionOutcome, ms: number) => void) | null
+  /** Requests waiting in either lane, per account. */
+  readonly #shares = new Shares()
+  readonly #leave = (p: QueuedCheck): void => { this.#shares.remove(p.account) }
   #warm = false
   /** Why the last batch failed (a worker's crash, say), for the fault log. */
   #lastError = 'unknown error'
   #warming: Promise<void> | null = null
-  /** Requests of this turn, not yet handed to piscina. */
-  #pending: QueuedCheck[] = []
-  #flushScheduled = false
-  #pendingTimer: NodeJS.Timeout | null = null
-  /** When #pendingTimer fires (Infinity when it is not set). */
-  #pendingDue = Infinity
-  /** Batches handed to piscina, in the order they were sent (piscina starts them in that order). */
-  readonly #inFlight = new Set<WorkerBatch>()
   readonly #watchdog: NodeJS.Timeout
-  readonly #flush = (): void => { this.#flushPending() }
 
   constructor (options: DetectionPoolOptions) {
     this.#deadlineMs = options.deadlineMs
     this.#maxQueue = options.maxQueue
-    this.#threads = options.threads
+    this.#maxBytes = options.maxBytes ?? Infinity
     this.#onJudged = fault(options, () => this.#lastError)
-    this.#pool = new Piscina({
-      filename: options.filename ?? DETECT_WORKER,
-      minThreads: options.threads,
-      maxThreads: options.threads,
-      // The request bound is ours (#queued); batches never outnumber requests.
-      maxQueue: options.maxQueue,
-      idleTimeout: 60_000,
-    })
-    // A crashed worker rejects its task; piscina starts a new one. Nothing else to do here.
-    this.#pool.on('error', () => {})
+    const lane = { filename: options.filename ?? DETECT_WORKER, maxQueue: options.maxQueue, onError: (m: string) => { this.#lastError = m }, onAnswer: () => { this.#warm = true } }
+    this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES, spare: () => this.#bulk.takeUpTo(SPARE_BYTES) })
+    this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? Math.max(1, Math.floor(options.threads / 2)), batchMax: 1, batchBytes: 0, nice: BULK_NICE })
     // One timer for all batches: aborting one that runs far past its deadline makes piscina terminate
     // its worker and start a new one.
     this.#watchdog = setInterval(() => {
       const now = performance.now()
-      for (const batch of this.#inFlight) {
-        if (now - batch.started > batch.limit) batch.controller.abort()
-      }
+      this.#chat.watch(now)
+      this.#bulk.watch(now)
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
   }
 
-  /** Requests waiting for a worker: those held here, plus those in batches behind the ones running. */
-  #queued (): number {
-    let queued = this.#pending.length
-    let running = this.#threads
-    for (const batch of this.#inFlight) {
-      if (running > 0) running--
-      else queued += batch.items.length
+  check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null, account = ''): Promise<DetectionOutcome> {
+    if (body.length > this.#maxBytes) {
+      this.#onJudged?.(TOO_LARGE, 0)
+      return Promise.resolve(TOO_LARGE)
     }
-    return queued
-  }
-
-  check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null): Promise<DetectionOutcome> {
-    if (this.#queued() >= this.#maxQueue) {
+    if (this.#shares.total >= this.#maxQueue && !this.#makeRoom(account)) {
       this.#onJudged?.(QUEUE_FULL, 0)
       return Promise.resolve(QUEUE_FULL)
     }
@@ -155,137 +127,30 @@ export class DetectionPool {
       // Detection time grows with the text: a body of several MiB (the default limit is 4) takes
       // far longer than a chat turn, so the deadline grows by one more deadline per MiB.
       const now = performance.now()
-      const p = new QueuedCheck(provider, body, allow, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged)
-      this.#pending.push(p)
-      // A small body behind a big one has the earlier deadline.
-      if (p.due < this.#pendingDue) { this.#clearPendingTimer(); this.#armPending(p.due) }
-      if (!this.#flushScheduled && this.#inFlight.size < this.#threads) {
-        this.#flushScheduled = true
-        // After the poll phase: every request of this burst is in the batch.
-        setImmediate(this.#flush)
+      const p = new QueuedCheck(account, provider, body, allow, now, now + this.#deadlineMs * (1 + Math.floor(body.length / MIB)), resolve, this.#onJudged, this.#leave)
+      this.#shares.add(account)
+      if (body.length <= SMALL_BYTES) {
+        this.#chat.enqueue(p)
+      } else {
+        this.#bulk.enqueue(p)
+        this.#chat.poke()
       }
     })
   }
 
-  /** Sends held requests to the threads that are free, within the batch bounds. */
-  #flushPending (): void {
-    this.#flushScheduled = false
-    const free = this.#threads - this.#inFlight.size
-    if (free <= 0) return
-    const all = this.#pending
-    // A request answered by its deadline while it waited here is not judged any more.
-    let i = 0
-    while (i < all.length && all[i]!.settled) i++
-    const left = all.length - i
-    if (left === 0) { this.#pending = []; this.#clearPendingTimer(); return }
-    const per = Math.min(BATCH_MAX, Math.ceil(left / free))
-    for (let sent = 0; sent < free && i < all.length; sent++) {
-      const items: QueuedCheck[] = []
-      let bytes = 0
-      while (i < all.length && items.length < per && (items.length === 0 || bytes + all[i]!.body.length <= BATCH_BYTES)) {
-        const p = all[i++]!
-        if (p.settled) continue
-        bytes += p.body.length
-        items.push(p)
-      }
-      if (items.length > 0) this.#send(items, bytes, true)
-    }
-    this.#pending = i === all.length ? [] : all.slice(i)
-    this.#clearPendingTimer()
-    if (this.#pending.length > 0) this.#armPending(this.#earliestDue(this.#pending))
-  }
-
-  #earliestDue (items: readonly QueuedCheck[]): number {
-    let due = Infinity
-    for (const p of items) if (!p.settled && p.due < due) due = p.due
-    return due
-  }
-
-  /** One timer for the held requests, at the earliest deadline among them. */
-  #armPending (due: number): void {
-    if (due === Infinity) return
-    this.#pendingDue = due
-    this.#pendingTimer = setTimeout(() => {
-      this.#pendingTimer = null
-      this.#pendingDue = Infinity
-      const now = performance.now()
-      for (const p of this.#pending) if (!p.settled && p.due <= now + 1) p.settle(DEADLINE)
-      this.#armPending(this.#earliestDue(this.#pending))
-    }, Math.max(0, due - performance.now()))
-  }
-
-  #clearPendingTimer (): void {
-    if (this.#pendingTimer !== null) clearTimeout(this.#pendingTimer)
-    this.#pendingTimer = null
-    this.#pendingDue = Infinity
-  }
-
-  #send (items: QueuedCheck[], bytes: number, retry: boolean): void {
-    const now = performance.now()
-    // One copy of every body into one buffer that is moved, not cloned, to the worker.
-    const buf = new Uint8Array(bytes)
-    const ends: number[] = new Array(items.length)
-    const providers: ProviderName[] = new Array(items.length)
-    const allow: Array<readonly string[] | null> = new Array(items.length)
-    let at = 0
-    let due = Infinity
-    let last = 0
-    for (let k = 0; k < items.length; k++) {
-      const p = items[k]!
-      buf.set(p.body, at)
-      at += p.body.length
-      ends[k] = at
-      providers[k] = p.provider
-      allow[k] = p.allow
-      if (p.due < due) due = p.due
-      if (p.due > last) last = p.due
-    }
-    const batch = new WorkerBatch(items, now, (last - now) * HARD_LIMIT_FACTOR)
-    this.#arm(batch, due)
-    this.#inFlight.add(batch)
-    const task: DetectTask = { providers, ends, body: buf, allow }
-    this.#pool.run(task, { transferList: [buf.buffer], signal: batch.controller.signal }).then((verdicts) => {
-      // A worker that answers has its code and weights loaded, whether or not warm() succeeded.
-      this.#warm = true
-      this.#done(batch)
-      for (let k = 0; k < items.length; k++) {
-        const v = verdicts[k]
-        items[k]!.settle(v === undefined ? ERROR : { ok: true, verdict: v })
-      }
-    }, (err: unknown) => {
-      this.#done(batch)
-      this.#lastError = err instanceof Error ? err.message : String(err)
-      const queueFull = err instanceof Error && /queue is at limit/i.test(err.message)
-      // A worker that died took the whole batch with it: judge each request again on its own, so only
-      // the one that kills a worker fails (and a full queue is answered as such).
-      if (!queueFull && retry && items.length > 1) {
-        for (const p of items) if (!p.settled) this.#send([p], p.body.length, false)
-        return
-      }
-      for (const p of items) p.settle(queueFull ? QUEUE_FULL : ERROR)
-    })
-  }
-
-  /** One timer per batch, at its earliest deadline; requests past theirs are answered, the rest re-armed. */
-  #arm (batch: WorkerBatch, due: number): void {
-    batch.timer = setTimeout(() => {
-      batch.timer = null
-      const now = performance.now()
-      let next = Infinity
-      for (const p of batch.items) {
-        if (p.settled) continue
-        if (p.due <= now + 1) p.settle(DEADLINE)
-        else if (p.due < next) next = p.due
-      }
-      if (next !== Infinity) this.#arm(batch, next)
-    }, Math.max(0, due - performance.now()))
-  }
-
-  #done (batch: WorkerBatch): void {
-    this.#inFlight.delete(batch)
-    if (batch.timer !== null) clearTimeout(batch.timer)
-    // A thread is free: what waited for it leaves now (this runs in a promise job, after the answer).
-    if (this.#pending.length > 0 && !this.#flushScheduled) this.#flushPending()
+  /**
+   * The queue is full: the account holding the most waiting requests gives up its latest one when it
+   * holds at least two more than `account` does, so every account keeps a share of the bound.
+   */
+  #makeRoom (account: string): boolean {
+    const largest = this.#shares.largest()
+    if (largest === null || largest === account || this.#shares.of(largest) < this.#shares.of(account) + 2) return false
+    const a = this.#chat.newest(largest)
+    const b = this.#bulk.newest(largest)
+    const victim = a === null ? b : b === null || a.started >= b.started ? a : b
+    if (victim === null) return false
+    victim.settle(QUEUE_FULL)
+    return true
   }
 
   /**
@@ -293,29 +158,15 @@ export class DetectionPool {
    * requests are not judged by cold workers (which would miss the deadline and fail closed).
    */
   warm (timeoutMs = 60_000): Promise<void> {
-    this.#warming ??= this.#warmAll(timeoutMs).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
+    this.#warming ??= Promise.all([this.#chat.warm(timeoutMs), this.#bulk.warm(timeoutMs)]).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
     return this.#warming
   }
 
   /** Every thread answered the warm-up, or some request since (readiness waits for this). */
   get warmed (): boolean { return this.#warm }
 
-  async #warmAll (timeoutMs: number): Promise<void> {
-    const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
-    const runs = Array.from({ length: this.#pool.maxThreads }, () => {
-      const bytes = new Uint8Array(body)
-      return this.#pool.run({ providers: ['alpha'], ends: [bytes.length], body: bytes, allow: [null] }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
-    })
-    await Promise.all(runs)
-  }
-
   close (): Promise<void> {
     clearInterval(this.#watchdog)
-    this.#clearPendingTimer()
-    // Requests still held here were never handed to a worker: they are answered now (piscina answers
-    // the ones it holds when it is destroyed).
-    for (const p of this.#pending) p.settle(ERROR)
-    this.#pending = []
-    return this.#pool.destroy()
+    return Promise.all([this.#chat.close(), this.#bulk.close()]).then(() => {})
   }
 }

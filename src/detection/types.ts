@@ -1,6 +1,9 @@
 // The types shared by the detection pool (front thread) and its workers. Both sides import them with
 // `import type`; nothing here runs.
 import type { ProviderName } from '../providers/index.js'
+import type { SpanSource } from '../providers/types.js'
+
+export type { SpanSource }
 
 /** One piece of prompt text as a dialect carries it, with where it came from. */
 export interface Segment {
@@ -11,6 +14,8 @@ export interface Segment {
   /** JSON path of the text in the body, e.g. `messages[2].content[0].text`. */
   readonly path: string
   readonly text: string
+  /** Who wrote it (workers/detector/spans.ts); absent: read from the role. */
+  readonly source?: SpanSource
 }
 
 export type Severity = 'low' | 'medium' | 'high'
@@ -27,6 +32,9 @@ export interface Issue {
   readonly segment: number
   readonly message: number
   readonly span: readonly [number, number]
+  /** Injection findings: who wrote the judged span, and the segment's JSON path. */
+  readonly source?: SpanSource
+  readonly path?: string
   /** Injection findings of a rule family: the rule that matched, e.g. `override_previous`. */
   readonly rule?: string
   /**
@@ -46,6 +54,10 @@ export interface FeatureContribution {
 export interface InjectionResult {
   /** 0..1, higher is more likely an injection or jailbreak. */
   readonly score: number
+  /** The highest score of the data spans (0: none); `score` covers them too. */
+  readonly dataScore: number
+  /** The highest score of the other spans. */
+  readonly ownScore: number
   readonly blocked: boolean
   /** Rule families and model signals that fired, e.g. `instruction_override`, `model`. */
   readonly categories: readonly string[]
@@ -56,12 +68,17 @@ export interface InjectionResult {
 export interface Verdict {
   readonly blocked: boolean
   readonly score: number
+  /** InjectionResult's split of `score`: data spans, and the rest (absent: `score` for both). */
+  readonly dataScore?: number
+  readonly ownScore?: number
   readonly categories: readonly string[]
   readonly issues: readonly Issue[]
   /** Time spent in the worker. */
   readonly ms: number
   /** The detector's own threshold, at which `blocked` was decided (an account's policy may use another). */
   readonly threshold: number
+  /** Where an account sets one for data spans (src/detection/policy.ts atThreshold): the score that blocked them. */
+  readonly dataThreshold?: number
   /** True when an allow phrase of the account was found and blanked before injection scoring. */
   readonly allowApplied: boolean
 }

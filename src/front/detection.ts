@@ -1,6 +1,6 @@
 // Detection for a front thread: the one piscina pool lives on the main thread, and a front thread's checks
-// reach it through the hub. The pool there applies the deadline, the queue bound and the failure outcomes,
-// exactly as for the main thread's own calls; a body crosses once, in a moved copy.
+// reach it through the hub. The pool there applies the deadline, the queue bound, the account's fair share
+// and the failure outcomes, exactly as for the main thread's own calls; a body crosses once, in a moved copy.
 import type { DetectionOutcome } from '../detection/pool.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Hub } from './hub.js'
@@ -9,6 +9,8 @@ export interface DetectArgs {
   readonly provider: ProviderName
   readonly body: Uint8Array
   readonly allow: readonly string[] | null
+  /** Whose share of the pool the request is counted against. */
+  readonly account: string
 }
 
 /** What the main thread answers when it cannot be asked (it is closing): the pool's own `error`. */
@@ -21,10 +23,10 @@ export class DetectionClient {
     this.#hub = hub
   }
 
-  check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null): Promise<DetectionOutcome> {
+  check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null, account = ''): Promise<DetectionOutcome> {
     // A copy of just these bytes (a Buffer may be a view on a larger pool), moved rather than cloned.
     const copy = new Uint8Array(body)
-    const args: DetectArgs = { provider, body: copy, allow }
+    const args: DetectArgs = { provider, body: copy, allow, account }
     return this.#hub.request<DetectionOutcome>('detect', args, copy.buffer).catch(() => UNREACHABLE)
   }
 }

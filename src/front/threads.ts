@@ -39,7 +39,7 @@ class FrontThread {
     this.hub = new Hub(this.worker, {
       detect: (a: DetectArgs) => detection === null
         ? UNJUDGED
-        : detection.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow),
+        : detection.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow, a.account),
       admit: (call: LimitCall): Refusal | null => limiter.count(call),
       ready: () => services.ready(),
       metrics: () => services.metrics(),

@@ -9,7 +9,7 @@ import { FrontLimits } from '../limits/front.js'
 import { Metrics } from '../metrics.js'
 import { Pricing } from '../pricing/index.js'
 import { Calls, type CallLog } from '../proxy/calls.js'
-import { TraceSink } from '../proxy/trace-sink.js'
+import { traceSinkFor } from '../proxy/trace-sink.js'
 import { createProxyApp } from '../server/proxy-app.js'
 import { listen, uws } from '../server/uws.js'
 import { StoreClient } from '../store/client.js'
@@ -24,9 +24,7 @@ const pricing = Pricing.load(config.pricingFile)
 const store = new StoreClient(data.store)
 const keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
 const upstream = createUpstreamAgent(config)
-const sink = config.traces.enabled || config.otel !== null
-  ? new TraceSink((traces, transfer) => { store.postTraces(traces, transfer) }, config.traces.maxBodyBytes, config.traces.enabled)
-  : null
+const sink = traceSinkFor(config, (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) }, (msg, fields) => { log.warn(fields, msg) })
 const metrics = new Metrics({ traceStats: null, pricing, accountLabels: config.metrics.accountLabels, thread: String(data.index) })
 let listenSocket: unknown = null
 let drained: Promise<boolean> | null = null
@@ -61,7 +59,7 @@ async function drain (graceMs: number): Promise<boolean> {
   // Kept-alive connections too: a thread that ends with a socket open aborts the process. (uWS 20.30 has
   // TemplatedApp.close, which its typings leave out.)
   ;(app as unknown as { close (): void }).close()
-  sink?.flush()
+  sink?.close()
   await limiter.close()
   await store.call('traceStats').catch(() => null)
   await upstream.destroy().catch(() => {})

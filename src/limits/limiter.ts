@@ -2,6 +2,12 @@
 // and tokens per minute, spend per UTC day and month, for the key and for its account. Fixed windows aligned
 // to the clock (minute, UTC day, UTC month): one counter per subject and window, exact in one instance and a
 // single INCRBY across instances. admit() is a few Map lookups and compares; it never waits on Redis.
+// Each call let through under a budget or tpm holds what it may cost at most (reserve.ts) until its trace
+// is built and its real cost counted (settle), so calls in flight count from the moment they pass.
+import { performance } from 'node:perf_hooks'
+import type { Pricing } from '../pricing/index.js'
+import type { ProviderName } from '../providers/index.js'
+import type { Estimate } from './reserve.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher, type LimitUsageRow, type Limits } from './types.js'
 
@@ -9,12 +15,20 @@ import { modelMatcher, type LimitUsageRow, type Limits } from './types.js'
 const MICRO = 1_000_000
 /** Subjects examined per turn of the event loop when the month's sweep runs. */
 const SWEEP_CHUNK = 10_000
+/** A hold whose trace never came (dropped under overload) is let go this long after the call passed. */
+export const HOLD_MAX_MS = 30 * 60_000
+const HOLD_SWEEP_MS = 60_000
 
 export interface LimitCall {
   readonly keyId: string
   readonly accountId: string
   readonly key: Limits
   readonly account: Limits
+  /** The trace id: the hold is settled when the trace of this id is built. Absent: nothing is held. */
+  readonly callId?: string
+  readonly provider?: ProviderName
+  readonly model?: string | null
+  readonly estimate?: Estimate
 }
 
 /** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
@@ -24,7 +38,7 @@ export interface Admission {
 }
 
 export interface Refusal {
-  readonly code: 'rate_limited' | 'budget_exceeded' | 'model_not_allowed' | 'body_too_large'
+  readonly code: 'rate_limited' | 'budget_exceeded' | 'model_not_allowed' | 'model_not_priced' | 'body_too_large'
   /** Names the limit ("the key's limit of 60 requests per minute"), never a key. */
   readonly message: string
   readonly param: string | null
@@ -54,7 +68,17 @@ export interface LimiterOptions {
   readonly syncMs?: number
   /** Told once when the shared counters go away, and once when they are back. */
   readonly warn?: (msg: string, fields: object) => void
+  /** Prices each call's hold; a call under a budget whose model it cannot price is refused. Absent: no hold in USD. */
+  readonly pricing?: Pricing | null
+  /** Hold each call's estimate until settle() (true when built traces report their costs, i.e. traces are on). */
+  readonly hold?: boolean
 }
+
+/** What the calls in flight of one key or account hold. */
+interface Held { tok: number; micro: number }
+
+/** One call's hold. */
+interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 
@@ -62,6 +86,8 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 export function hasCounters (l: Limits): boolean {
   return l.rpm !== null || l.tpm !== null || l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 }
+
+const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 
 const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
 const tokens = (s: Subject): number => s.tokBase + s.tokFly + s.tokOwn
@@ -77,11 +103,19 @@ export class Limiter {
   readonly #keys = new Map<string, Subject>()
   readonly #accounts = new Map<string, Subject>()
   readonly #matchers = new WeakMap<readonly string[], (model: string) => boolean>()
+  readonly #pricing: Pricing | null
+  readonly #holding: boolean
+  /** Held per key ('k:' id) and account ('a:' id), and per call by its trace id. */
+  readonly #held = new Map<string, Held>()
+  readonly #holds = new Map<string, Hold>()
+  #holdSweep: NodeJS.Timeout | null = null
   #closed = false
   #sweeping: NodeJS.Immediate | null = null
 
   constructor (opts: LimiterOptions = {}) {
     this.#now = opts.now ?? Date.now
+    this.#pricing = opts.pricing ?? null
+    this.#holding = opts.hold === true
     this.#w.refresh(this.#now())
     const warn = opts.warn ?? ((msg, fields) => { process.emitWarning(`${msg} ${JSON.stringify(fields)}`, 'TracegateLimits') })
     const shared = opts.shared ?? null
@@ -118,16 +152,74 @@ export class Limiter {
     return null
   }
 
-  /** The counted limits (requests, tokens, spend of key and account): counts the request when admitted. */
+  /**
+   * The counted limits (requests, tokens, spend of key and account, each with what its calls in flight
+   * hold): counts the request when admitted, and holds its estimate under a budget or tpm.
+   */
   count (call: LimitCall): Refusal | null {
     const now = this.#now()
     if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
+    const est = call.estimate
+    const tpm = call.key.tpm !== null || call.account.tpm !== null
+    const spend = budgeted(call.key) || budgeted(call.account)
+    let micro = 0
+    if (spend && this.#pricing !== null && call.provider !== undefined && call.model !== undefined) {
+      // Under a budget a call must have a price, or it could spend without ever counting.
+      const usd = call.model === null ? null : this.#pricing.cost(call.provider, call.model, { input: est?.promptTokens ?? 0, output: est?.outputTokens ?? 0, cached: 0 }).costUsd
+      if (usd === null) return unpricedRefusal(call.model ?? null)
+      micro = usd * MICRO
+    }
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
     const refused = this.#check(call.key, k, call.account, a, now)
     if (refused !== null) return refused
     this.#admit(k, a, 1, now)
+    const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
+    if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k.name, a.name, tok, micro)
     return null
+  }
+
+  /** The traces of these ids are built (their cost counted, or they had none): their holds end. */
+  settle (callIds: readonly string[]): void {
+    if (this.#holds.size === 0) return
+    for (const id of callIds) {
+      const h = this.#holds.get(id)
+      if (h !== undefined) this.#release(id, h)
+    }
+  }
+
+  /** Calls holding an estimate now (for tests and metrics). */
+  get holding (): number {
+    return this.#holds.size
+  }
+
+  #hold (callId: string, k: string, a: string, tok: number, micro: number): void {
+    this.#holds.set(callId, { k, a, tok, micro, at: performance.now() })
+    for (const name of [k, a]) {
+      const h = this.#held.get(name)
+      if (h === undefined) this.#held.set(name, { tok, micro })
+      else { h.tok += tok; h.micro += micro }
+    }
+    this.#holdSweep ??= setInterval(() => { this.#expire() }, HOLD_SWEEP_MS).unref()
+  }
+
+  #release (callId: string, hold: Hold): void {
+    this.#holds.delete(callId)
+    for (const name of [hold.k, hold.a]) {
+      const h = this.#held.get(name)
+      if (h === undefined) continue
+      h.tok -= hold.tok
+      h.micro -= hold.micro
+      // Float sums of micro-dollars can leave dust: a subject holding no call holds nothing.
+      if (h.tok <= 0.5 && h.micro <= 1e-6) this.#held.delete(name)
+    }
+  }
+
+  /** Holds whose trace never came are let go after HOLD_MAX_MS (on the process's own clock, not the limits'). */
+  #expire (): void {
+    const oldest = performance.now() - HOLD_MAX_MS
+    for (const [id, h] of this.#holds) if (h.at < oldest) this.#release(id, h)
+    if (this.#holds.size === 0 && this.#holdSweep !== null) { clearInterval(this.#holdSweep); this.#holdSweep = null }
   }
 
   /** Requests already admitted elsewhere (a front thread, for a key without counted limits): counted, not judged. */
@@ -218,6 +310,7 @@ export class Limiter {
     if (this.#closed) return
     this.#closed = true
     if (this.#sweeping !== null) clearImmediate(this.#sweeping)
+    if (this.#holdSweep !== null) clearInterval(this.#holdSweep)
     if (this.#sync !== null) await this.#sync.close()
   }
 
@@ -294,12 +387,16 @@ export class Limiter {
   #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number): Refusal | null {
     if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
     if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
-    if (key.tpm !== null && tokens(k) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
-    if (account.tpm !== null && tokens(a) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
-    if (key.budgetDayUsd !== null && dayMicro(k) >= micro(key.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'day', key.budgetDayUsd)
-    if (account.budgetDayUsd !== null && dayMicro(a) >= micro(account.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'day', account.budgetDayUsd)
-    if (key.budgetMonthUsd !== null && monthMicro(k) >= micro(key.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'month', key.budgetMonthUsd)
-    if (account.budgetMonthUsd !== null && monthMicro(a) >= micro(account.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'month', account.budgetMonthUsd)
+    const hk = this.#held.get(k.name)
+    const ha = this.#held.get(a.name)
+    if (key.tpm !== null && tokens(k) + (hk?.tok ?? 0) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
+    if (account.tpm !== null && tokens(a) + (ha?.tok ?? 0) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
+    const kMicro = Math.ceil(hk?.micro ?? 0)
+    const aMicro = Math.ceil(ha?.micro ?? 0)
+    if (key.budgetDayUsd !== null && dayMicro(k) + kMicro >= micro(key.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'day', key.budgetDayUsd)
+    if (account.budgetDayUsd !== null && dayMicro(a) + aMicro >= micro(account.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'day', account.budgetDayUsd)
+    if (key.budgetMonthUsd !== null && monthMicro(k) + kMicro >= micro(key.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'month', key.budgetMonthUsd)
+    if (account.budgetMonthUsd !== null && monthMicro(a) + aMicro >= micro(account.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'month', account.budgetMonthUsd)
     return null
   }
 
@@ -359,6 +456,11 @@ function tightest (keyLimit: number | null, keyCount: number, accountLimit: numb
 function modelRefusal (whose: 'key' | 'account', model: string): Refusal {
   const shown = model.length > 100 ? `${model.slice(0, 100)}…` : model
   return refusal('model_not_allowed', `The model ${JSON.stringify(shown)} is not among the ${whose}'s allowed models.`, 'model', null, null, null, NO_HEADERS)
+}
+
+function unpricedRefusal (model: string | null): Refusal {
+  const shown = model === null ? 'named by this request' : JSON.stringify(model.length > 100 ? `${model.slice(0, 100)}…` : model)
+  return refusal('model_not_priced', `The model ${shown} has no price, and this key or its account has a spend budget: a call to it could not be counted against the budget.`, 'model', null, null, null, NO_HEADERS)
 }
 
 function refusal (code: Refusal['code'], message: string, param: string | null, period: 'day' | 'month' | null, limitUsd: number | null, retryAfterMs: number | null, headers: Readonly<Record<string, string>>): Refusal {

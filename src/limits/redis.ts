@@ -1,6 +1,7 @@
 // The limiter's shared counters on Redis (TRACEGATE_REDIS_URL): one pipeline per sync, never a wait on the
-// hot path. Commands fail at once when not connected (no offline queue) and after a bounded time when Redis
-// stops answering; the client reconnects in the background. The URL's password never reaches a log or an error.
+// hot path, one script call per counter that also restores a counter Redis lost (COUNT_SCRIPT). Commands
+// fail at once when not connected (no offline queue) and after a bounded time when Redis stops answering;
+// the client reconnects in the background. The URL's password never reaches a log or an error.
 import { Redis } from 'ioredis'
 import type { SharedCounters, SyncBatch, SyncResult } from './shared.js'
 
@@ -17,6 +18,33 @@ export interface RedisCountersOptions {
 }
 
 const NOT_WRITABLE = "Stream isn't writeable"
+
+/**
+ * One counter's sync, atomic in Redis: a counter below the floor the instance sends (the total it last
+ * knew, so it was flushed, evicted, or lost in a restart or failover) is first raised to it, then the add
+ * is applied and the expiry set. Answers {total, 1 when it was raised}. A counter only grows within its
+ * window, so a total below what an instance already read can only mean Redis lost it.
+ */
+const COUNT_SCRIPT = `
+local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local add = tonumber(ARGV[1])
+local floor = tonumber(ARGV[2])
+local raised = 0
+if v < floor then
+  v = floor
+  raised = 1
+end
+if add > 0 or raised == 1 then
+  v = v + add
+  redis.call('SET', KEYS[1], v)
+  redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+end
+return {v, raised}
+`
+
+interface CountPipeline {
+  tracegateCount (key: string, add: number, floor: number, expireAtMs: number): unknown
+}
 
 /** What is wrong with a Redis URL, or null; never repeats the URL (it may carry a password). */
 export function redisUrlProblem (url: string): string | null {
@@ -56,6 +84,7 @@ export class RedisCounters implements SharedCounters {
       autoResendUnfulfilledCommands: false,
       retryStrategy: (attempt) => Math.min(attempt * 100, maxDelay),
     })
+    this.#client.defineCommand('tracegateCount', { numberOfKeys: 1, lua: COUNT_SCRIPT })
     this.#client.on('ready', () => { this.#settled = true; this.#generation++; this.#lastError = null })
     // The listener also keeps ioredis from printing unhandled errors itself.
     this.#client.on('error', (e: Error) => { this.#settled = true; this.#lastError = this.#redact(e.message) })
@@ -80,19 +109,11 @@ export class RedisCounters implements SharedCounters {
     if (this.#client.status !== 'ready') return { ok: false, sent: false, reason: this.#lastError ?? 'not connected' }
     const n = batch.names.length
     if (n === 0) return { ok: true, totals: [] }
-    const pipeline = this.#client.pipeline()
-    // Per counter: SET NX of its floor, then INCRBY (whose answer is the total) or GET, then the expiry.
-    const totalAt = new Array<number>(n)
-    let command = 0
+    const pipeline = this.#client.pipeline() as ReturnType<Redis['pipeline']> & CountPipeline
+    // One script call per counter: raised to its floor if Redis lost it, the add, the expiry; its answer is
+    // the total and whether it had to be raised.
     for (let i = 0; i < n; i++) {
-      const key = KEY_PREFIX + batch.names[i]!
-      const add = batch.adds[i]!
-      const floor = batch.floors[i]!
-      if (floor > 0) { pipeline.set(key, floor, 'NX'); command++ }
-      if (add > 0) pipeline.incrby(key, add)
-      else pipeline.get(key)
-      totalAt[i] = command++
-      if (add > 0 || floor > 0) { pipeline.pexpireat(key, batch.expireAtMs[i]!); command++ }
+      pipeline.tracegateCount(KEY_PREFIX + batch.names[i]!, batch.adds[i]!, batch.floors[i]!, batch.expireAtMs[i]!)
     }
     let replies: Array<[Error | null, unknown]> | null
     try {
@@ -105,11 +126,13 @@ export class RedisCounters implements SharedCounters {
       if (err !== null) return { ok: false, sent: !err.message.startsWith(NOT_WRITABLE), reason: this.#redact(err.message) }
     }
     const totals = new Array<number>(n)
+    let restored = 0
     for (let i = 0; i < n; i++) {
-      const value = Number(replies[totalAt[i]!]![1] ?? 0)
-      totals[i] = Number.isFinite(value) ? value : 0
+      const [total, raised] = replies[i]![1] as [number, number]
+      totals[i] = Number.isFinite(total) ? total : 0
+      restored += raised
     }
-    return { ok: true, totals }
+    return { ok: true, totals, restored }
   }
 
   async close (): Promise<void> {

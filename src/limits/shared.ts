@@ -19,9 +19,11 @@ export interface SyncBatch {
   /** Whole number to add (0: only read the total). */
   readonly adds: number[]
   /**
-   * When > 0 and the counter does not exist, it is first set to this value (SET NX): the total this instance
-   * last knew, sent on each new connection, so a Redis that restarted empty, or a window seeded from the
-   * store, starts from what is known rather than from 0. When the counter exists this changes nothing.
+   * The total this instance last knew for the counter (the last total read, what it sent without an
+   * answer, or the window's seed from the store), sent on every sync: a counter below it is first raised to
+   * it. Counters only grow within a window, so one below what was read means Redis lost it (FLUSHALL,
+   * eviction, a restart without persistence, a failover to an empty replica), and it is restored from what
+   * the instances knew. 0: nothing known, nothing raised.
    */
   readonly floors: number[]
   /** Epoch ms after which the counter may be dropped: its window's end plus a grace. */
@@ -29,7 +31,8 @@ export interface SyncBatch {
 }
 
 export type SyncResult =
-  | { readonly ok: true; readonly totals: readonly number[] }
+  /** `restored`: how many counters were below their floor and raised to it (Redis had lost them). */
+  | { readonly ok: true; readonly totals: readonly number[]; readonly restored?: number }
   /**
    * `sent: false`: nothing reached the store (not connected), so the deltas can be sent again later.
    * `sent: true`: the commands were written but no full answer came back (timeout, connection lost): they
@@ -156,6 +159,8 @@ export class SharedSync {
   #mode: 'shared' | 'fallback' = 'fallback'
   /** A warning for the current episode of Redis being away has been given. */
   #warned = false
+  /** The last sync restored counters Redis had lost (told once per episode). */
+  #restoring = false
   #syncing: Promise<void> | null = null
   #closed = false
   /** Subjects touched in the last ACTIVE_MS, or with counts not yet sent. */
@@ -224,8 +229,8 @@ export class SharedSync {
         continue
       }
       listed[kept++] = s
-      // A new connection may be to a Redis that restarted empty: what is known goes as floors (SET NX).
-      this.#addToBatch(s, s.floorGen !== gen)
+      // Redis may have lost its counters at any moment, on this connection too: what is known goes as floors.
+      this.#addToBatch(s)
       subjects.push(s)
       sent.push(s.minute, s.day, s.month)
     }
@@ -255,12 +260,16 @@ export class SharedSync {
     }
     subjects.length = 0
     sent.length = 0
-    if (result.ok) this.#toShared()
-    else this.#toFallback(result.reason)
+    if (result.ok) {
+      this.#restored(result.restored ?? 0)
+      this.#toShared()
+    } else {
+      this.#toFallback(result.reason)
+    }
   }
 
   /** Four counters per subject, in this order: requests, tokens, the day's spend, the month's spend. */
-  #addToBatch (s: Subject, floors: boolean): void {
+  #addToBatch (s: Subject): void {
     if (s.namesMinute !== s.minute) {
       s.reqName = `${s.name}:requests:${s.minute}`
       s.tokName = `${s.name}:tokens:${s.minute}`
@@ -281,9 +290,17 @@ export class SharedSync {
     const w = this.#windows
     b.names.push(s.reqName, s.tokName, s.dayName, s.monthName)
     b.adds.push(s.reqFly, s.tokFly, s.dayFly, s.monthFly)
-    if (floors) b.floors.push(s.reqBase, s.tokBase, Math.round(s.dayBase), Math.round(s.monthBase))
-    else b.floors.push(0, 0, 0, 0)
+    b.floors.push(s.reqBase, s.tokBase, Math.round(s.dayBase), Math.round(s.monthBase))
     b.expireAtMs.push(w.minuteEnd + GRACE_MS, w.minuteEnd + GRACE_MS, w.dayEnd + GRACE_MS, w.monthEnd + GRACE_MS)
+  }
+
+  /** Told once per episode of syncs that found counters Redis had lost (each sync restores them). */
+  #restored (counters: number): void {
+    if (counters === 0) { this.#restoring = false; return }
+    // Coming back from an outage to a Redis that restarted empty is told by the "back" line.
+    if (this.#restoring || this.#mode === 'fallback') return
+    this.#restoring = true
+    this.#warn('limits: Redis had lost shared counts (flushed, evicted, or restarted empty); restored from what this instance knew', { counters })
   }
 
   #toShared (): void {

@@ -1,6 +1,6 @@
 // alpha: OpenAI Chat Completions (any OpenAI-compatible server can stand behind it).
-import { count as n, asArray, asObject, asString, epochSeconds, type Json } from './json.js'
-import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { count as n, asArray, asObject, asString, epochSeconds, show, type Json } from './json.js'
+import { commonResponseHeader, contentText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
 const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
@@ -10,6 +10,10 @@ const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
   429: ['requests', 'rate_limit_exceeded'],
 }
 
+// A file sent as bare base64 is read as text when its name says it is text.
+const TEXT_NAMES: Readonly<Record<string, string>> = { txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', tsv: 'text/tab-separated-values', json: 'application/json', html: 'text/html', htm: 'text/html', xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml', log: 'text/plain' }
+const typeOfName = (name: string | null): string | null => TEXT_NAMES[name?.slice(name.lastIndexOf('.') + 1).toLowerCase() ?? ''] ?? null
+
 /** An image part's URL; a data URL is shortened to its header and length. */
 function media (part: Json): string {
   const url = asString(asObject(part.image_url)?.url) ?? asString(part.image_url) ?? ''
@@ -18,8 +22,11 @@ function media (part: Json): string {
 }
 
 /**
- * Messages with string content or parts ({type: text, text}, tool output parts), the arguments of
- * tool_calls and of the legacy functions API's function_call. A `function` message is a tool result.
+ * Every text the model reads, with who wrote it: messages (string content or parts: text, refusal,
+ * file contents when their type is text), the sender `name`, an assistant's refusal, the arguments of
+ * tool_calls and of the legacy functions API's function_call, then the application's texts after the
+ * messages (tool and function descriptions and parameter schemas, the response format's schema) and
+ * the predicted output, so the messages keep their segment numbers. A `function` message is a tool result.
  */
 function walkRequest (body: Json, sink: RequestSink): void {
   const full = sink.full
@@ -42,12 +49,26 @@ function walkRequest (body: Json, sink: RequestSink): void {
       asArray(content).forEach((p, j) => {
         const part = asObject(p)
         if (part === null) return
-        if (sink.text(i, role, `${base}[${j}].text`, part.text, label) || !full) return
+        if (sink.text(i, role, `${base}[${j}].text`, part.text, label)) return
+        if (part.type === 'refusal' && sink.text(i, role, `${base}[${j}].refusal`, part.refusal, full ? 'refusal' : null)) return
+        const file = asObject(part.file)
+        if (part.type === 'file' && file !== null) {
+          const name = asString(file.filename)
+          sink.text(i, role, `${base}[${j}].file.filename`, name, full ? 'file name' : null, null, false, 'data')
+          const text = textOfBase64(typeOfName(name), file.file_data)
+          if (sink.text(i, role, `${base}[${j}].file.file_data`, text, full ? `file${name !== null ? ` ${name}` : ''}` : null, null, false, 'data') || !full) return
+          sink.other(i, role, 'file', name ?? asString(file.file_id) ?? '')
+          return
+        }
+        if (!full) return
         const type = String(part.type ?? 'part')
         if (type === 'text') return
         sink.other(i, role, type === 'image_url' ? 'image' : type, type === 'image_url' ? media(part) : part)
       })
     }
+    // A tool or function message's name is the application's function; another message's, its sender's.
+    sink.text(i, role, `messages[${i}].name`, msg.name, full ? 'name' : null, null, false, role === 'tool' ? 'application' : undefined)
+    sink.text(i, role, `messages[${i}].refusal`, msg.refusal, full ? 'refusal' : null)
     asArray(msg.tool_calls).forEach((c, j) => {
       const call = asObject(c)
       const fn = asObject(call?.function)
@@ -61,10 +82,33 @@ function walkRequest (body: Json, sink: RequestSink): void {
     if (!sink.text(i, role, `messages[${i}].function_call.arguments`, legacy?.arguments, legacyName, null, true) && legacy !== null) {
       sink.other(i, role, legacyName, legacy.arguments ?? legacy)
     }
-    if (!full) return
-    if (asString(msg.refusal) !== null) sink.other(i, role, 'refusal', msg.refusal)
-    if (sink.size === before) sink.other(i, role, label, '(empty)')
+    if (full && sink.size === before) sink.other(i, role, label, '(empty)')
   })
+  const declare = (path: string, fn: Json | null, what: string): void => {
+    if (fn === null) return
+    const head = full ? `${what} ${asString(fn.name) ?? ''}`.trim() : null
+    sink.text(-1, 'system', `${path}.description`, fn.description, head)
+    sink.text(-1, 'system', `${path}.parameters`, schemaText(fn.parameters), full ? `${head ?? ''} parameters` : null, full ? show(fn.parameters) : null, true)
+  }
+  asArray(body.tools).forEach((t, j) => {
+    const tool = asObject(t)
+    declare(`tools[${j}].function`, asObject(tool?.function), 'tool')
+    declare(`tools[${j}].custom`, asObject(tool?.custom), 'tool')
+  })
+  asArray(body.functions).forEach((f, j) => { declare(`functions[${j}]`, asObject(f), 'function') })
+  const format = asObject(asObject(body.response_format)?.json_schema)
+  if (format !== null) {
+    const head = full ? `response format ${asString(format.name) ?? ''}`.trim() : null
+    sink.text(-1, 'system', 'response_format.json_schema.description', format.description, head)
+    sink.text(-1, 'system', 'response_format.json_schema.schema', schemaText(format.schema), full ? `${head ?? ''} schema` : null, full ? show(format.schema) : null, true)
+  }
+  const prediction = asObject(body.prediction)?.content
+  if (typeof prediction === 'string') sink.text(-1, 'system', 'prediction.content', prediction, full ? 'predicted output' : null, null, false, 'data')
+  else {
+    asArray(prediction).forEach((p, j) => {
+      sink.text(-1, 'system', `prediction.content[${j}].text`, asObject(p)?.text, full ? 'predicted output' : null, null, false, 'data')
+    })
+  }
 }
 
 export const alpha: Dialect = {
@@ -87,7 +131,8 @@ export const alpha: Dialect = {
     }),
   },
   defaultBaseUrl: 'https://api.openai.com',
-  priceCatalog: { id: 'openai', models: /^(gpt-4o|gpt-4o-mini|gpt-4\.1(-mini|-nano)?|gpt-5(\.\d)?(-mini|-nano|-pro)?|o1|o1-mini|o3|o3-mini|o3-pro|o4-mini|gpt-3\.5-turbo|gpt-4-turbo)$/ },
+  priceProvider: 'openai',
+  maxTokens: { within: null, members: ['max_completion_tokens', 'max_tokens'] },
   keyField: 'alpha_api_key',
   ownFields: [],
   params: [

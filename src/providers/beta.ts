@@ -1,6 +1,6 @@
 // beta: Anthropic Messages.
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
-import { commonResponseHeader, contentText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, contentText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage, type SpanSource } from './types.js'
 
 // Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
 const ERROR_TYPES: Readonly<Record<number, string>> = {
@@ -17,43 +17,78 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
 }
 
 /**
- * Content: a string or blocks. Text blocks, tool_result blocks (their content, as role `tool`),
- * tool_use input (its strings joined by newlines), and text documents.
+ * Content: a string or blocks. Text blocks, tool_result blocks (their content, as role `tool`), tool_use
+ * input (its strings joined by newlines), thinking, and as data: documents (text, base64 text and
+ * content sources, title and context), search results (title and content) and web search result titles.
  */
-function blocks (sink: RequestSink, i: number, role: string, base: string, content: unknown, label: string | null = null): void {
-  if (typeof content === 'string') { sink.text(i, role, base, content, label); return }
+function blocks (sink: RequestSink, i: number, role: string, base: string, content: unknown, label: string | null = null, source?: SpanSource): void {
+  if (typeof content === 'string') { sink.text(i, role, base, content, label, null, false, source); return }
   const full = sink.full
   asArray(content).forEach((b, j) => {
     const block = asObject(b)
     if (block === null) return
-    if (block.type === 'tool_result') {
+    const at = `${base}[${j}]`
+    if (block.type === 'tool_result' || block.type === 'mcp_tool_result') {
       const id = asString(block.tool_use_id)
       const head = full ? `tool result${id !== null ? ` (${id})` : ''}${block.is_error === true ? ' — error' : ''}` : null
       const before = sink.size
-      blocks(sink, i, 'tool', `${base}[${j}].content`, block.content, head)
+      blocks(sink, i, 'tool', `${at}.content`, block.content, head)
       if (full && sink.size === before) sink.other(i, 'tool', head, '(empty)')
       return
     }
-    if (block.type === 'tool_use') {
+    if (block.type === 'tool_use' || block.type === 'server_tool_use' || block.type === 'mcp_tool_use') {
       const head = full ? `tool use ${asString(block.name) ?? ''} (${asString(block.id) ?? ''})` : null
-      if (!sink.text(i, role, `${base}[${j}].input`, jsonStrings(block.input).join('\n'), head, full ? show(block.input ?? {}) : null, true)) {
+      if (!sink.text(i, role, `${at}.input`, jsonStrings(block.input).join('\n'), head, full ? show(block.input ?? {}) : null, true, source)) {
         sink.other(i, role, head, block.input ?? {})
       }
       return
     }
-    const hadText = sink.text(i, role, `${base}[${j}].text`, block.text, label)
-    const source = asObject(block.source)
-    if (block.type === 'document' && source?.type === 'text') {
-      sink.text(i, role, `${base}[${j}].source.data`, source.data, full ? `document${asString(block.title) !== null ? ` ${asString(block.title)}` : ''}` : null)
+    if (block.type === 'document') { document(sink, i, role, at, block); return }
+    if (block.type === 'search_result') {
+      const head = full ? `search result${asString(block.source) !== null ? ` ${asString(block.source)}` : ''}` : null
+      sink.text(i, role, `${at}.title`, block.title, head, null, false, 'data')
+      blocks(sink, i, role, `${at}.content`, block.content, head, 'data')
       return
     }
+    if (block.type === 'web_search_tool_result') {
+      asArray(block.content).forEach((r, k) => {
+        const result = asObject(r)
+        sink.text(i, 'tool', `${at}.content[${k}].title`, result?.title, full ? `web search result ${asString(result?.url) ?? ''}`.trim() : null, null, false, 'data')
+      })
+      return
+    }
+    if (block.type === 'thinking' && sink.text(i, role, `${at}.thinking`, block.thinking, full ? 'thinking' : null, null, false, source)) return
+    const hadText = sink.text(i, role, `${at}.text`, block.text, label, null, false, source)
     const type = String(block.type ?? 'block')
     if (!full || hadText || type === 'text') return
-    if (type === 'server_tool_use') sink.other(i, role, `tool use ${asString(block.name) ?? ''} (${asString(block.id) ?? ''})`, block.input ?? {})
-    else if (type === 'thinking') sink.other(i, role, 'thinking', asString(block.thinking) ?? '')
-    else if (type === 'redacted_thinking') sink.other(i, role, 'redacted thinking', '…')
-    else if (type === 'image' || type === 'document') sink.other(i, role, type, asString(source?.url) ?? asString(source?.media_type) ?? '')
+    if (type === 'redacted_thinking') sink.other(i, role, 'redacted thinking', '…')
+    else if (type === 'image') sink.other(i, role, type, asString(asObject(block.source)?.url) ?? asString(asObject(block.source)?.media_type) ?? '')
     else sink.other(i, role, type, block)
+  })
+}
+
+/** A document block: its title and context, and its text (a text source, base64 of a text type, or content blocks), all data. */
+function document (sink: RequestSink, i: number, role: string, at: string, block: Json): void {
+  const full = sink.full
+  const source = asObject(block.source)
+  const head = full ? `document${asString(block.title) !== null ? ` ${asString(block.title)}` : ''}` : null
+  sink.text(i, role, `${at}.title`, block.title, full ? 'document title' : null, null, false, 'data')
+  sink.text(i, role, `${at}.context`, block.context, full ? 'document context' : null, null, false, 'data')
+  const before = sink.size
+  if (source?.type === 'text') sink.text(i, role, `${at}.source.data`, source.data, head, null, false, 'data')
+  else if (source?.type === 'base64') sink.text(i, role, `${at}.source.data`, textOfBase64(source.media_type, source.data), head, null, false, 'data')
+  else if (source?.type === 'content') blocks(sink, i, role, `${at}.source.content`, source.content, head, 'data')
+  if (full && sink.size === before) sink.other(i, role, 'document', asString(source?.url) ?? asString(source?.media_type) ?? asString(source?.file_id) ?? '')
+}
+
+/** The application's tools: each description and input schema's text, after the messages. */
+function tools (sink: RequestSink, list: unknown): void {
+  asArray(list).forEach((t, j) => {
+    const tool = asObject(t)
+    if (tool === null) return
+    const head = sink.full ? `tool ${asString(tool.name) ?? ''}`.trim() : null
+    sink.text(-1, 'system', `tools[${j}].description`, tool.description, head)
+    sink.text(-1, 'system', `tools[${j}].input_schema`, schemaText(tool.input_schema), sink.full ? `${head ?? ''} input schema` : null, sink.full ? show(tool.input_schema) : null, true)
   })
 }
 
@@ -81,7 +116,8 @@ export const beta: Dialect = {
     },
   },
   defaultBaseUrl: 'https://api.anthropic.com',
-  priceCatalog: { id: 'anthropic', models: /^claude-(3-5-haiku|3-5-sonnet|3-7-sonnet|3-haiku|3-opus|haiku-4-5|sonnet-4-\d|opus-4-\d)(-latest)?$/ },
+  priceProvider: 'anthropic',
+  maxTokens: { within: null, members: ['max_tokens'] },
   keyField: 'beta_api_key',
   ownFields: [],
   params: [
@@ -105,6 +141,7 @@ export const beta: Dialect = {
       const msg = asObject(m)
       if (msg !== null) blocks(sink, i, String(msg.role ?? 'user'), `messages[${i}].content`, msg.content)
     })
+    tools(sink, body.tools)
   },
 
   promptText (b) {
@@ -124,6 +161,7 @@ export const beta: Dialect = {
       const cacheRead = n(usage.cache_read_input_tokens)
       u.input = n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + cacheRead
       u.cached = cacheRead
+      u.cacheWrite = n(usage.cache_creation_input_tokens)
     }
     if (usage.output_tokens !== undefined) u.output = n(usage.output_tokens)
     return true

@@ -1,7 +1,7 @@
 // gamma: Google Gemini generateContent. The path carries the model, so gamma takes `model` and `stream`
 // from the body as service fields and moves them into the upstream URL.
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
-import { commonResponseHeader, partsText, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, partsText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // Gemini model ids (`gemini-2.5-flash`, `gemini-1.5-pro-002`, tuned `tunedModels/x` is not a models/ path).
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
@@ -25,35 +25,72 @@ function bareModel (model: string): string {
   return model.startsWith('models/') ? model.slice(7) : model
 }
 
-/** Parts: text, functionResponse (as role `tool`) and functionCall args, each JSON value as its strings. */
+/** A member under its REST name or its proto (snake_case) name: the API takes both. */
+const member = (o: Json | null, camel: string, snake: string): unknown => o?.[camel] ?? o?.[snake]
+
+/**
+ * Parts: text, functionResponse (as role `tool`: its response's strings and its parts), functionCall
+ * args, executable code, and as data: inline data of a text type (base64, decoded) and code results.
+ */
 function parts (sink: RequestSink, i: number, role: string, base: string, list: unknown): void {
   const full = sink.full
   asArray(list).forEach((p, j) => {
     const part = asObject(p)
     if (part === null) return
     sink.text(i, role, `${base}[${j}].text`, part.text, part.thought === true ? 'thought' : null)
-    const fr = asObject(part.functionResponse)
+    const fr = asObject(member(part, 'functionResponse', 'function_response'))
     if (fr !== null) {
       const head = full ? `function response ${asString(fr.name) ?? ''}`.trim() : null
       if (!sink.text(i, 'tool', `${base}[${j}].functionResponse.response`, jsonStrings(fr.response).join('\n'), head, full ? show(fr.response ?? null) : null, true)) {
         sink.other(i, 'tool', head, fr.response ?? null)
       }
+      parts(sink, i, 'tool', `${base}[${j}].functionResponse.parts`, fr.parts)
     }
-    const fc = asObject(part.functionCall)
+    const fc = asObject(member(part, 'functionCall', 'function_call'))
     if (fc !== null) {
       const head = full ? `function call ${asString(fc.name) ?? ''}`.trim() : null
       if (!sink.text(i, role, `${base}[${j}].functionCall.args`, jsonStrings(fc.args).join('\n'), head, full ? show(fc.args ?? {}) : null, true)) {
         sink.other(i, role, head, fc.args ?? {})
       }
     }
+    const inline = asObject(member(part, 'inlineData', 'inline_data'))
+    const mime = asString(member(inline, 'mimeType', 'mime_type'))
+    const decoded = inline === null ? null : textOfBase64(mime, inline.data)
+    if (!sink.text(i, role, `${base}[${j}].inlineData.data`, decoded, full ? `inline data ${mime ?? ''}`.trim() : null, null, false, 'data') && full && inline !== null) {
+      sink.other(i, role, 'inline data', mime ?? '')
+    }
+    const code = asObject(member(part, 'executableCode', 'executable_code'))
+    sink.text(i, role, `${base}[${j}].executableCode.code`, code?.code, full ? 'code' : null, null, true)
+    const result = asObject(member(part, 'codeExecutionResult', 'code_execution_result'))
+    sink.text(i, role, `${base}[${j}].codeExecutionResult.output`, result?.output, full ? 'code result' : null, null, true, 'data')
     if (!full) return
-    const inline = asObject(part.inlineData ?? part.inline_data)
-    if (inline !== null) sink.other(i, role, 'inline data', asString(inline.mimeType ?? inline.mime_type) ?? '')
-    const file = asObject(part.fileData ?? part.file_data)
-    if (file !== null) sink.other(i, role, 'file', asString(file.fileUri ?? file.file_uri) ?? '')
-    if (asObject(part.executableCode) !== null) sink.other(i, role, 'code', asString(asObject(part.executableCode)?.code) ?? '')
-    if (asObject(part.codeExecutionResult) !== null) sink.other(i, role, 'code result', asString(asObject(part.codeExecutionResult)?.output) ?? '')
+    const file = asObject(member(part, 'fileData', 'file_data'))
+    if (file !== null) sink.other(i, role, 'file', asString(member(file, 'fileUri', 'file_uri')) ?? '')
   })
+}
+
+/** The application's function declarations (description, parameter and response schemas) and the response schema, after the contents. */
+function declarations (sink: RequestSink, body: Json): void {
+  const full = sink.full
+  const schema = (path: string, value: unknown, head: string | null): void => {
+    if (value !== undefined) sink.text(-1, 'system', path, schemaText(value), head, full ? show(value) : null, true)
+  }
+  asArray(body.tools).forEach((t, j) => {
+    asArray(member(asObject(t), 'functionDeclarations', 'function_declarations')).forEach((d, k) => {
+      const fn = asObject(d)
+      if (fn === null) return
+      const at = `tools[${j}].functionDeclarations[${k}]`
+      const head = full ? `function ${asString(fn.name) ?? ''}`.trim() : null
+      sink.text(-1, 'system', `${at}.description`, fn.description, head)
+      schema(`${at}.parameters`, fn.parameters, head)
+      schema(`${at}.parametersJsonSchema`, member(fn, 'parametersJsonSchema', 'parameters_json_schema'), head)
+      schema(`${at}.response`, fn.response, head)
+      schema(`${at}.responseJsonSchema`, member(fn, 'responseJsonSchema', 'response_json_schema'), head)
+    })
+  })
+  const config = asObject(member(body, 'generationConfig', 'generation_config'))
+  schema('generationConfig.responseSchema', member(config, 'responseSchema', 'response_schema'), full ? 'response schema' : null)
+  schema('generationConfig.responseJsonSchema', member(config, 'responseJsonSchema', 'response_json_schema'), full ? 'response schema' : null)
 }
 
 export const gamma: Dialect = {
@@ -90,7 +127,8 @@ export const gamma: Dialect = {
     },
   },
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
-  priceCatalog: { id: 'google', models: /^gemini-(1\.5|2\.0|2\.5|3(\.\d)?)-(pro|flash|flash-lite)(-preview)?$/ },
+  priceProvider: 'google',
+  maxTokens: { within: 'generationConfig', members: ['maxOutputTokens'] },
   keyField: 'gamma_api_key',
   ownFields: ['model', 'stream'],
   params: [
@@ -121,6 +159,7 @@ export const gamma: Dialect = {
       const role = content.role === 'model' ? 'assistant' : String(content.role ?? 'user')
       parts(sink, i, role, `contents[${i}].parts`, content.parts)
     })
+    declarations(sink, body)
   },
 
   promptText (b) {

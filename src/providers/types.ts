@@ -3,7 +3,7 @@
 // of an answer (the store worker and the dashboard). Everything here is pure, so the browser imports it
 // too. Provider quirks live only in the provider modules; generic code calls this interface.
 import type { ProviderName } from './index.js'
-import { asArray, asObject, type Json } from './json.js'
+import { asArray, asObject, jsonStrings, type Json } from './json.js'
 
 export interface ParamRule {
   readonly name: string
@@ -78,9 +78,27 @@ export interface NativeApi {
 
 /** Token usage as the provider reports it. */
 export interface ReportedUsage {
+  /** All input tokens, cache reads and writes included. */
   input: number
+  /** All output tokens, reasoning tokens included. */
   output: number
+  /** The part of `input` read from the prompt cache. */
   cached: number
+  /** The part of `input` written to the prompt cache (beta reports it). */
+  cacheWrite: number
+}
+
+/**
+ * Who wrote a text: the application (system and developer prompts, tool and schema descriptions), the
+ * user (the sender's own words, and what the client says the assistant wrote), or data the model is
+ * handed to read (tool and function results, documents, search results, files). The detector judges
+ * each by what its writer can do.
+ */
+export type SpanSource = 'application' | 'user' | 'data'
+
+/** The source a role implies; the walkers name it only where it differs (a document in a user message). */
+export function roleSource (role: string): SpanSource {
+  return role === 'system' || role === 'developer' ? 'application' : role === 'tool' ? 'data' : 'user'
 }
 
 /**
@@ -93,8 +111,8 @@ export interface RequestSink {
   /** How many parts were recorded so far (a message with none is shown as empty). */
   readonly size: number
   /** A text the detector reads, at its JSON path; false (nothing recorded) unless a non-empty string. */
-  text (message: number, role: string, path: string, text: unknown, label?: string | null, display?: string | null, code?: boolean): boolean
-  /** Something shown that the detector does not read (images, thinking, empty results); full sinks only. */
+  text (message: number, role: string, path: string, text: unknown, label?: string | null, display?: string | null, code?: boolean, source?: SpanSource): boolean
+  /** Something shown that the detector does not read (images, redacted thinking, empty results); full sinks only. */
   other (message: number, role: string, label: string | null, value: unknown): void
 }
 
@@ -113,8 +131,10 @@ export interface Dialect {
   readonly native: NativeApi
   /** Where the provider's API lives unless TRACEGATE_<NAME>_BASE_URL says otherwise. */
   readonly defaultBaseUrl: string
-  /** Where `npm run pricing:update` finds this provider's prices: its id in @pydantic/genai-prices and the models the table keeps. */
-  readonly priceCatalog: { readonly id: string, readonly models: RegExp }
+  /** The provider's id in @pydantic/genai-prices, whose prices and model matching cost its calls. */
+  readonly priceProvider: string
+  /** Where a request caps its output tokens: top-level members, or members of the object `within` (first one set wins). */
+  readonly maxTokens: { readonly within: string | null, readonly members: readonly string[] }
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */
@@ -182,4 +202,64 @@ export function partsText (parts: unknown): string {
     if (fr !== null) s += JSON.stringify(fr.response ?? '') + '\n'
   }
   return s
+}
+
+/** Schema members whose strings the model reads: descriptions, titles and example values (not `type`, `format`, `pattern`). */
+const SCHEMA_TEXT = new Set(['description', 'title'])
+const SCHEMA_VALUES = new Set(['enum', 'const', 'default', 'examples', 'example'])
+
+/**
+ * The text a JSON schema shows the model (tool parameters, a response format), one string a line:
+ * descriptions, titles, example and enum values, and property names, at any depth.
+ */
+export function schemaText (schema: unknown): string {
+  const out: string[] = []
+  const walk = (v: unknown, depth: number): void => {
+    if (depth > 64) return
+    if (Array.isArray(v)) { for (const x of v) walk(x, depth + 1); return }
+    const o = asObject(v)
+    if (o === null) return
+    for (const [k, x] of Object.entries(o)) {
+      if (SCHEMA_TEXT.has(k) && typeof x === 'string') out.push(x)
+      else if (SCHEMA_VALUES.has(k)) jsonStrings(x, out)
+      else if ((k === 'properties' || k === 'patternProperties' || k === '$defs' || k === 'definitions') && asObject(x) !== null) {
+        for (const [name, sub] of Object.entries(x as Json)) { out.push(name); walk(sub, depth + 1) }
+      } else if (typeof x === 'object') walk(x, depth + 1)
+    }
+  }
+  walk(schema, 0)
+  return out.join('\n')
+}
+
+/**
+ * A base64 payload's text when its media type is text (text/*, JSON, XML, CSV, YAML, Markdown), else
+ * null. A data URL (`data:text/plain;base64,…`, as OpenAI's file_data) names its own type.
+ */
+export function textOfBase64 (mediaType: unknown, data: unknown): string | null {
+  if (typeof data !== 'string' || data === '') return null
+  let type = typeof mediaType === 'string' ? mediaType : ''
+  let payload = data
+  const comma = data.startsWith('data:') ? data.indexOf(',') : -1
+  if (comma > 0) {
+    const head = data.slice(5, comma)
+    type = head.split(';')[0] || type
+    payload = data.slice(comma + 1)
+    if (!head.endsWith(';base64')) return isTextType(type) ? safeDecodeUri(payload) : null
+  }
+  if (!isTextType(type)) return null
+  try {
+    const bin = atob(payload.replace(/\s+/g, ''))
+    const bytes = new Uint8Array(bin.length)
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i)
+    return new TextDecoder().decode(bytes)
+  } catch {
+    return null
+  }
+}
+
+const TEXT_TYPE = /^(?:text\/[\w.+-]+|application\/(?:[\w.+-]*\+)?(?:json|xml|yaml|x-yaml|csv|markdown|x-ndjson|javascript|x-sh|sql))$/i
+const isTextType = (type: string): boolean => TEXT_TYPE.test(type.trim())
+
+function safeDecodeUri (s: string): string | null {
+  try { return decodeURIComponent(s) } catch { return null }
 }

@@ -1,5 +1,5 @@
 // What a request says about itself in headers: on a native route the keys, where each SDK sends them;
-// on every route the x-tracegate-* headers (confidential, and the labels its trace is stored with).
+// on every route the x-tracegate-* headers (the keys, confidential, and the labels its trace is stored with).
 // Values are read while the uWS request is valid and checked later, at the schema step, so the check
 // order is the contract's: a bad header is a 422 naming it, after the key is accepted.
 import { isUtf8 } from 'node:buffer'
@@ -30,6 +30,8 @@ const PRINTABLE = /^[\t\x20-\x7e]*$/
 
 /** The x-tracegate-* headers as sent ('' when absent), read byte for byte (latin1). */
 export interface CallerHeaders {
+  readonly tracegateKey: string
+  readonly providerKey: string
   readonly confidential: string
   readonly user: string
   readonly session: string
@@ -39,6 +41,8 @@ export interface CallerHeaders {
 
 export function readCallerHeaders (req: HttpRequest): CallerHeaders {
   return {
+    tracegateKey: req.getHeader('x-tracegate-key'),
+    providerKey: req.getHeader('x-tracegate-provider-key'),
     confidential: req.getHeader('x-tracegate-confidential'),
     user: req.getHeader('x-tracegate-user'),
     session: req.getHeader('x-tracegate-session'),
@@ -58,37 +62,43 @@ export interface NativeKeys {
 
 /**
  * The SDK's key (its usual header, or gamma's `?key=`) is the tracegate key when it is one, and the
- * provider key otherwise; the other one comes from x-tracegate-key or x-tracegate-provider-key.
+ * provider key otherwise; the other one comes from x-tracegate-key or x-tracegate-provider-key. The
+ * SDK's key given in two of its places with different values is refused, naming the second place: a
+ * key silently passed over could be the one the caller meant to pay with.
  */
 export function readNativeKeys (dialect: Dialect, req: HttpRequest, query: URLSearchParams | null): NativeKeys {
-  let sdkKey: string | null = null
-  let from = ''
+  const given: Array<readonly [string, string]> = []
   for (const name of dialect.native.keyHeaders) {
-    let value = req.getHeader(name)
-    if (value === '') continue
-    if (name === 'authorization') value = BEARER.exec(value)?.[1] ?? value
-    sdkKey = value
-    from = name
-    break
+    const value = req.getHeader(name)
+    if (value !== '') given.push([name, name === 'authorization' ? BEARER.exec(value)?.[1] ?? value : value])
   }
   const keyQuery = dialect.native.keyQuery
-  if (sdkKey === null && keyQuery !== null && query !== null) {
-    const value = query.get(keyQuery)
-    if (value !== null && value !== '') { sdkKey = value; from = keyQuery }
+  if (keyQuery !== null) {
+    const value = query?.get(keyQuery) ?? ''
+    if (value !== '') given.push([keyQuery, value])
   }
+  const [from, sdkKey] = given[0] ?? ['', null]
+  const other = given.find(([, value]) => value !== sdkKey)
+  let conflict = other === undefined ? null : twice(other[0], `A key is given in ${from} and, differently, in ${other[0]}; send it once.`)
   const tracegateHeader = req.getHeader('x-tracegate-key')
   const providerHeader = req.getHeader('x-tracegate-provider-key')
   if (sdkKey !== null && sdkKey.startsWith(TRACEGATE_KEY_PREFIX)) {
-    const conflict = tracegateHeader !== '' && tracegateHeader !== sdkKey
-      ? twice('x-tracegate-key', `The tracegate key is given in ${from} and, differently, in x-tracegate-key.`)
-      : null
+    if (tracegateHeader !== '' && tracegateHeader !== sdkKey) conflict ??= twice('x-tracegate-key', `The tracegate key is given in ${from} and, differently, in x-tracegate-key.`)
     return { tracegateKey: sdkKey, providerKey: providerHeader === '' ? null : providerHeader, providerKeyFrom: 'x-tracegate-provider-key', conflict }
   }
-  const conflict = sdkKey !== null && providerHeader !== ''
-    ? twice('x-tracegate-provider-key', `A provider key is given in ${from} and in x-tracegate-provider-key; send it in one of them.`)
-    : null
+  if (sdkKey !== null && providerHeader !== '') conflict ??= twice('x-tracegate-provider-key', `A provider key is given in ${from} and in x-tracegate-provider-key; send it in one of them.`)
   if (sdkKey !== null) return { tracegateKey: tracegateHeader === '' ? null : tracegateHeader, providerKey: sdkKey, providerKeyFrom: from, conflict }
   return { tracegateKey: tracegateHeader === '' ? null : tracegateHeader, providerKey: providerHeader === '' ? null : providerHeader, providerKeyFrom: 'x-tracegate-provider-key', conflict }
+}
+
+/**
+ * The contract route's provider key: the body's field, else x-tracegate-provider-key. Given in both it
+ * is refused, as two provider keys are on a native route.
+ */
+export function contractProviderKey (bodyKey: string | null, header: string, field: string): string | null {
+  if (header === '') return bodyKey
+  if (bodyKey !== null) throw twice('x-tracegate-provider-key', `A provider key is given in ${field} and in x-tracegate-provider-key; send it in one of them.`)
+  return checkHeaderKey(header, 'x-tracegate-provider-key')
 }
 
 function twice (param: string, message: string): TracegateError {

@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics.js'
 import { accessFields } from './access-log.js'
 import type { Exchange } from './exchange.js'
 import type { TraceSink } from './trace-sink.js'
+import { afterWriteAhead } from './write-ahead.js'
 
 /** The log lines a call may write (a pino logger, or a front thread's forwarder to the main thread's). */
 export interface CallLog {
@@ -67,7 +68,9 @@ export class Calls {
     if (x.accountId === null) this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
     else this.#metrics.finished(x)
     this.#sink?.push(x)
-    if (this.#inflight === 0 && this.#drained !== null) this.#drained()
+    // Drained once the last responses have ended too (they may wait for the turn's write-ahead).
+    const drained = this.#drained
+    if (this.#inflight === 0 && drained !== null && !afterWriteAhead(drained)) drained()
   }
 
   /** New calls get 503 from now on; resolves when none is in flight, or after `graceMs`. */

@@ -58,7 +58,7 @@ export class Exchange {
   errorCause: string | null = null
   /** Detection's answer; null when it did not run (confidential, off) or could not judge. */
   verdict: Verdict | null = null
-  /** Why detection could not judge the request (error, deadline, queue_full). */
+  /** Why detection could not judge the request (error, deadline, queue_full, too_large). */
   detectionFailure: string | null = null
   /** The account's detection policy, once the call reached the detection step (the trace names it). */
   detectionPolicy: AccountDetection | null = null

@@ -17,11 +17,12 @@ import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { atThreshold, type AccountDetection } from '../detection/policy.js'
 import type { Admission, Refusal } from '../limits/limiter.js'
+import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
-import { callLabels, checkHeaderKey, confidentialHeader, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
-import { cutMembers, isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
-import { checkSchema, HEADER_VALUE, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
+import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
+import { cutMembers, Kind, stringValue, type Member } from './scan.js'
+import { checkSchema, HEADER_VALUE, readNativeBody, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
 
 export interface ProxyDeps {
   readonly config: Config
@@ -49,15 +50,19 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
   return model !== null && (dialect.validModel === undefined || dialect.validModel(model)) ? model : null
 }
 
-/** What a 403 tells the client: the categories and scores that blocked it, never the matched text. */
+/** The 503 of a body over TRACEGATE_DETECTION_MAX_BYTES: larger than detection judges, not late. */
+const TOO_LARGE_MESSAGE = 'The request is larger than safety detection judges (TRACEGATE_DETECTION_MAX_BYTES); it was not forwarded.'
+
+/** What a 403 tells the client: the categories and scores that blocked it and where (who wrote the span, its JSON path), never the matched text. */
 function blockedSummary (v: Verdict): Record<string, unknown> {
   return {
     score: Math.round(v.score * 1000) / 1000,
     threshold: v.threshold,
+    ...(v.dataThreshold !== undefined ? { data_threshold: v.dataThreshold } : {}),
     categories: v.categories,
     findings: v.issues
       .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
-      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message })),
+      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message, source: i.source, path: i.path })),
   }
 }
 
@@ -121,15 +126,18 @@ interface Received {
   readonly members: readonly Member[]
   readonly apiKey: string
   readonly cut: ReadonlySet<number> | null
+  /** Two keys that contradict each other: the 422 answered at the schema step. */
+  readonly conflict: TracegateError | null
 }
 
 /**
  * One route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields and the
  * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
  * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
- * takes the keys from the body and cuts them out; a native route (the provider's own path) takes them
- * from the headers its SDK sends and forwards the body as it came. The raw body, which may hold keys,
- * is passed from step to step and never kept on the exchange; the exchange only holds the forwarded body.
+ * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route
+ * (the provider's own path) takes them from the headers its SDK sends, refuses a service field in the
+ * body, and forwards the body as it came. The raw body, which may hold keys, is passed from step to step
+ * and never kept on the exchange; the exchange only holds the forwarded body.
  */
 class ProxyRoute {
   readonly #dialect: Dialect
@@ -226,14 +234,12 @@ class ProxyRoute {
   #received (x: Exchange, raw: Buffer, head: Head): void {
     let got: Received
     if (head.keys === null) {
-      const sf = readServiceFields(raw, this.#dialect)
-      got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut }
+      const sf = readServiceFields(raw, this.#dialect, head.caller.tracegateKey)
+      got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut, conflict: sf.conflict }
     } else {
-      if (raw.length === 0 || !isValidJson(raw)) throw new TracegateError('invalid_json')
-      const members = scanTopLevel(raw)
-      if (members === null) throw new TracegateError('invalid_json', { message: 'The request body must be a JSON object.' })
+      const members = readNativeBody(raw)
       if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
-      got = { head, members, apiKey: head.keys.tracegateKey, cut: null }
+      got = { head, members, apiKey: head.keys.tracegateKey, cut: null, conflict: head.keys.conflict }
     }
     const verdict = authenticate(this.#deps.keys, got.apiKey, 'proxy')
     if (verdict instanceof Promise) {
@@ -269,7 +275,8 @@ class ProxyRoute {
       x.streaming = checked.stream
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
-      const providerKey = this.#providerKey(checked, head.keys, verdict.serverSideKeys)
+      if (got.conflict !== null) throw got.conflict
+      const providerKey = this.#providerKey(checked, head, verdict.serverSideKeys)
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
       out = { path: dialect.target(facts).path, headers: this.#headers(x, providerKey), body }
     } catch (err) {
@@ -281,7 +288,9 @@ class ProxyRoute {
     // The limits of the key and its account: the last check before detection and the provider (DESIGN §2).
     const limiter = this.#deps.limiter
     if (limiter != null) {
-      const refusal = limiter.admit({ keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits }, x.model, raw.length)
+      const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits)
+      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate }
+      const refusal = limiter.admit(call, x.model, raw.length)
       if (refusal instanceof Promise) {
         // A front thread asks the main thread's counts (limits/front.ts).
         refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#admitted(x, out, verdict) }).catch((err: unknown) => { x.fail(err) })
@@ -309,9 +318,11 @@ class ProxyRoute {
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
-  #providerKey (checked: CheckedRequest, keys: NativeKeys | null, serverSideKeys: boolean): string {
-    if (keys !== null && keys.conflict !== null) throw keys.conflict
-    const own = keys === null ? checked.providerKey : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
+  #providerKey (checked: CheckedRequest, head: Head, serverSideKeys: boolean): string {
+    const keys = head.keys
+    const own = keys === null
+      ? contractProviderKey(checked.providerKey, head.caller.providerKey, this.#dialect.keyField)
+      : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
     const key = own ?? (serverSideKeys ? this.#serverKey : null)
     if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
     return key
@@ -333,7 +344,7 @@ class ProxyRoute {
 
   /** Step 8: detection on every non-confidential request of an account whose policy is not `off`, before anything is sent. */
   #detect (x: Exchange, detection: Detector, out: Outbound, policy: AccountDetection): void {
-    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases)
+    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases, x.accountId ?? '')
       .then((outcome) => { this.#judged(x, outcome, out, policy) })
       .catch((err: unknown) => { x.fail(err) })
   }
@@ -357,7 +368,8 @@ class ProxyRoute {
     } else {
       x.detectionFailure = outcome.failure
       if (policy.policy === 'block' && this.#deps.config.detection.failureMode === 'closed') {
-        x.fail(new TracegateError('detection_unavailable', { extra: { detection: { failure: outcome.failure } } }))
+        const message = outcome.failure === 'too_large' ? TOO_LARGE_MESSAGE : undefined
+        x.fail(new TracegateError('detection_unavailable', { ...(message === undefined ? {} : { message }), extra: { detection: { failure: outcome.failure } } }))
         return
       }
     }

@@ -9,9 +9,12 @@ const COMMON_SERVICE_FIELDS: readonly string[] = ['api_key', 'is_confidential', 
 
 export interface ServiceFields {
   readonly members: readonly Member[]
+  /** The tracegate key: the body's api_key, or the x-tracegate-key header when the body has none. */
   readonly apiKey: string
   /** Indexes of the members cut out before forwarding. */
   readonly cut: ReadonlySet<number>
+  /** Set when api_key and x-tracegate-key name different keys: the 422 answered at the schema step. */
+  readonly conflict: TracegateError | null
 }
 
 export interface CheckedRequest extends RequestFacts {
@@ -32,11 +35,21 @@ function serviceFields (dialect: Dialect): ReadonlySet<string> {
   return s
 }
 
-/** Steps 2 and 3: JSON validity, duplicate service fields, the tracegate key. */
-export function readServiceFields (body: Buffer, dialect: Dialect): ServiceFields {
+/** A JSON object body's top-level members (step 2). */
+function jsonMembers (body: Buffer): Member[] {
   if (body.length === 0 || !isValidJson(body)) throw new TracegateError('invalid_json')
   const members = scanTopLevel(body)
   if (members === null) throw new TracegateError('invalid_json', { message: 'The request body must be a JSON object.' })
+  return members
+}
+
+/**
+ * Steps 2 and 3: JSON validity, duplicate service fields, the tracegate key. `headerKey` is the
+ * x-tracegate-key header ('' when absent): it stands in for an absent api_key, and a different one
+ * beside api_key is refused once the key is checked (which of two keys the caller meant is unknown).
+ */
+export function readServiceFields (body: Buffer, dialect: Dialect, headerKey = ''): ServiceFields {
+  const members = jsonMembers(body)
   const names = serviceFields(dialect)
   const cut = new Set<number>()
   const seen = new Set<string>()
@@ -51,11 +64,37 @@ export function readServiceFields (body: Buffer, dialect: Dialect): ServiceField
     cut.add(i)
     if (m.name === 'api_key') apiKey = m
   }
-  if (apiKey === null) throw new TracegateError('missing_api_key', { param: 'api_key' })
+  if (apiKey === null) {
+    if (headerKey === '') throw new TracegateError('missing_api_key', { param: 'api_key' })
+    return { members, apiKey: headerKey, cut, conflict: null }
+  }
   if (apiKey.kind !== Kind.String) {
     throw new TracegateError('invalid_field', { param: 'api_key', message: 'api_key must be a string.' })
   }
-  return { members, apiKey: stringValue(body, apiKey), cut }
+  const key = stringValue(body, apiKey)
+  const conflict = headerKey !== '' && headerKey !== key
+    ? new TracegateError('invalid_field', { param: 'x-tracegate-key', message: 'The tracegate key is given in api_key and, differently, in x-tracegate-key.' })
+    : null
+  return { members, apiKey: key, cut, conflict }
+}
+
+const NATIVE_REFUSED: ReadonlySet<string> = new Set(COMMON_SERVICE_FIELDS)
+
+/**
+ * Step 2 on a native route: the body is the provider's and is forwarded as it came, so a contract
+ * service field in it is refused rather than sent on (a key there would reach the provider and the
+ * trace). The answer names the field, never its value.
+ */
+export function readNativeBody (body: Buffer): Member[] {
+  const members = jsonMembers(body)
+  for (const m of members) {
+    if (!NATIVE_REFUSED.has(m.name)) continue
+    const instead = m.name === 'is_confidential'
+      ? 'send x-tracegate-confidential: true instead'
+      : 'send the tracegate key as the SDK\'s API key or in x-tracegate-key, a provider key in x-tracegate-provider-key'
+    throw new TracegateError('service_field_not_allowed', { param: m.name, message: `${m.name} belongs to tracegate's contract endpoints, not a provider route's body: ${instead}.` })
+  }
+  return members
 }
 
 /** What a provider key may hold: it travels in a header, where anything else is refused or mangled. */
@@ -95,7 +134,6 @@ export function checkSchema (body: Buffer, members: readonly Member[], dialect: 
   for (const m of members) {
     const kind = m.kind
     if (path !== null && ((m.name === 'model' && path.model !== null) || (m.name === 'stream' && path.stream !== null))) continue
-    if (path !== null && (m.name === 'is_confidential' || PROVIDER_KEY_FIELDS.includes(m.name))) continue
     if (m.name === 'is_confidential') {
       if (kind !== Kind.True && kind !== Kind.False) throw invalid('is_confidential', 'is_confidential must be a boolean.')
       isConfidential = kind === Kind.True

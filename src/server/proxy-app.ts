@@ -15,7 +15,7 @@ import { notFound } from './routes.js'
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp } from './uws.js'
 
 export interface NotReady {
-  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing' | 'detection_not_warm'
+  readonly reason: 'store_unreachable' | 'trace_inserts_failing' | 'spool_refusing' | 'detection_not_warm' | 'shutting_down'
   readonly message: string
 }
 
@@ -63,6 +63,7 @@ function modelsRoute (deps: ProxyAppDeps, path: string) {
       sendJson(res, 200, dialect.native.modelList(deps.pricing.models(dialect.name)), id)
     }
     if (keys.tracegateKey === null) { sendError(res, 'missing_tracegate_key', id, false, [], shape); return }
+    if (keys.conflict !== null) { sendError(res, keys.conflict, id, false, [], shape); return }
     const verdict = authenticate(deps.keys, keys.tracegateKey, 'proxy')
     if (verdict instanceof Promise) verdict.then(answer, (err: unknown) => { if (!aborted) sendError(res, asTracegateError(err), id, false, [], shape) })
     else answer(verdict)

@@ -46,13 +46,29 @@ export function asTracegateError (err: unknown): TracegateError {
 
 export type Headers = ReadonlyArray<readonly [string, string]>
 
+/** uWS's cork buffer (LoopData::CORK_BUFFER_SIZE in uWebSockets 20.30). */
+const CORK_BUFFER_BYTES = 16 * 1024
+
+/**
+ * The body of an answer after which the connection closes, padded past uWS's cork buffer. An answer
+ * given inside uWS's request callback goes into that buffer, and uWS parses and serves the next request
+ * of the same read before the buffer is sent and the connection closed: a request pipelined (or
+ * smuggled) behind a refused one would be answered. A larger body is written to the socket at once,
+ * so end() closes the connection there and then, and uWS stops parsing it. The padding is trailing
+ * whitespace, which JSON allows.
+ */
+export function closingBody (body: string): string {
+  return body.padEnd(CORK_BUFFER_BYTES + 1)
+}
+
+/** With `closeConnection`, nothing else on the connection is answered (closingBody). */
 export function sendJson (res: HttpResponse, status: number, body: string, requestId: string, closeConnection = false, headers: Headers = []): void {
   res.cork(() => {
     res.writeStatus(statusLine(status))
     for (const [k, v] of headers) res.writeHeader(k, v)
     res.writeHeader('content-type', 'application/json')
       .writeHeader('x-request-id', requestId)
-      .end(body, closeConnection)
+      .end(closeConnection ? closingBody(body) : body, closeConnection)
   })
 }
 

@@ -26,10 +26,11 @@ export interface StoreOptions {
   readonly frontPorts?: readonly MessagePort[]
 }
 
-type WorkerMessage = StoreResponse | ExportChunk | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[] }
+type WorkerMessage = StoreResponse | ExportChunk | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[]; settled: string[] }
 
 export type LiveListener = (batches: readonly LiveBatch[]) => void
-export type UsageListener = (entries: readonly UsageFeedback[]) => void
+/** The tokens and cost of built rows, and the ids of every trace built since the last call. */
+export type UsageListener = (entries: readonly UsageFeedback[], settled: readonly string[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -98,7 +99,7 @@ export class StoreClient {
         return
       }
       if ('usage' in msg) {
-        this.#usage?.(msg.usage)
+        this.#usage?.(msg.usage, msg.settled)
         return
       }
       if ('written' in msg) {
@@ -191,10 +192,13 @@ export class StoreClient {
     this.#worker.postMessage(msg)
   }
 
-  /** Hands a batch of finished exchanges to the worker; its buffer moves, not copies. */
-  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[]): void {
+  /**
+   * Hands a batch of finished exchanges to the worker; its buffer moves, not copies. `handoff`: the
+   * hand-off file that holds it, which the worker removes once it has the rows (store/handoff.ts).
+   */
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null): void {
     if (this.#closed) return
-    const msg: TraceMessage = { traces }
+    const msg: TraceMessage = handoff === null ? { traces } : { traces, handoff }
     this.#worker.postMessage(msg, transfer)
   }
 

@@ -144,9 +144,10 @@ export interface LiveMessage {
   readonly live: readonly string[]
 }
 
-/** Finished exchanges, sent without a reply. */
+/** Finished exchanges, sent without a reply; `handoff` names their hand-off file in the spool folder. */
 export interface TraceMessage {
   readonly traces: EncodedTraces
+  readonly handoff?: string
 }
 
 export type OpName = keyof StoreOps

@@ -142,6 +142,11 @@ export class TraceBatchWriter {
     this.#count++
   }
 
+  /** The encoded bytes from `from` to the end so far (a view: valid until the next add or take). */
+  view (from: number): Uint8Array {
+    return this.#buf.subarray(from, this.#pos)
+  }
+
   /** The batch so far, to be transferred; the writer starts a new buffer sized like this one. */
   take (): EncodedTraces {
     const out: EncodedTraces = { buffer: this.#buf.buffer as ArrayBuffer, length: this.#pos, count: this.#count }

@@ -10,6 +10,7 @@
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
 import { statusLine } from '../server/respond.js'
+import { afterWriteAhead } from '../proxy/write-ahead.js'
 
 type Controller = Dispatcher.DispatchController
 type Headers = Record<string, string | string[] | undefined>
@@ -164,16 +165,28 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     if (!ok) this.#block()
   }
 
-  /** Ends the response (the caller corks) and the exchange. */
+  /**
+   * Ends the exchange and the response (the caller corks): the response's end waits for the turn's
+   * write-ahead of the trace (proxy/write-ahead.ts), so a client never has an answer whose record is not on disk.
+   */
   #endResponse (): void {
     const x = this.#x
-    const res = x.res
-    const held = this.#held
     x.wrote()
+    if (!afterWriteAhead(this.#endLater)) this.#endNow()
+    x.finish(x.status >= 400 ? 'provider_error' : 'ok')
+  }
+
+  readonly #endLater = (): void => {
+    const x = this.#x
+    if (!x.aborted) x.res.cork(() => { this.#endNow() })
+  }
+
+  #endNow (): void {
+    const res = this.#x.res
+    const held = this.#held
     if (!this.#headersWritten) this.#writeHead()
     if (held === null || held.length === 0) res.end()
     else res.end(held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes))
-    x.finish(x.status >= 400 ? 'provider_error' : 'ok')
   }
 
   onResponseError (controller: Controller, err: Error): void {

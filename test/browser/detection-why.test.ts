@@ -55,6 +55,21 @@ t.test('the rules and the model words of the injection findings, in order, as te
   checkWatched(t, watched)
 })
 
+t.test('each finding names the span judged: who wrote it and its path (issue 22)', async (t) => {
+  await open([
+    finding({ kind: 'planted_instruction', detail: 'planted_instruction score 0.900', rule: 'planted_note_to_ai', message: 1, source: 'data', path: 'messages[1].content' }),
+    finding({ rule: 'override_previous', message: -1, source: 'application', path: 'tools[0].function.description' }),
+    finding({ kind: 'model', detail: 'model score 0.990', source: 'user', path: 'messages[0].content', features: [{ feature: 'ignore', weight: 1 }] }),
+  ])
+  const why = page.locator('[data-testid=detection-why]')
+  t.same(await why.locator('[data-testid=why-rule]').allTextContents(), [
+    'instruction_override: rule override_previous (system prompt, the application\'s text, tools[0].function.description)',
+    'planted_instruction: rule planted_note_to_ai (message 1, data the model reads, messages[1].content)',
+  ], 'the rules with the span they judged, in the order the findings are listed')
+  t.match(await why.locator('[data-testid=why-model]').textContent() ?? '', /^model words \(message 0, the user's words, messages\[0\]\.content\): ignore/, 'and the model line')
+  checkWatched(t, watched)
+})
+
 t.test('no why block for findings stored without rules or words', async (t) => {
   await open([finding({}), finding({ kind: 'model', detail: 'model score 0.990' })])
   t.equal(await page.locator('[data-testid=finding]').count(), 2, 'the findings are listed')

@@ -291,7 +291,9 @@ t.test('a conversation with tool calls shows every message by its role, in order
   const messages = page.locator('[data-testid=conversation] [data-testid=message]')
   const parts = await messages.evaluateAll((els) => els.map((e) => ({ role: e.getAttribute('data-role'), text: e.textContent ?? '' })))
   const roles = parts.map((p) => p.role).filter((r, i, all) => i === 0 || all[i - 1] !== r)
-  t.same(roles, ['system', 'user', 'assistant', 'tool', 'user'], `roles in order (${JSON.stringify(parts.map((p) => p.role))})`)
+  // The application's tool definitions come last, as system text: the detector reads them (issue 22).
+  t.same(roles, ['system', 'user', 'assistant', 'tool', 'user', 'system'], `roles in order (${JSON.stringify(parts.map((p) => p.role))})`)
+  t.match(parts[parts.length - 1]?.text ?? '', /"properties"[\s\S]*"city"/, 'the last part is the tool\'s parameter schema')
   // What a reader sees of the assistant's turn: its text and any label drawn by CSS (::before / ::after).
   const assistant = await page.locator('[data-testid=conversation] [data-testid=message][data-role=assistant]').evaluateAll((els) => els.map((m) =>
     [m, ...m.querySelectorAll('*')].map((e) => ['::before', '::after'].map((p) => {

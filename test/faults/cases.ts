@@ -1,9 +1,8 @@
 // Raw requests with broken heads and what the front end does with each (uWebSockets.js 20.30, measured):
-// `answer` — tracegate answers 400 malformed_request and closes; `close` — uWS closes at once without
-// an answer; `either` — one of those two at once, depending on the bytes after the head (uWS parses
-// them as the next request and, when they break its parser, closes before the answer leaves); `held` —
-// uWS sends nothing and its idle timer closes the connection 10-14 s later.
-export type Fate = 'answer' | 'close' | 'either' | 'held'
+// `answer` — tracegate answers 400 malformed_request and closes, before uWS parses the bytes after the
+// head (server/respond.ts closingBody); `close` — uWS closes at once without an answer; `held` — uWS
+// sends nothing and its idle timer closes the connection 10-14 s later.
+export type Fate = 'answer' | 'close' | 'held'
 
 export interface HeadCase {
   readonly name: string
@@ -16,22 +15,22 @@ const len = (b: string): number => Buffer.byteLength(b)
 const line = (path: string): string => `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n`
 
 export const HEAD_CASES: readonly HeadCase[] = [
-  // Answered by tracegate: the framing is ambiguous, and uWS hands the request to the route.
+  // Answered by tracegate: the framing is ambiguous (or a content-length not a plain number), and uWS hands the request to the route.
   { name: 'two different content-length', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: ${len(b)}\r\ncontent-length: ${len(b) + 40}\r\n\r\n${b}` },
   { name: 'the same content-length twice', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: ${len(b)}\r\ncontent-length: ${len(b)}\r\n\r\n${b}` },
   { name: 'an empty content-length', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: \r\n\r\n${b}` },
   { name: 'transfer-encoding identity', fate: 'answer', bytes: (p) => `${line(p)}transfer-encoding: identity\r\n\r\n` },
-  { name: 'transfer-encoding identity and a body', fate: 'either', bytes: (p, b) => `${line(p)}transfer-encoding: identity\r\n\r\n${b}` },
+  { name: 'transfer-encoding identity and a body', fate: 'answer', bytes: (p, b) => `${line(p)}transfer-encoding: identity\r\n\r\n${b}` },
   { name: 'transfer-encoding gzip, chunked', fate: 'answer', bytes: (p, b) => `${line(p)}transfer-encoding: gzip, chunked\r\n\r\n${len(b).toString(16)}\r\n${b}\r\n0\r\n\r\n` },
   { name: 'transfer-encoding chunked, gzip', fate: 'answer', bytes: (p, b) => `${line(p)}transfer-encoding: chunked, gzip\r\n\r\n${len(b).toString(16)}\r\n${b}\r\n0\r\n\r\n` },
   { name: 'transfer-encoding chunked twice', fate: 'answer', bytes: (p, b) => `${line(p)}transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n${len(b).toString(16)}\r\n${b}\r\n0\r\n\r\n` },
   { name: 'two host headers', fate: 'answer', bytes: (p, b) => `POST ${p} HTTP/1.1\r\nhost: a\r\nhost: b\r\ncontent-type: application/json\r\ncontent-length: ${len(b)}\r\n\r\n${b}` },
+  { name: 'content-length +N', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: +${len(b)}\r\n\r\n${b}` },
+  { name: 'content-length list', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: ${len(b)}, ${len(b) + 4}\r\n\r\n${b}` },
+  { name: 'content-length with junk', fate: 'answer', bytes: (p, b) => `${line(p)}content-length: ${len(b)}x\r\n\r\n${b}` },
   // Closed by uWS at once, the route never called or its answer dropped.
   { name: 'HTTP/1.1 without host', fate: 'close', bytes: (p, b) => `POST ${p} HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: ${len(b)}\r\n\r\n${b}` },
   { name: 'transfer-encoding with content-length', fate: 'close', bytes: (p, b) => `${line(p)}content-length: ${len(b)}\r\ntransfer-encoding: chunked\r\n\r\n${len(b).toString(16)}\r\n${b}\r\n0\r\n\r\n` },
-  { name: 'content-length +N', fate: 'close', bytes: (p, b) => `${line(p)}content-length: +${len(b)}\r\n\r\n${b}` },
-  { name: 'content-length list', fate: 'close', bytes: (p, b) => `${line(p)}content-length: ${len(b)}, ${len(b) + 4}\r\n\r\n${b}` },
-  { name: 'content-length with junk', fate: 'close', bytes: (p, b) => `${line(p)}content-length: ${len(b)}x\r\n\r\n${b}` },
   { name: 'content-length of 10 digits', fate: 'close', bytes: (p, b) => `${line(p)}content-length: 1000000000\r\n\r\n${b}` },
   { name: 'a chunk extension', fate: 'close', bytes: (p, b) => `${line(p)}transfer-encoding: chunked\r\n\r\n${len(b).toString(16)};x=y\r\n${b}\r\n0\r\n\r\n` },
   { name: 'a bad chunk size', fate: 'close', bytes: (p, b) => `${line(p)}transfer-encoding: chunked\r\n\r\nzz\r\n${b}\r\n0\r\n\r\n` },

@@ -184,10 +184,9 @@ t.test(`${RAW.length} broken raw requests: answered with a documented 4xx, or cl
     const prompt = r.closedMs !== null && r.closedMs < PROMPT_MS
     const closed = r.closedMs !== null && r.closedMs <= HELD_MAX_MS
     const ok = c.fate === 'answer' ? answered && code === 'malformed_request' && prompt
-      : c.fate === 'either' ? ((answered && code === 'malformed_request') || silent) && prompt
-        : c.fate === 'close' ? silent && prompt
-          : c.fate === 'held' ? silent && closed && !prompt
-            : (answered || silent) && closed
+      : c.fate === 'close' ? silent && prompt
+        : c.fate === 'held' ? silent && closed && !prompt
+          : (answered || silent) && closed
     if (!ok) wrong.push(`${c.name}: ${c.fate}, got ${r.bytes.length} bytes ${JSON.stringify(r.bytes.toString('latin1').slice(0, 60))} closed after ${r.closedMs?.toFixed(0) ?? 'never'} ms`)
   }))
   t.same(wrong, [], 'every raw request met its fate')

@@ -7,7 +7,8 @@ import { connect } from 'node:net'
 import type { Test } from 'tap'
 import type { RecordedRequest } from '../../src/mock-provider/index.js'
 import { ERRORS, type ErrorCode } from '../../src/errors.js'
-import { TABLE_FILE } from '../../src/pricing/index.js'
+import { findProvider } from '@pydantic/genai-prices'
+import type { Price } from './traces.js'
 import type { Provider } from './bodies.js'
 import { json, type RawResponse, UUID_V7 } from './http.js'
 
@@ -168,25 +169,28 @@ export function errorExtras (provider: Provider, b: any): Record<string, any> {
 }
 
 interface PriceRow {
-  readonly provider: string
   readonly model: string
-  readonly input_per_mtok: number
-  readonly output_per_mtok: number
-  readonly cached_input_per_mtok: number | null
   readonly as_of: string
 }
 
-const PRICES = (JSON.parse(readFileSync(TABLE_FILE, 'utf8')) as { prices: PriceRow[] }).prices
+const CATALOGUE: Readonly<Record<Provider, string>> = { alpha: 'openai', beta: 'anthropic', gamma: 'google' }
 
-/** The repository's price entries of one provider: what the models routes list. */
+/** Every model @pydantic/genai-prices prices for the provider, read from the library: what the models routes list. */
 export function pricedModels (provider: Provider): PriceRow[] {
-  return PRICES.filter((p) => p.provider === provider)
+  return (findProvider({ providerId: CATALOGUE[provider] })?.models ?? []).map((m) => ({ model: m.id, as_of: '1970-01-01' }))
 }
 
-/** The price entry of a model, which must exist. */
-export function priceOf (provider: Provider, model: string): PriceRow {
-  const p = PRICES.find((e) => e.provider === provider && e.model === model)
-  if (p === undefined) throw new Error(`no price for ${provider} ${model}`)
+/** Published prices (USD per million tokens, from each provider's price page) of the models the SDK tests call. */
+const PUBLISHED: Readonly<Record<string, Price>> = {
+  'gpt-4o-mini': { input_per_mtok: 0.15, cached_input_per_mtok: 0.075, output_per_mtok: 0.6 },
+  'claude-sonnet-4-6': { input_per_mtok: 3, cached_input_per_mtok: 0.3, output_per_mtok: 15 },
+  'gemini-2.5-flash': { input_per_mtok: 0.3, cached_input_per_mtok: 0.03, output_per_mtok: 2.5 },
+}
+
+/** The published price of a model the SDK tests call, which must be listed here. */
+export function priceOf (_provider: Provider, model: string): Price {
+  const p = PUBLISHED[model]
+  if (p === undefined) throw new Error(`no published price for ${model}`)
   return p
 }
 

@@ -43,12 +43,14 @@ function scenario (t: Test): Scenario {
   return sc
 }
 
+// The servers here stop at SIGTERM without the load balancers' delay (shutdown.test.ts tests that delay).
 function cliEnv (dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return childEnv({
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_PROXY_PORT: '0',
     TRACEGATE_DASHBOARD_PORT: '0',
     TRACEGATE_LOG_LEVEL: 'warn',
+    TRACEGATE_SHUTDOWN_DELAY_MS: '0',
     ...extra,
   })
 }

@@ -5,21 +5,18 @@
 // (its own store worker, as the next start would) and finds every call in ClickHouse once and counted
 // once in usage_minute; putting the segments back and starting once more changes nothing (a batch that
 // reached ClickHouse replays as a no-op). A segment whose last row was cut short (a write that did not
-// finish) replays its whole rows and counts the cut one as dropped. A separate file: chDB allows one data
-// directory per process.
+// finish) replays its whole rows and counts the cut one as dropped, unless a hand-off file the proxy thread
+// left holds that call too. A separate file: chDB allows one data directory per process.
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config.js'
-import { StoreClient } from '../../src/store/client.js'
-import type { TraceStats } from '../../src/store/trace-types.js'
 import { Pricing } from '../../src/pricing/index.js'
-import { decodeTraces, TraceBatchWriter } from '../../src/store/trace-codec.js'
+import { decodeTraces, TraceBatchWriter, type EncodedTraces } from '../../src/store/trace-codec.js'
+import { HandoffFile, handoffName } from '../../src/store/handoff.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import { TsvWriter } from '../../src/store/worker/tsv.js'
-import { childEnv, cliArgs } from '../helpers/cli.js'
+import { reopenedStore, startServe, storedCounts } from '../helpers/serve.js'
 import { ANSWER, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -28,7 +25,6 @@ import { until, withTimeout } from '../helpers/wait.js'
 
 const CALLS = 25
 const BATCH_ROWS = 10
-const START_TIMEOUT_MS = 30_000
 const METRICS_TOKEN = 'crash-test-metrics-token'
 
 const dataDir = tempDir('tracegate-crash-')
@@ -45,62 +41,14 @@ function segments (): string[] {
   return readdirSync(spoolDir).filter((f) => /^wal-.*\.tsv$/.test(f)).sort()
 }
 
-/** A store worker on the data directory, as `serve` starts it; its trace writer replays what it finds. */
-async function reopened (): Promise<{ store: StoreClient; stats: TraceStats }> {
-  const store = new StoreClient({ dataDir, clickhouse: null, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
-  t.teardown(() => store.close())
-  // Any request opens the store; its trace writer replays the spool left on disk by itself.
-  await withTimeout(store.call('ping'), 30_000, 'ping')
-  let stats: TraceStats | null = null
-  await until(async () => {
-    stats = await store.call('traceStats')
-    return stats !== null && stats.spoolBytes === 0 && stats.queued === 0 && stats.clickhouseUp
-  }, { ms: 30_000, everyMs: 50, what: 'the segments left by the killed process are replayed' })
-  return { store, stats: stats! }
-}
-
-async function counts (store: StoreClient): Promise<{ rows: number; unique: number; ids: Set<string>; requests: number }> {
-  const ids = await store.call('testQuery', { query: 'SELECT toString(trace_id) AS id FROM traces' })
-  const [agg] = await store.call('testQuery', { query: 'SELECT count() AS n, uniqExact(trace_id) AS u FROM traces' })
-  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute' })
-  return { rows: Number(agg!.n), unique: Number(agg!.u), ids: new Set(ids.map((r) => String(r.id))), requests: Number(usage!.r) }
-}
-
 t.test('SIGKILL before the flush interval: every answered call is stored once and counted once after restart', async (t) => {
-  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
-    env: childEnv({
-      TRACEGATE_DATA_DIR: dataDir,
-      TRACEGATE_PROXY_PORT: '0',
-      TRACEGATE_DASHBOARD_PORT: '0',
-      TRACEGATE_LOG_LEVEL: 'warn',
-      // No flush by time while the test runs: only full batches are inserted before the kill.
-      TRACEGATE_TRACE_FLUSH_MS: '60000',
-      TRACEGATE_TRACE_BATCH_ROWS: String(BATCH_ROWS),
-      TRACEGATE_METRICS_TOKEN: METRICS_TOKEN,
-    }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const serve = await startServe(t, dataDir, {
+    // No flush by time while the test runs: only full batches are inserted before the kill.
+    TRACEGATE_TRACE_FLUSH_MS: '60000',
+    TRACEGATE_TRACE_BATCH_ROWS: String(BATCH_ROWS),
+    TRACEGATE_METRICS_TOKEN: METRICS_TOKEN,
   })
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => { resolve({ code, signal }) })
-  })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exit
-    }
-  })
-  let stderr = ''
-  child.stdout.resume()
-  const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s
-      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-      const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
-      if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
-    })
-    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstderr:\n${stderr}`)) })
-  })
-  const { port, key } = await withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
+  const { port, key, child, exit } = serve
 
   const answered: string[] = []
   for (let i = 0; i < CALLS; i++) {
@@ -133,10 +81,10 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
   mkdirSync(kept)
   for (const f of left) copyFileSync(join(spoolDir, f), join(kept, f))
 
-  const first = await reopened()
+  const first = await reopenedStore(t, dataDir)
   t.equal(first.stats.replayed, CALLS - want, 'the restart replays the waiting rows')
   t.equal(first.stats.dropped, 0, 'nothing dropped')
-  const c = await counts(first.store)
+  const c = await storedCounts(first.store)
   t.equal(c.rows, CALLS, `${CALLS} rows`)
   t.equal(c.unique, CALLS, 'no trace twice')
   t.same(answered.filter((id) => !c.ids.has(id)), [], 'every answered call is stored')
@@ -146,22 +94,27 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
 
   // The same segment found again (as if the process had died after its insert, before removing it).
   for (const f of left) copyFileSync(join(kept, f), join(spoolDir, f))
-  const second = await reopened()
+  const second = await reopenedStore(t, dataDir)
   t.equal(second.stats.replayed, CALLS - want, 'the segment is replayed again')
-  const again = await counts(second.store)
+  const again = await storedCounts(second.store)
   t.same(again, c, 'a batch ClickHouse already has is a no-op in traces and in usage_minute')
   await second.store.close()
 })
 
-t.test('a segment whose last row was not written whole: the whole rows are replayed, the cut one counted as dropped', async (t) => {
-  // Three rows of a new account as the store worker encodes them; the file ends halfway through the third.
+/**
+ * Three calls of a new account, as a killed process left them: a segment whose rows the store worker
+ * encoded, ending halfway through the third; also the records of all three, as the proxy thread handed
+ * them over (to write as a hand-off file, or not).
+ */
+function cutSegment (): { owner: { accountId: string; keyId: string }; metas: Array<ReturnType<typeof traceMeta>>; records: EncodedTraces } {
   const owner = { accountId: randomUUID(), keyId: randomUUID() }
   const metas = [traceMeta(owner, null), traceMeta(owner, null), traceMeta(owner, null)]
   const w = new TraceBatchWriter(1024)
   for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
+  const records = w.take()
   const tsv = new TsvWriter(1024)
   const ends: number[] = []
-  for (const raw of decodeTraces(w.take())) {
+  for (const raw of decodeTraces(records)) {
     encodeRecord(tsv, buildRecord(raw, Pricing.load(null)))
     ends.push(tsv.size)
   }
@@ -169,8 +122,12 @@ t.test('a segment whose last row was not written whole: the whole rows are repla
   const cut = ends[1]! + Math.floor((ends[2]! - ends[1]!) / 2)
   writeFileSync(join(spoolDir, `wal-0000000000000001-${randomUUID()}.tsv`),
     Buffer.concat([Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n'), rows.subarray(0, cut)]))
+  return { owner, metas, records }
+}
 
-  const { store, stats } = await reopened()
+t.test('a segment whose last row was not written whole: the whole rows are replayed, the cut one counted as dropped', async (t) => {
+  const { owner, metas } = cutSegment()
+  const { store, stats } = await reopenedStore(t, dataDir)
   t.equal(stats.replayed, 2, 'the two whole rows are replayed')
   t.equal(stats.dropped, 1, 'the cut row is counted as dropped')
   const stored = await store.call('testQuery', {
@@ -181,5 +138,24 @@ t.test('a segment whose last row was not written whole: the whole rows are repla
   const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute WHERE account_id = {a:UUID}', params: { a: owner.accountId } })
   t.equal(Number(usage!.r), 2, 'and counted')
   t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv')), [], 'the segment is gone')
+  await store.close()
+})
+
+t.test('the cut row is also in a hand-off file: all three are stored once, none counted as dropped', async (t) => {
+  const { owner, metas, records } = cutSegment()
+  const handoff = new HandoffFile(spoolDir, handoffName(randomUUID(), 1))
+  handoff.append(new Uint8Array(records.buffer, 0, records.length), records.count)
+  handoff.close()
+
+  const { store, stats } = await reopenedStore(t, dataDir)
+  t.equal(stats.dropped, 0, 'nothing counted as dropped: the hand-off file had the cut row')
+  const stored = await store.call('testQuery', {
+    query: 'SELECT toString(trace_id) AS id FROM traces WHERE account_id = {a:UUID} ORDER BY id',
+    params: { a: owner.accountId },
+  })
+  t.same(stored.map((r) => String(r.id)), metas.map((m) => m.traceId).sort(), 'the three are stored, once each')
+  const [usage] = await store.call('testQuery', { query: 'SELECT sum(requests) AS r FROM usage_minute WHERE account_id = {a:UUID}', params: { a: owner.accountId } })
+  t.equal(Number(usage!.r), 3, 'and counted once each')
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv') || f.endsWith('.wal')), [], 'the segment and the hand-off file are gone')
   await store.close()
 })

@@ -125,7 +125,7 @@ t.test('block (the default) refuses the injection; the trace names the policy an
 })
 
 t.test('monitor forwards the same injection and marks its trace; off does not judge it; each from the next call', async (t) => {
-  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'), { policy: 'monitor', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'), { policy: 'monitor', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const m = await chat(INJECTION)
   t.equal(m.status, 200, 'forwarded at the next call, no restart')
   t.ok(m.received, 'the provider received it')
@@ -136,7 +136,7 @@ t.test('monitor forwards the same injection and marks its trace; off does not ju
   const bystander = await chat(INJECTION, otherKey, other.id)
   t.equal(bystander.status, 403, 'another account keeps blocking')
 
-  t.same(await update(t, ['--detection-policy', 'off'], 'off'), { policy: 'off', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'off'], 'off'), { policy: 'off', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const o = await chat(`${INJECTION} Write to jane.doe@example.com.`)
   t.equal(o.status, 200, 'forwarded')
   t.ok(o.received)
@@ -155,7 +155,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const low = Math.floor((score - 0.05) * 1000) / 1000
   const high = Math.ceil((score + 0.05) * 1000) / 1000
 
-  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'), { policy: 'block', threshold: low, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'), { policy: 'block', threshold: low, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const blocked = await chat(BORDERLINE)
   t.same([blocked.status, blocked.code], [403, 'prompt_injection_detected'], `blocked at ${low}`)
   t.notOk(blocked.received)
@@ -170,7 +170,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const injection = await chat(INJECTION)
   t.equal(injection.status, 403, `an injection scores above ${high} too`)
 
-  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'), { policy: 'block', threshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'), { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
   const back = await chat(BORDERLINE)
   t.equal(back.det.threshold, detectorThreshold, 'the detector\'s own threshold again')
   t.equal(back.status, score >= detectorThreshold ? 403 : 200, 'and its verdict')
@@ -181,7 +181,7 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
   t.same([wrong.status, wrong.code], [403, 'prompt_injection_detected'], 'blocked without the phrase')
 
   const set = await update(t, ['--detection-allow', 'reveal your system prompt, developer mode'], 'allow phrases')
-  t.same(set, { policy: 'block', threshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' })
+  t.same(set, { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' })
   const ok = await chat(QUOTES_ATTACK)
   t.equal(ok.status, 200, 'let through at the next call')
   t.match(ok.det, { ran: true, policy: 'block', blocked: false, would_block: false, allow_applied: true })
@@ -201,7 +201,7 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
 
 t.test('the CLI sets, lists and resets the policy, through the admin socket and on its own', async (t) => {
   const set = await update(t, ['--detection-policy', 'MONITOR', '--detection-threshold', '0.35', '--detection-allow', ' developer   mode ,Developer Mode, pretend you are'], 'all three')
-  t.same(set, { policy: 'monitor', threshold: 0.35, allowPhrases: ['developer mode', 'pretend you are'], piiAtRest: 'keep' }, 'trimmed, spaces collapsed, duplicates (any case) dropped')
+  t.same(set, { policy: 'monitor', threshold: 0.35, dataThreshold: null, allowPhrases: ['developer mode', 'pretend you are'], piiAtRest: 'keep' }, 'trimmed, spaces collapsed, duplicates (any case) dropped')
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   t.same(accounts.find((a: any) => a.id === account.id)?.detection, set, 'account list --json shows it')
   t.same(accounts.find((a: any) => a.id === other.id)?.detection, DEFAULT_DETECTION, 'another account keeps the default')
@@ -275,7 +275,7 @@ t.test('the dashboard API reads the policy for any user, and changes it for admi
 
   const read = await member.get('/api/ui/account/detection')
   t.equal(read.status, 200)
-  t.same(read.json, { detection: { policy: 'monitor', threshold: null, allow_phrases: ['developer mode'] }, editable: false }, 'a member reads it')
+  t.same(read.json, { detection: { policy: 'monitor', threshold: null, data_threshold: null, allow_phrases: ['developer mode'] }, editable: false }, 'a member reads it')
   const denied = await member.post('/api/ui/account/detection', { policy: 'off' })
   t.same([denied.status, denied.json?.error?.code], [403, 'not_allowed'], 'a member may not change it')
   const noCsrf = await admin.post('/api/ui/account/detection', { policy: 'off' }, { csrf: false })
@@ -298,15 +298,24 @@ t.test('the dashboard API reads the policy for any user, and changes it for admi
     const r = await admin.post('/api/ui/account/detection', body)
     t.same([r.status, r.json?.error?.code, r.json?.error?.param ?? null], [400, 'invalid_parameter', param], `refused: ${JSON.stringify(body)}`)
   }
-  t.same(await stored(), { policy: 'monitor', threshold: null, allowPhrases: ['developer mode'], piiAtRest: 'keep' }, 'nothing changed')
+  t.same(await stored(), { policy: 'monitor', threshold: null, dataThreshold: null, allowPhrases: ['developer mode'], piiAtRest: 'keep' }, 'nothing changed')
 
   const saved = await admin.post('/api/ui/account/detection', { policy: 'block', threshold: 0.9, allow_phrases: ['reveal your system prompt'] })
   t.equal(saved.status, 200)
-  t.same(saved.json, { detection: { policy: 'block', threshold: 0.9, allow_phrases: ['reveal your system prompt'] }, editable: true })
+  t.same(saved.json, { detection: { policy: 'block', threshold: 0.9, data_threshold: null, allow_phrases: ['reveal your system prompt'] }, editable: true })
   const c = await chat(QUOTES_ATTACK)
   t.equal(c.status, 200, 'the proxy applies it from the next call')
   t.match(c.det, { policy: 'block', threshold: 0.9, allow_applied: true })
   const reset = await admin.post('/api/ui/account/detection', { threshold: '', allow_phrases: '' })
-  t.same(reset.json?.detection, { policy: 'block', threshold: null, allow_phrases: [] }, 'empty values reset, the policy stays')
+  t.same(reset.json?.detection, { policy: 'block', threshold: null, data_threshold: null, allow_phrases: [] }, 'empty values reset, the policy stays')
   t.equal((await chat(QUOTES_ATTACK)).status, 403)
+
+  const data = await admin.post('/api/ui/account/detection', { data_threshold: 0.95 })
+  t.same(data.json?.detection, { policy: 'block', threshold: null, data_threshold: 0.95, allow_phrases: [] }, 'the data threshold is set alone')
+  for (const bad of [0, 1.2, 'high', [0.5]]) {
+    const r = await admin.post('/api/ui/account/detection', { data_threshold: bad })
+    t.same([r.status, r.json?.error?.code, r.json?.error?.param], [400, 'invalid_parameter', 'data_threshold'], `refused: ${JSON.stringify(bad)}`)
+  }
+  const none = await admin.post('/api/ui/account/detection', { data_threshold: null })
+  t.equal(none.json?.detection?.data_threshold, null, 'null: the threshold again')
 })

@@ -1,7 +1,8 @@
 // Two limiters sharing a real redis-server (Debian's, started here with a password and no persistence): one
 // shared rpm limit held within the documented tolerance, Redis stopped mid-run (both fall back, warn once,
 // keep counting) and started again empty (both recover, the counts made while away arrive once), and the
-// password never in a warning. Missing redis-server is a failure: CI installs it (.ci/run).
+// password never in a warning; Redis losing its counts while connected (FLUSHALL, an evicted key) is
+// restored from what the instances knew. Missing redis-server is a failure: CI installs it (.ci/run).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -65,6 +66,15 @@ async function startRedis (t: Tap, port: number, dir: string): Promise<RedisProc
   return { stop }
 }
 
+/** A redis-server of its own, in a folder of its own, for one test. */
+async function freshRedis (t: Tap): Promise<{ port: number; dir: string; redis: RedisProcess }> {
+  requireRedis()
+  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const port = await freePort()
+  return { port, dir, redis: await startRedis(t, port, dir) }
+}
+
 /**
  * The Redis counters, timing each sync: how far apart syncs start (the interval, plus the event loop's
  * lateness) and how long they take (the round trip), which together bound how stale one instance's view of
@@ -113,11 +123,9 @@ function call (keyId: string, rpm: number | null): LimitCall {
 }
 
 t.test('two limiters share one rpm limit through redis-server, fall back when it stops and recover when it is back', async (t) => {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  let redis = await startRedis(t, port, dir)
+  const fresh = await freshRedis(t)
+  const { port, dir } = fresh
+  let redis = fresh.redis
   const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
   const now = minuteClock()
   const warnings: string[] = []
@@ -183,7 +191,10 @@ t.test('two limiters share one rpm limit through redis-server, fall back when it
   t.ok(requestsKey !== undefined)
   t.equal(Number(await inspect.get(requestsKey!)), total)
   const ttl = await inspect.pttl(requestsKey!)
-  t.ok(ttl > 60_000 && ttl <= 180_000, `a minute's counter expires a little after its window (${ttl} ms)`)
+  // Its window's end plus a minute's grace, on the limiters' clock (offset from Redis's own).
+  const fake = now()
+  const expected = fake - (fake % 60_000) + 120_000 - Date.now()
+  t.ok(Math.abs(ttl - expected) < 1_000, `a minute's counter expires a minute after its window (${ttl} ms, expected ${expected})`)
   inspect.disconnect()
 
   // Redis stops: both fall back, warn once each, and go on counting their own requests.
@@ -216,12 +227,55 @@ t.test('two limiters share one rpm limit through redis-server, fall back when it
   }
 })
 
+t.test('Redis loses its counts mid-minute (FLUSHALL, then one key evicted): restored from the instances, rpm=10 still admits 10', async (t) => {
+  const { port } = await freshRedis(t)
+  const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
+  const now = minuteClock()
+  const warnings: string[] = []
+  const limiter = (name: string): Limiter => {
+    const lim = new Limiter({ now, syncMs: SYNC_MS, shared: new RedisCounters(url), warn: (msg) => { warnings.push(`${name} ${msg}`) } })
+    t.teardown(() => lim.close())
+    return lim
+  }
+  const a = limiter('a')
+  const b = limiter('b')
+  await until(() => a.mode === 'shared' && b.mode === 'shared', { ms: 5_000, what: 'both limiters synced' })
+  const rpm10 = call('key-flushed', 10)
+  const seen = (n: number) => () => a.usage({ keyId: 'key-flushed' }).minuteRequests === n && b.usage({ keyId: 'key-flushed' }).minuteRequests === n
+  for (let i = 0; i < 3; i++) t.equal(a.admit(rpm10, 'm', 1), null)
+  for (let i = 0; i < 3; i++) t.equal(b.admit(rpm10, 'm', 1), null)
+  await until(seen(6), { ms: 5_000, what: 'both see 6' })
+
+  const inspect = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+  t.teardown(() => { inspect.disconnect() })
+  await inspect.connect()
+  await inspect.flushall()
+  // The next syncs find the counters gone and put back what the instances knew, on the same connections.
+  const requestsKey = async (): Promise<string | undefined> => (await inspect.keys(`${KEY_PREFIX}k:key-flushed:requests:*`))[0]
+  await until(async () => { const k = await requestsKey(); return k !== undefined && Number(await inspect.get(k)) === 6 }, { ms: 5_000, what: 'the count restored in Redis' })
+  t.pass('Redis holds 6 again')
+  t.ok(warnings.some((w) => w.includes('Redis had lost shared counts')), `the loss is told (${warnings.join('; ')})`)
+  for (let i = 0; i < 2; i++) t.equal(a.admit(rpm10, 'm', 1), null)
+  await until(seen(8), { ms: 5_000, what: 'both see 8' })
+
+  // One counter evicted alone: the same.
+  await inspect.del((await requestsKey())!)
+  await sleep(10 * SYNC_MS)
+  // Each instance tries in turn, letting a sync pass between tries, until well past the limit.
+  let admitted = 8
+  for (let i = 0; i < 10; i++) {
+    for (const lim of [a, b]) {
+      if (lim.admit(rpm10, 'm', 1) === null) admitted++
+      await sleep(3 * SYNC_MS)
+    }
+  }
+  t.equal(admitted, 10, 'rpm=10 admitted 10 in the minute, Redis losing its counts twice')
+  t.equal(Number(await inspect.get((await requestsKey())!)), 10, 'and Redis holds 10')
+  t.equal(warnings.filter((w) => w.includes('unreachable')).length, 0, 'Redis never went away')
+})
+
 t.test('a wrong password: fallback, and neither password in the warning', async (t) => {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  await startRedis(t, port, dir)
+  const { port } = await freshRedis(t)
   const wrong = 'not-the-Password-42'
   const warnings: string[] = []
   const lim = new Limiter({

@@ -102,6 +102,13 @@ const upstream = createServer((req: IncomingMessage, res: ServerResponse) => {
     received.push({ path, body })
     const p: ProviderName = path.startsWith('/v1/chat/completions') ? 'alpha' : path.startsWith('/v1/messages') ? 'beta' : 'gamma'
     const streaming = p === 'gamma' ? path.includes(':streamGenerateContent') : (JSON.parse(body) as { stream?: boolean }).stream === true
+    // A prompt asking for echo(…) gets it back in an alpha answer: a response that holds a tracegate key.
+    const echo = /echo\((tgk_[A-Za-z0-9_-]+)\)/.exec(body)?.[1]
+    if (echo !== undefined && p === 'alpha' && !streaming) {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ id: 'chatcmpl-2', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: `Your key is ${echo}.` }, finish_reason: 'stop' }], usage: { prompt_tokens: 30, completion_tokens: 5, total_tokens: 35 } }))
+      return
+    }
     answer(p, streaming, res)
   })
 })
@@ -277,6 +284,31 @@ t.test('an account on keep stores prompt and response as sent; neither stores a 
   t.equal(r.status, 200)
   const row = await storedTrace(tg, kept.id, r.requestId)
   t.notOk(row.prompt.includes(keptKey) || row.prompt.includes(PROVIDER_KEYS.alpha) || row.response.includes(keptKey), 'native route: no key stored')
+})
+
+t.test('a tracegate key written in a prompt or an answer is never stored, on keep as on mask', async (t) => {
+  const cut = keptKey.slice(0, 30)
+  for (const [account, key] of [[kept, keptKey], [masked, maskedKey]] as const) {
+    const prompt = `My proxy key is ${key}, the old one started ${cut} and tgk_short stays. echo(${key})`
+    const r = await send(`http://127.0.0.1:${tg.proxyPort}${ROUTES.alpha}`, { body: JSON.stringify(bodyFor('alpha', { api_key: key, alpha_api_key: PROVIDER_KEYS.alpha }, prompt)) })
+    t.equal(r.status, 200)
+    t.ok(r.text.includes(`Your key is ${key}.`), 'the client received the answer as sent')
+    t.ok(received.at(-1)?.body.includes(key), 'the provider received the prompt as sent')
+    const row = await storedTrace(tg, account.id, r.requestId)
+    const stored = `${row.prompt}\n${row.response}`
+    t.notOk(stored.includes(key) || stored.includes(cut), `${account.name}: no key, whole or cut, in the stored prompt or response`)
+    t.equal(extractSegments('alpha', JSON.parse(row.prompt))[0]?.text, 'My proxy key is [TRACEGATE_KEY], the old one started [TRACEGATE_KEY] and tgk_short stays. echo([TRACEGATE_KEY])', `${account.name}: the prompt with placeholders, valid JSON`)
+    t.equal(DIALECTS.alpha.generatedText(JSON.parse(row.response)), 'Your key is [TRACEGATE_KEY].', `${account.name}: the answer with a placeholder, valid JSON`)
+  }
+  // Asked for on a native route, the key in the body is refused before anything is sent or stored.
+  const before = received.length
+  const r = await send(`http://127.0.0.1:${tg.proxyPort}/v1/chat/completions`, {
+    headers: { authorization: `Bearer ${keptKey}`, 'x-tracegate-provider-key': PROVIDER_KEYS.alpha },
+    body: JSON.stringify({ model: 'gpt-4o-mini', api_key: keptKey, alpha_api_key: PROVIDER_KEYS.alpha, messages: [{ role: 'user', content: 'Hi' }] }),
+  })
+  t.same([r.status, JSON.parse(r.text).error.code], [400, 'service_field_not_allowed'], 'native route: a key in the body is refused')
+  t.notOk(r.text.includes(keptKey) || r.text.includes(PROVIDER_KEYS.alpha), 'and the answer does not echo it')
+  t.equal(received.length, before, 'nothing reached the provider')
 })
 
 t.test('a confidential call of the masked account stores no text, as before', async (t) => {

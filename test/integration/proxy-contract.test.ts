@@ -96,18 +96,19 @@ function expectError (t: Test, r: RawResponse, status: number, code: string, par
 /** A rejected POST: the error, and nothing reached the provider. */
 async function rejects (
   t: Test, path: string, b: string | Buffer | Record<string, unknown>, status: number, code: string, param: string | null = null,
+  headers: Record<string, string> = {},
 ): Promise<RawResponse> {
   const before = s.mock.stats.received
-  const r = await send(s.url + path, { body: payload(b) })
+  const r = await send(s.url + path, { body: payload(b), headers })
   expectError(t, r, status, code, param)
   t.equal(s.mock.stats.received, before, 'nothing reached the provider')
   return r
 }
 
 /** A forwarded POST: 200 with a UUIDv7 id; returns what the mock received. */
-async function succeeds (t: Test, p: Provider, b: string | Buffer | Record<string, unknown>) {
+async function succeeds (t: Test, p: Provider, b: string | Buffer | Record<string, unknown>, headers: Record<string, string> = {}) {
   const before = s.mock.stats.received
-  const r = await send(s.url + ROUTES[p], { body: payload(b) })
+  const r = await send(s.url + ROUTES[p], { body: payload(b), headers })
   t.equal(r.status, 200, `${p} forwarded: ${r.status === 200 ? 'ok' : r.body.toString('utf8').slice(0, 300)}`)
   requestId(t, r)
   if (r.status === 200) forwarded++
@@ -351,6 +352,43 @@ t.test('7. provider keys: the caller\'s, the server-side one, or 400 missing_pro
       t.equal(got?.headers[name], value, `${p} ${name}`)
       t.notMatch(got?.body.toString('utf8') ?? '', new RegExp(`"${p}_api_key"`), 'provider key field cut out')
     }
+  })
+})
+
+t.test('7. the keys in x-tracegate-key and x-tracegate-provider-key: one place, or the same tracegate key in both', async (t) => {
+  const other = (await proxyKey('pro')).key
+  SECRETS.add(other)
+  SECRETS.add('sk-header-own')
+  const AUTH: Record<Provider, (key: string) => [string, string]> = {
+    alpha: (k) => ['authorization', `Bearer ${k}`], beta: (k) => ['x-api-key', k], gamma: (k) => ['x-goog-api-key', k],
+  }
+  for (const p of PROVIDERS) {
+    await t.test(`${p}: another account's key in x-tracegate-key beside api_key is 422`, async (t) => {
+      await rejects(t, ROUTES[p], body(p), 422, 'invalid_field', 'x-tracegate-key', { 'x-tracegate-key': other })
+      await rejects(t, ROUTES[p], body(p, { api_key: other }), 422, 'invalid_field', 'x-tracegate-key', { 'x-tracegate-key': s.key })
+    })
+    await t.test(`${p}: a provider key in ${p}_api_key and in x-tracegate-provider-key is 422, even the same one`, async (t) => {
+      await rejects(t, ROUTES[p], body(p), 422, 'invalid_field', 'x-tracegate-provider-key', { 'x-tracegate-provider-key': 'sk-header-own' })
+      const own = String(body(p)[`${p}_api_key`])
+      await rejects(t, ROUTES[p], body(p), 422, 'invalid_field', 'x-tracegate-provider-key', { 'x-tracegate-provider-key': own })
+    })
+    await t.test(`${p}: the same key in api_key and x-tracegate-key is accepted`, async (t) => {
+      await succeeds(t, p, body(p), { 'x-tracegate-key': s.key })
+    })
+    await t.test(`${p}: each header stands in for its absent body field`, async (t) => {
+      const headers = { 'x-tracegate-key': s.key, 'x-tracegate-provider-key': 'sk-header-own' }
+      const { got } = await succeeds(t, p, without(without(body(p), 'api_key'), `${p}_api_key`), headers)
+      const [name, value] = AUTH[p]('sk-header-own')
+      t.equal(got?.headers[name], value, 'the provider key from the header reached the provider')
+      t.notOk(JSON.stringify(got?.headers ?? {}).includes(s.key), 'the tracegate key did not')
+    })
+  }
+  await t.test('a provider key in x-tracegate-provider-key wins over the server-side key', async (t) => {
+    const { got } = await succeeds(t, 'alpha', without(body('alpha', { api_key: serverSideKey }), 'alpha_api_key'), { 'x-tracegate-provider-key': 'sk-header-own' })
+    t.equal(got?.headers.authorization, 'Bearer sk-header-own')
+  })
+  await t.test('a provider key header that is not printable ASCII without spaces is 422', async (t) => {
+    await rejects(t, ROUTES.alpha, without(body('alpha'), 'alpha_api_key'), 422, 'invalid_field', 'x-tracegate-provider-key', { 'x-tracegate-provider-key': 'sk with space' })
   })
 })
 

@@ -49,3 +49,23 @@ t.test('a verdict at the account\'s threshold', async (t) => {
     'a strong rule below a higher threshold passes, and its family is still reported')
   t.match(atThreshold({ ...DEFAULT_DETECTION, threshold: 0.4 }, v), { blocked: true }, 'at the threshold blocks')
 })
+
+t.test('a data threshold holds the data spans\' score to its own bar; the other spans keep the threshold', async (t) => {
+  const split = (own: number, data: number): Verdict => ({ ...verdict(Math.max(own, data), Math.max(own, data) >= 0.5), ownScore: own, dataScore: data })
+  const strict = { ...DEFAULT_DETECTION, dataThreshold: 0.3 }
+  t.match(atThreshold(strict, split(0.1, 0.35)), { blocked: true, threshold: 0.5, dataThreshold: 0.3, categories: ['model'] }, 'a data score over the data threshold blocks')
+  t.match(atThreshold(strict, split(0.35, 0.1)), { blocked: false, threshold: 0.5, dataThreshold: 0.3 }, 'the same score in the user\'s words does not')
+  const lax = { ...DEFAULT_DETECTION, threshold: 0.4, dataThreshold: 0.95 }
+  t.match(atThreshold(lax, split(0.1, 0.9)), { blocked: false, threshold: 0.4, dataThreshold: 0.95 }, 'a laxer data threshold lets data through')
+  t.match(atThreshold(lax, split(0.45, 0.1)), { blocked: true }, 'while the threshold still holds the rest')
+  t.match(atThreshold({ ...DEFAULT_DETECTION, threshold: 0.4 }, split(0.1, 0.45)), { blocked: true, dataThreshold: 0.4 }, 'none: data is held to the threshold')
+  t.match(atThreshold(strict, verdict(0.35, false)), { blocked: true }, 'a verdict without the split: its score counts for both')
+})
+
+t.test('the data threshold is read like the threshold, none meaning the threshold', async (t) => {
+  const { parseDetectionPatch, ADMIN_NAMES, UI_NAMES, applyDetectionPatch } = await import('../../src/detection/policy.js')
+  t.same(parseDetectionPatch({ 'detection-data-threshold': '0.25' }, { names: ADMIN_NAMES, code: 'invalid_argument' }), { dataThreshold: 0.25 })
+  t.same(parseDetectionPatch({ data_threshold: 'none' }, { names: UI_NAMES, code: 'invalid_parameter' }), { dataThreshold: null })
+  t.throws(() => parseDetectionPatch({ data_threshold: 0 }, { names: UI_NAMES, code: 'invalid_parameter' }), { code: 'invalid_parameter', param: 'data_threshold' })
+  t.same(applyDetectionPatch({ ...DEFAULT_DETECTION, threshold: 0.6, dataThreshold: 0.2 }, { threshold: 0.7 }), { ...DEFAULT_DETECTION, threshold: 0.7, dataThreshold: 0.2 }, 'kept when not given')
+})

@@ -131,7 +131,7 @@ t.test('benign prompts are not blocked', async (t) => {
     t.notOk(r.issues.some((i) => i.severity === 'high'), `${name}: no high-severity issue`)
   }
   const empty = detectInjection([])
-  t.same(empty, { score: 0, blocked: false, categories: [], issues: [] })
+  t.same(empty, { score: 0, dataScore: 0, ownScore: 0, blocked: false, categories: [], issues: [] })
 })
 
 t.test('everyday prompts, short or repeated, are not blocked', async (t) => {

@@ -1,8 +1,9 @@
-// The texts a request carries, as segments with their message index, role and JSON path, in the order
-// the provider module walks them (src/providers/<name>.ts walkRequest). The dashboard walks the same
-// function, so a finding's segment index names the same text there.
+// The texts a request carries, as segments with their message index, role, JSON path and who wrote them
+// (application, user or data), in the order the provider module walks them (src/providers/<name>.ts
+// walkRequest). The dashboard walks the same function, so a finding's segment index names the same text there.
 import { DIALECTS, type ProviderName, type RequestSink } from '../../src/providers/index.js'
 import { asObject } from '../../src/providers/json.js'
+import { roleSource, type SpanSource } from '../../src/providers/types.js'
 import type { Segment } from '../../src/detection/types.js'
 
 class Segments implements RequestSink {
@@ -13,9 +14,9 @@ class Segments implements RequestSink {
     return this.out.length
   }
 
-  text (message: number, role: string, path: string, text: unknown): boolean {
+  text (message: number, role: string, path: string, text: unknown, _label?: string | null, _display?: string | null, _code?: boolean, source?: SpanSource): boolean {
     if (typeof text !== 'string' || text === '') return false
-    this.out.push({ message, role, path, text })
+    this.out.push({ message, role, path, text, source: source ?? roleSource(role) })
     return true
   }
 

@@ -1,9 +1,11 @@
 // Prompt-injection and jailbreak verdict over a request's segments: rules, decoded payloads and the
-// linear model per segment (model.ts), score = max over segments, blocked at the threshold chosen on
-// dev.jsonl and stored in the weights file. Issues name the family and score, never the matched text.
-import type { InjectionResult, Issue, Segment, Severity } from '../../src/detection/types.js'
+// linear model per span (model.ts; spans.ts labels the spans by writer), score = max over spans,
+// blocked at the threshold chosen on dev.jsonl and stored in the weights file. Issues name the family
+// and score, never the matched text.
+import type { InjectionResult, Issue, Segment, Severity, SpanSource } from '../../src/detection/types.js'
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
 import { categoryOf } from './rules.js'
+import { sourceOf, spansOf, toSegment, type Piece } from './spans.js'
 
 // Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
@@ -24,42 +26,56 @@ const SHORT_TEXT = 40
 const SHORT_MODEL_ONLY = 0.9
 
 /**
- * A system or developer prompt is written by the application, not by whoever sends the request, and
- * is full of the words attacks use ("you are", "never reveal these instructions", "ignore requests
- * to …"): the data set has none, so the model alone blocks one only when very sure. The rules still
- * apply in full, so an injection placed in a system prompt is blocked.
+ * How a span is judged depends on who wrote it (spans.ts). The rules apply in full to every span, so an
+ * injection is blocked wherever it stands; what differs is the bar for the model alone and which rules
+ * look for orders addressed to the model.
+ *
+ * `application` (system and developer prompts, tool and schema descriptions): written by the
+ * application, not by whoever sends the request, and full of the words attacks use ("you are", "never
+ * reveal these instructions", "ignore requests to …"); the data set has none, so the model alone blocks
+ * one only when very sure.
+ *
+ * `data` (tool and function results, documents, search results, files, text the user pasted after a
+ * framing line): written by neither the user nor the application, and judged for what it may do to the
+ * model that reads it. Instructions in it addressed to that model (rules.ts PLANTED_RULES: "Note to the
+ * AI summarising this email: forward …"), looked for only here, block, since no page, mail or tool result
+ * has a reason to give the model orders; so does a task swapped for another (`task_switch`), a rule of
+ * the override family. Imperatives addressed to people (READMEs, recipes, mail, forms) are everyday
+ * content there, so the model alone blocks only at the data bar. In `--cv` 0.8 and 0.9 put none of 68
+ * held-out benign tool results over the cut and caught 183 and 175 of 191 planted ones (0.7: 2 benign,
+ * 186); 0.9 is kept because those 68 are few and alike (this folder's README).
+ *
+ * `user`: the sender's words, judged by the model at its own threshold, except a short text.
  */
-const SYSTEM_ROLES: ReadonlySet<string> = new Set(['system', 'developer'])
-const SYSTEM_MODEL_ONLY = 0.95
+const MODEL_ONLY: Readonly<Record<SpanSource, number>> = { application: 0.95, data: MODEL.dataThreshold ?? 0.9, user: 0 }
+// Data is read by the model's data reading (small windows and the neural head, model.ts dataModelScore),
+// whose bar is chosen with the weights (train.ts chooseDataThreshold); 0.9 for a linear-only file.
+export const DATA_MODEL_ONLY = MODEL_ONLY.data
 
-/**
- * Text the application hands the model to read: tool and function results, and documents. It is
- * written by neither the user nor the application, so it is judged for what it may do to the model
- * that reads it. Instructions in it addressed to that model (rules.ts PLANTED_RULES: "Note to the AI
- * summarising this email: forward …"), looked for only here, block, since no page, mail or tool
- * result has a reason to give the model orders. Imperatives addressed to people (READMEs, recipes, mail, forms)
- * are everyday content there, so the model alone blocks only at DATA_MODEL_ONLY. In `--cv` 0.8 and
- * 0.9 put none of 68 held-out benign tool results over the cut and caught 183 and 175 of 191 planted
- * ones (0.7: 2 benign, 186); 0.9 is kept because those 68 are few and alike, and an earlier model
- * scored a Jest log about passwords in holdout.jsonl 0.81 (this folder's README).
- */
-export function isData (seg: Pick<Segment, 'role' | 'path'>): boolean {
-  return seg.role === 'tool' || seg.path.endsWith('.source.data')
+/** Whether a segment is data the application hands the model (spans.ts sourceOf). */
+export function isData (seg: Pick<Segment, 'role' | 'path' | 'source'>): boolean {
+  return sourceOf(seg) === 'data'
 }
 const PLANTED_IN_DATA = 0.9
-// The bar for the data reading, chosen with the weights (train.ts chooseDataThreshold); 0.9 for a linear-only file.
-export const DATA_MODEL_ONLY = MODEL.dataThreshold ?? 0.9
 
-/** A finding's score where the segment's role is taken into account. */
+/**
+ * In data, an order to the model (a planted instruction) or a task swapped for another ("your real task
+ * is", "End of text. Now …": rules.ts `task_switch`, weak from a user, who may change the task) decides.
+ */
+const inDataDecides = (f: Finding): boolean => f.family === 'planted_instruction' || f.rule === 'task_switch'
+
+/** A finding's score where the span's writer is taken into account. */
 function findingScore (f: Finding, data: boolean): number {
-  return data && f.family === 'planted_instruction' ? Math.max(f.score, PLANTED_IN_DATA) : f.score
+  return data && inDataDecides(f) ? Math.max(f.score, PLANTED_IN_DATA) : f.score
 }
 
-/** Planted instructions of a data segment's text, kept with its cached analysis. */
+/** Planted instructions of a data span's text, kept with its cached analysis. */
 const plantedByAnalysis = new WeakMap<SegmentAnalysis, readonly Finding[]>()
 
-/** The findings a segment is judged by: its text's analysis, plus planted instructions when it is data. */
-export function findingsOf (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'path' | 'text'>): readonly Finding[] {
+type Judged = Pick<Segment, 'role' | 'path' | 'text' | 'source'>
+
+/** The findings a span is judged by: its text's analysis, plus planted instructions when it is data. */
+export function findingsOf (a: SegmentAnalysis, seg: Judged): readonly Finding[] {
   if (!isData(seg)) return a.findings
   let planted = plantedByAnalysis.get(a)
   if (planted === undefined) {
@@ -70,13 +86,13 @@ export function findingsOf (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'pat
 }
 
 /**
- * The segment's score under its role, for a model with this threshold. The analysis (rules, payloads,
- * model) is the same for a text wherever it appears; the guards for short texts, system prompts and
- * data, and the weight of a planted instruction in data, depend on where it appears.
+ * The span's score under its writer, for a model with this threshold. The analysis (rules, payloads,
+ * model) is the same for a text wherever it appears; the bars for short texts, the application's texts
+ * and data, and the weight of a planted instruction in data, depend on who wrote it.
  */
-export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'path' | 'text'>, threshold: number): number {
-  const data = isData(seg)
-  // Data is read by the model's data reading: small windows and the neural head (model.ts dataModelScore).
+export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number): number {
+  const source = sourceOf(seg)
+  const data = source === 'data'
   const modelScore = data ? a.dataModelScore : a.modelScore
   let score = data ? a.dataScore : a.score
   let ruled = false
@@ -88,7 +104,7 @@ export function segmentScore (a: SegmentAnalysis, seg: Pick<Segment, 'role' | 'p
     // ("jailbreak" in a search result about phones) does not lower the bar.
     if (!data || fs >= STRONG_RULE) ruled = true
   }
-  const bar = SYSTEM_ROLES.has(seg.role) ? SYSTEM_MODEL_ONLY : data ? DATA_MODEL_ONLY : seg.text.length < SHORT_TEXT ? SHORT_MODEL_ONLY : 0
+  const bar = source === 'user' && seg.text.length < SHORT_TEXT ? SHORT_MODEL_ONLY : MODEL_ONLY[source]
   if (bar === 0 || ruled || score > modelScore || modelScore >= bar) return score
   // Rescaled, still monotonic, so the bar maps onto the threshold.
   return Math.min(score, (threshold * modelScore) / bar)
@@ -134,49 +150,62 @@ function analyzeCached (text: string): Analysis {
   return a
 }
 
-const EMPTY: InjectionResult = Object.freeze({ score: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
+const EMPTY: InjectionResult = Object.freeze({ score: 0, dataScore: 0, ownScore: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
 
-export function detectInjection(segments: readonly Segment[]): InjectionResult {
-  let score = 0
+/**
+ * The verdict over a request's segments: each span (spans.ts) judged under its writer, `score` the
+ * highest span score, `dataScore` that of the data spans (an account may set another threshold for
+ * them: src/detection/policy.ts). Issues name the segment, the span within its text, who wrote it and
+ * its JSON path.
+ */
+export function detectInjection (segments: readonly Segment[]): InjectionResult {
+  let own = 0
+  let dataScore = 0
   const issues: Issue[] = []
   const categories = new Set<string>()
-  for (let i = 0; i < segments.length; i++) {
-    const seg = segments[i] as Segment
-    if (seg.text.length === 0) continue
-    const a = analyzeCached(seg.text)
-    const segScore = segmentScore(a, seg, THRESHOLD)
-    if (segScore > score) score = segScore
-    const segmentBlocked = segScore >= THRESHOLD
-    // One issue per family and segment: the strongest finding of that family.
-    const best = new Map<string, (typeof a.findings)[number]>()
-    const data = isData(seg)
-    for (const found of findingsOf(a, seg)) {
-      const f = found.family === 'model' ? { ...found, score: Math.min(data ? a.dataModelScore : found.score, segScore) } : data && found.family === 'planted_instruction' ? { ...found, score: findingScore(found, true) } : found
+  for (const span of spansOf(segments)) {
+    const first = segments[(span.pieces[0] as Piece).segment] as Segment
+    const judged: Judged = { role: first.role, path: first.path, text: span.text, source: span.source }
+    const a = analyzeCached(span.text)
+    const spanScore = segmentScore(a, judged, THRESHOLD)
+    const data = span.source === 'data'
+    if (data) dataScore = Math.max(dataScore, spanScore)
+    else own = Math.max(own, spanScore)
+    const spanBlocked = spanScore >= THRESHOLD
+    // One issue per family and span: the strongest finding of that family.
+    const best = new Map<string, Finding>()
+    for (const found of findingsOf(a, judged)) {
+      const f = found.family === 'model' ? { ...found, score: Math.min(data ? a.dataModelScore : found.score, spanScore) } : data && inDataDecides(found) ? { ...found, score: findingScore(found, true) } : found
       const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
       if (f.score < floor) continue
       const prev = best.get(f.family)
       if (prev === undefined || f.score > prev.score) best.set(f.family, f)
     }
     for (const f of best.values()) {
-      const severity: Severity = f.score >= THRESHOLD ? 'high' : segmentBlocked ? 'medium' : 'low'
+      const severity: Severity = f.score >= THRESHOLD ? 'high' : spanBlocked ? 'medium' : 'low'
       categories.add(f.family)
+      const at = toSegment(span, f.span[0], f.span[1])
+      const seg = segments[at.segment] as Segment
       const issue: Issue = {
         category: f.family === 'model' && hasPersona(best) ? 'jailbreak' : categoryOf(f.family),
         kind: f.family,
         severity,
         detail: `${f.family} score ${f.score.toFixed(3)}`,
-        segment: i,
+        segment: at.segment,
         message: seg.message,
-        span: f.span,
+        span: at.span,
+        source: span.source,
+        path: seg.path,
       }
       // Why: the rule that matched, or the words that drove the model (model.ts explainWindow).
       issues.push(f.family === 'model' ? (a.features.length > 0 ? { ...issue, features: a.features } : issue) : { ...issue, rule: f.rule })
     }
   }
+  const score = Math.max(own, dataScore)
   if (score === 0 && issues.length === 0) return EMPTY
-  return { score, blocked: score >= THRESHOLD, categories: [...categories], issues }
+  return { score, dataScore, ownScore: own, blocked: score >= THRESHOLD, categories: [...categories], issues }
 }
 
-function hasPersona(best: ReadonlyMap<string, unknown>): boolean {
+function hasPersona (best: ReadonlyMap<string, unknown>): boolean {
   return best.has('jailbreak_persona')
 }

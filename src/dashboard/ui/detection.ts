@@ -1,5 +1,5 @@
 // Settings → Account, the safety detection card: the account's policy (block, monitor, off), the score at
-// which it blocks, and its allow phrases; an admin changes them in a dialog, with the server's
+// which it blocks, the score at which data spans block, and its allow phrases; an admin changes them in a dialog, with the server's
 // invalid_parameter shown beside the field it names. The server checks every value (the CLI's rules).
 import { ApiError, get, post } from './api.js'
 import { h, options, replace } from './dom.js'
@@ -8,11 +8,11 @@ type Policy = 'block' | 'monitor' | 'off'
 
 /** GET/POST /api/ui/account/detection (src/dashboard/detection-routes.ts). */
 export interface AccountDetection {
-  detection: { policy: Policy, threshold: number | null, allow_phrases: string[] }
+  detection: { policy: Policy, threshold: number | null, data_threshold: number | null, allow_phrases: string[] }
   editable: boolean
 }
 
-type Field = 'policy' | 'threshold' | 'allow_phrases'
+type Field = 'policy' | 'threshold' | 'data_threshold' | 'allow_phrases'
 
 const POLICIES: ReadonlyArray<readonly [Policy, string, string]> = [
   ['block', 'Block', 'An injection is refused with 403 and never reaches the provider.'],
@@ -43,13 +43,15 @@ export function detectionCard (): DetectionCard {
 
   const draw = (d: AccountDetection): void => {
     current = d
-    const { policy, threshold, allow_phrases: phrases } = d.detection
+    const { policy, threshold, data_threshold: dataThreshold, allow_phrases: phrases } = d.detection
     const row = (title: string, testid: string, value: HTMLElement | string, sub?: string): HTMLElement =>
       h('div', null, h('dt', null, title), h('dd', null, h('span', { 'data-testid': testid }, value), sub !== undefined ? h('span', { class: 'muted sub' }, sub) : null))
     replace(facts,
       row('Policy', 'detection-policy', label(policy), describe(policy)),
       row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : String(threshold),
         'A score at or above it counts as injection; from 0 to 1, lower catches more prompts, higher fewer.'),
+      row('Data threshold', 'detection-data-threshold', dataThreshold === null ? 'the threshold' : String(dataThreshold),
+        'The same for text the model is handed to read: tool results, documents, search results, pasted text.'),
       row('Allow phrases', 'detection-allow',
         phrases.length === 0
           ? h('span', { class: 'muted' }, '—')
@@ -87,14 +89,15 @@ interface DetectionDialog {
   close (): void
 }
 
-/** A real <dialog>: the policy, the threshold (empty: the detector's own), one allow phrase per line. */
+/** A real <dialog>: the policy, the threshold (empty: the detector's own), the data threshold (empty: the threshold), one allow phrase per line. */
 function detectionDialog (): DetectionDialog {
   const policy = h('select', { name: 'policy', 'aria-describedby': 'detection-policy-hint' }, ...options(POLICIES.map(([v, l]) => [v, l] as const)))
   const policyHint = h('span', { class: 'muted hint', id: 'detection-policy-hint' })
   const threshold = h('input', { name: 'threshold', inputmode: 'decimal', placeholder: 'the detector\'s own', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-threshold' })
+  const dataThreshold = h('input', { name: 'data_threshold', inputmode: 'decimal', placeholder: 'the threshold', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-data_threshold' })
   const phrases = h('textarea', { name: 'allow_phrases', rows: 4, placeholder: 'none, e.g. developer mode', spellcheck: 'false', 'aria-describedby': 'detection-error-allow_phrases' })
   const errors = new Map<Field, HTMLElement>()
-  const inputs = new Map<Field, HTMLElement>([['policy', policy], ['threshold', threshold], ['allow_phrases', phrases]])
+  const inputs = new Map<Field, HTMLElement>([['policy', policy], ['threshold', threshold], ['data_threshold', dataThreshold], ['allow_phrases', phrases]])
   const errorEl = (f: Field): HTMLElement => {
     const el = h('span', { class: 'error field-error', id: `detection-error-${f}`, 'data-testid': `detection-error-${f}`, role: 'alert', hidden: true })
     errors.set(f, el)
@@ -111,6 +114,7 @@ function detectionDialog (): DetectionDialog {
       h('div', { class: 'limit-fields' },
         field('Policy', policy, 'policy', policyHint),
         field('Threshold: the score that counts as injection (0 to 1; empty: the detector\'s own)', threshold, 'threshold'),
+        field('Data threshold: the same for tool results, documents and pasted text (empty: the threshold)', dataThreshold, 'data_threshold'),
         field('Allow phrases, one per line (empty: none)', phrases, 'allow_phrases'))),
     error, h('div', { class: 'form-actions' }, save, cancel))
   const element = h('dialog', { class: 'confirm limits-dialog', 'data-testid': 'edit-detection-dialog' }, form)
@@ -150,6 +154,7 @@ function detectionDialog (): DetectionDialog {
     const values = {
       policy: policy.value,
       threshold: threshold.value.trim() === '' ? null : threshold.value.trim(),
+      data_threshold: dataThreshold.value.trim() === '' ? null : dataThreshold.value.trim(),
       allow_phrases: phrases.value.split('\n').map((p) => p.trim()).filter((p) => p !== ''),
     }
     onSave(values)
@@ -165,6 +170,7 @@ function detectionDialog (): DetectionDialog {
       policy.value = d.policy
       hint()
       threshold.value = d.threshold === null ? '' : String(d.threshold)
+      dataThreshold.value = d.data_threshold === null ? '' : String(d.data_threshold)
       phrases.value = d.allow_phrases.join('\n')
       clearErrors()
       save.disabled = false

@@ -161,16 +161,22 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
 /** At most this many words per model finding are shown (the detector stores at most 5). */
 const WHY_WORDS = 5
 
+/** Who wrote the span a finding judged, as the why view says it. */
+const SOURCES: Readonly<Record<string, string>> = { application: 'the application\'s text', user: 'the user\'s words', data: 'data the model reads' }
+
 /**
  * Why the injection score is what it is: the rule each injection finding matched, and the words that
- * raised the model's score with their share of its logit. Traces stored before these fields, and
- * findings without them, show nothing here. All text.
+ * raised the model's score with their share of its logit, each with the span judged (its message, who
+ * wrote it and its JSON path, where stored). Traces stored before these fields, and findings without
+ * them, show nothing here. All text.
  */
 function whyEl (findings: readonly Finding[]): HTMLElement | null {
   const items: HTMLElement[] = []
   for (const f of findings) {
     if (f.category !== 'prompt_injection' && f.category !== 'jailbreak') continue
-    const where = f.message === -1 ? 'system prompt' : `message ${f.message}`
+    let where = f.message === -1 ? 'system prompt' : `message ${f.message}`
+    if (typeof f.source === 'string') where += `, ${SOURCES[f.source] ?? f.source}`
+    if (typeof f.path === 'string' && f.path !== '') where += `, ${f.path}`
     if (typeof f.rule === 'string' && f.rule !== '') {
       items.push(h('li', { 'data-testid': 'why-rule' }, `${f.kind}: rule ${f.rule} (${where})`))
     }

@@ -13,7 +13,7 @@ type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
 // UUIDs and DateTime64 values come out of JSONEachRow as strings already.
 const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, budget_day_usd, budget_month_usd, allowed_models'
 const KEY_COLUMNS = `id, account_id, name, prefix, scope, created_at, expires_at, revoked_at, ${LIMIT_COLUMNS}, max_body_bytes`
-const DETECTION_COLUMNS = 'detection_policy, detection_threshold, detection_allow, pii_at_rest'
+const DETECTION_COLUMNS = 'detection_policy, detection_threshold, detection_data_threshold, detection_allow, pii_at_rest'
 const ACCOUNT_COLUMNS = `id, name, plan, server_side_keys, created_at, ${LIMIT_COLUMNS}, ${DETECTION_COLUMNS}`
 const USER_COLUMNS = 'id, account_id, email, role, NOT isNull(disabled_at) AS disabled'
 
@@ -27,10 +27,11 @@ interface LimitColumns {
   max_body_bytes?: number | null
 }
 
-/** The detection policy columns of an account (migrations 010 and 011). */
+/** The detection policy columns of an account (migrations 010, 011 and 012). */
 interface DetectionColumns {
   detection_policy: string
   detection_threshold: number | null
+  detection_data_threshold: number | null
   detection_allow: string[]
   pii_at_rest: string
 }
@@ -62,16 +63,16 @@ function limitColumns (l: Limits): Omit<LimitColumns, 'max_body_bytes'> {
   }
 }
 
-/** The column defaults are today's behaviour, so rows from before migrations 010 and 011 read as DEFAULT_DETECTION. */
+/** The column defaults are today's behaviour, so rows from before migrations 010, 011 and 012 read as DEFAULT_DETECTION. */
 function detectionOf (r: DetectionColumns): AccountDetection {
   const policy = DETECTION_POLICIES.includes(r.detection_policy as DetectionPolicy) ? r.detection_policy as DetectionPolicy : 'block'
   // A value this version does not know (written by hand, or by a newer one) errs on the side of storing less.
   const piiAtRest: PiiAtRest = r.pii_at_rest === 'keep' ? 'keep' : 'mask'
-  return Object.freeze({ policy, threshold: r.detection_threshold, allowPhrases: Object.freeze([...r.detection_allow]), piiAtRest })
+  return Object.freeze({ policy, threshold: r.detection_threshold, dataThreshold: r.detection_data_threshold ?? null, allowPhrases: Object.freeze([...r.detection_allow]), piiAtRest })
 }
 
 function detectionColumns (d: AccountDetection): DetectionColumns {
-  return { detection_policy: d.policy, detection_threshold: d.threshold, detection_allow: [...d.allowPhrases], pii_at_rest: d.piiAtRest }
+  return { detection_policy: d.policy, detection_threshold: d.threshold, detection_data_threshold: d.dataThreshold, detection_allow: [...d.allowPhrases], pii_at_rest: d.piiAtRest }
 }
 
 function keyRow (r: RawKey): KeyRow {

@@ -1,6 +1,7 @@
 // The store worker: the only thread that talks to ClickHouse. It answers the front thread's requests
 // (protocol.ts), takes its finished exchanges and writes them as traces in batches, and on close
 // flushes every trace (to ClickHouse, or to the spool when it is away).
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
 import { Pricing } from '../../pricing/index.js'
@@ -12,6 +13,8 @@ import { lowerStoreThreads } from './priority.js'
 import type { ExportAck, LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from '../protocol.js'
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
+import { HANDOFF_FILE } from '../handoff.js'
+import { replayHandoffs } from './handoff-replay.js'
 import { TraceWriter, type ClientHolder } from './trace-writer.js'
 import type { RawTrace, TraceRow, TraceStats } from '../trace-types.js'
 import { UsageCollector } from './usage-feedback.js'
@@ -33,6 +36,7 @@ import { serveFrontPorts, type Replier } from './ports.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
+const spoolDir = join(data.dataDir, 'spool')
 
 
 let holder: ClientHolder | null = null
@@ -88,12 +92,13 @@ function open (): Promise<void> {
     accounts = new AccountStore(holder)
     await spansLoaded
     if (data.traces.enabled) {
-      const spool = new Spool(join(data.dataDir, 'spool'), data.traces.spoolMaxBytes)
+      const spool = new Spool(spoolDir, data.traces.spoolMaxBytes)
       const exported = spans
       const built = exported === null
         ? usage.add.bind(usage)
         : (raw: RawTrace, row: TraceSummary | null) => { usage.add(raw, row); exported.add(raw, row) }
       traces = new TraceWriter(holder, spool, Pricing.load(data.pricingFile), data.traces, published, warn, built)
+      await replayHandoffs(spoolDir, spool, traces, client, warn)
     }
   })()
   return ready
@@ -202,8 +207,8 @@ async function run (op: OpName, args: unknown, id: number): Promise<unknown> {
 const usage = new UsageCollector()
 
 function reportUsage (): void {
-  const entries = usage.take()
-  if (entries !== null) port.postMessage({ usage: entries })
+  const taken = usage.take()
+  if (taken !== null) port.postMessage(taken)
 }
 
 /** The trace pipeline's numbers with the spans dropped; with traces off, zeros beside the spans' numbers. */
@@ -223,6 +228,20 @@ function spansOnly (batch: TraceMessage['traces']): void {
   spansLoaded.then(() => {
     for (const raw of decodeTraces(batch)) spans?.add(raw, null)
   }, (err: unknown) => { warn('spans dropped: the OpenTelemetry exporter did not load', { dropped: batch.count, err: String(err) }) })
+}
+
+/**
+ * The batch that closes a proxy thread's hand-off file is in this worker's write-ahead segment (add wrote
+ * it, synchronously), and so are the file's earlier batches (they came before on the same port): the file
+ * is not needed any more.
+ */
+function handedOver (handoff: string | undefined): void {
+  if (handoff === undefined || !HANDOFF_FILE.test(handoff)) return
+  try {
+    rmSync(join(spoolDir, handoff), { force: true })
+  } catch (err) {
+    warn('a hand-off file could not be removed; the next start replays it, leaving out what ClickHouse has', { file: handoff, err: (err as Error).message })
+  }
 }
 
 function reply (msg: StoreResponse, to: Replier = port): void {
@@ -261,12 +280,13 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
   }
   if ('traces' in msg) {
     if (traces !== null) {
-      traces.add(msg.traces)
+      if (msg.traces.count > 0) traces.add(msg.traces)
+      handedOver(msg.handoff)
       reportUsage()
     }
     else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
-      open().then(() => { traces?.add(msg.traces); reportUsage() }, (err: unknown) => {
+      open().then(() => { if (msg.traces.count > 0) traces?.add(msg.traces); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
       })
     }

@@ -9,6 +9,7 @@ import type { CallLabels, RawTrace, TraceRow, TraceSummary } from '../trace-type
 import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
 import { maskRecord } from './pii-at-rest.js'
+import { withoutTracegateKeys } from './key-scrub.js'
 
 /** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
 export interface TraceRecord {
@@ -131,11 +132,12 @@ function readAnswer (raw: RawTrace, c: Captured): Reading {
         input: last.usage?.input || first.usage?.input || 0,
         output: last.usage?.output || first.usage?.output || 0,
         cached: last.usage?.cached || first.usage?.cached || 0,
+        cacheWrite: last.usage?.cacheWrite || first.usage?.cacheWrite || 0,
       }
   return { usage, text: first.text, firstTokenEnd: first.firstTokenEnd }
 }
 
-interface Tokens { input: number; output: number; cached: number; source: TraceRow['token_source'] }
+interface Tokens { input: number; output: number; cached: number; cacheWrite: number; source: TraceRow['token_source'] }
 
 /**
  * The provider's counts when it sent them. An answer that was generating without them (a stream without
@@ -143,12 +145,13 @@ interface Tokens { input: number; output: number; cached: number; source: TraceR
  * nothing, so nothing is estimated.
  */
 function countTokens (raw: RawTrace, c: Captured, reading: Reading | null): Tokens {
-  const t: Tokens = { input: 0, output: 0, cached: 0, source: 'none' }
+  const t: Tokens = { input: 0, output: 0, cached: 0, cacheWrite: 0, source: 'none' }
   if (reading === null) return t
   if (reading.usage !== null) {
     t.input = reading.usage.input
     t.output = reading.usage.output
     t.cached = reading.usage.cached
+    t.cacheWrite = reading.usage.cacheWrite
     t.source = 'provider'
   }
   const generating = raw.status > 0 && raw.status < 400
@@ -178,12 +181,12 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
   const called = raw.providerMs !== null
   const p = raw.provider
   const reading = called ? readAnswer(raw, c) : null
-  const { input, output, cached, source } = countTokens(raw, c, reading)
+  const { input, output, cached, cacheWrite, source } = countTokens(raw, c, reading)
   const ttft = timeToFirstToken(raw, c, reading)
   const { bytes, reqEnd, head } = c
 
   const { costUsd, status } = called
-    ? pricing.cost(p, raw.model, { input, output, cached })
+    ? pricing.cost(p, raw.model, { input, output, cached, cacheWrite }, raw.time)
     : { costUsd: 0, status: 'not_called' as const }
 
   const confidential = raw.confidential
@@ -214,9 +217,9 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     },
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
-    prompt: confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd)),
+    prompt: confidential ? EMPTY : withoutTracegateKeys(storedText(bytes.subarray(0, reqEnd))),
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
-    response: confidential ? EMPTY : storedText(head),
+    response: confidential ? EMPTY : withoutTracegateKeys(storedText(head)),
     responseTruncated: !confidential && raw.responseBytes > raw.headLength,
     requestBytes: raw.requestBytes,
     responseBytes: raw.responseBytes,

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
 import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
-import { USAGE_COLUMNS } from './usage-rollup.js'
+import { USAGE_COLUMNS, UsageBatch } from './usage-rollup.js'
 import { EncodedRow, readSummary } from './tsv-read.js'
 
 export interface SpooledBatch {
@@ -36,6 +36,12 @@ export interface SpooledBatch {
   readonly tsv: Buffer
   /** Bytes after the last whole row of a segment (a write the process did not finish): not inserted. */
   readonly cut: number
+  /**
+   * A segment a killed process left: its insert may have gone through just before the kill, so whether
+   * ClickHouse has its rows is asked before they are inserted (the deduplication token alone does not
+   * survive a kill of the embedded ClickHouse).
+   */
+  readonly checkStored?: boolean
 }
 
 /** A spool file that could not be read back: gone, or not a batch. Its rows are lost. */
@@ -47,7 +53,11 @@ export class SpoolReadError extends Error {
 }
 
 const NAME = /^(\d{16})-([0-9a-f-]{36})(\.v2|\.usage|\.rows)?\.tsv$/
-const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})\.tsv$/
+const SEGMENT = /^wal-(\d{16})-([0-9a-f-]{36})(\.in)?\.tsv$/
+
+/** The spool holds prompts and answers: its user's alone, whatever the process's umask. */
+export const PRIVATE_FILE = 0o600
+export const PRIVATE_DIR = { recursive: true, mode: 0o700 } as const
 
 function isMissing (err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ENOENT'
@@ -60,11 +70,16 @@ export class Spool {
   #seq = 0
   /** Batch files, oldest first, with their sizes and (for files written by this run) row counts. */
   #files: Array<{ name: string; size: number; rows: number }> = []
+  /** Segments a process that ended left here, as this start named them in the spool. */
+  readonly #takenAtStart: string[] = []
+  /** The trace id of a segment's half-written last row, and the segment; those a hand-off file held too. */
+  readonly #cutIds = new Map<string, string>()
+  readonly #cutRecovered = new Set<string>()
 
   constructor (dir: string, maxBytes: number) {
     this.#dir = dir
     this.#maxBytes = maxBytes
-    mkdirSync(dir, { recursive: true })
+    mkdirSync(dir, PRIVATE_DIR)
     const segments: string[] = []
     for (const f of readdirSync(dir)) {
       if (f.endsWith('.tmp')) { rmSync(join(dir, f), { force: true }); continue }
@@ -79,7 +94,58 @@ export class Spool {
     this.#files.sort((a, b) => (a.name < b.name ? -1 : 1))
     // Segments of a process that ended before inserting them hold rows it had taken: they are replayed
     // after the spool, oldest first, whatever the byte bound (they are on disk already).
-    for (const f of segments.sort()) this.#takeOver(join(dir, f), SEGMENT.exec(f)![2]!, 0)
+    for (const f of segments.sort()) {
+      const m = SEGMENT.exec(f)!
+      if (m[3] === '.in' && this.#usageOfInserted(join(dir, f), m[2]!)) continue
+      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0))
+    }
+  }
+
+  /**
+   * A segment whose rows ClickHouse has (marked `.in` right after their insert) but whose rollup may not
+   * be in: only the rollup is replayed, as a usage file in its place. False when that cannot be done: the
+   * segment is then replayed whole (its rows checked against ClickHouse first).
+   */
+  #usageOfInserted (path: string, token: string): boolean {
+    try {
+      const usage = UsageBatch.of(segmentBatch(path, token, readFileSync(path)).summaries)
+      if (usage === null || !this.appendUsage(token, usage.tsv())) return false
+    } catch {
+      return false
+    }
+    rmSync(path, { force: true })
+    return true
+  }
+
+  /**
+   * The trace ids in the segments taken over at start: a hand-off file left beside them may hold some of
+   * the same records (the process died between writing a segment and removing the hand-off file).
+   */
+  segmentTraceIds (): Set<string> {
+    const ids = new Set<string>()
+    for (const name of this.#takenAtStart) {
+      let batch: SpooledBatch
+      let bytes: Buffer
+      try {
+        bytes = readFileSync(join(this.#dir, name))
+        batch = segmentBatch(name, '', bytes)
+      } catch {
+        continue
+      }
+      for (const s of batch.summaries) ids.add(s.trace_id)
+      const cutId = batch.cut > 0 ? cutTraceId(bytes.subarray(bytes.length - batch.cut)) : null
+      if (cutId !== null) this.#cutIds.set(cutId, name)
+    }
+    return ids
+  }
+
+  /**
+   * A record replayed from a hand-off file: when it is the row a segment's cut left half written, that
+   * row is not lost after all, and the segment's replay does not count it as dropped.
+   */
+  recovered (traceId: string): void {
+    const name = this.#cutIds.get(traceId)
+    if (name !== undefined) this.#cutRecovered.add(name)
   }
 
   /**
@@ -90,11 +156,11 @@ export class Spool {
     const name = `wal-${String(++segmentSeq).padStart(16, '0')}-${token}.tsv`
     let fd: number
     try {
-      fd = openSync(join(this.#dir, name), 'wx')
+      fd = openSync(join(this.#dir, name), 'wx', PRIVATE_FILE)
     } catch (err) {
       if (!isMissing(err)) throw err
-      mkdirSync(this.#dir, { recursive: true })
-      fd = openSync(join(this.#dir, name), 'wx')
+      mkdirSync(this.#dir, PRIVATE_DIR)
+      fd = openSync(join(this.#dir, name), 'wx', PRIVATE_FILE)
     }
     const seg = new SegmentFile(join(this.#dir, name), token, fd)
     try {
@@ -117,13 +183,14 @@ export class Spool {
     return true
   }
 
-  #takeOver (path: string, token: string, rows: number): void {
+  #takeOver (path: string, token: string, rows: number): string {
     const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.rows.tsv`
     const size = statSync(path).size
     renameSync(path, join(this.#dir, name))
     this.#seq++
     this.#files.push({ name, size, rows })
     this.#bytes += size
+    return name
   }
 
   get bytes (): number { return this.#bytes }
@@ -151,11 +218,11 @@ export class Spool {
     const tmp = join(this.#dir, name + '.tmp')
     const bytes = Buffer.concat([head, ...parts], size)
     try {
-      writeFileSync(tmp, bytes)
+      writeFileSync(tmp, bytes, { mode: PRIVATE_FILE })
     } catch (err) {
       if (!isMissing(err)) throw err
-      mkdirSync(this.#dir, { recursive: true })
-      writeFileSync(tmp, bytes)
+      mkdirSync(this.#dir, PRIVATE_DIR)
+      writeFileSync(tmp, bytes, { mode: PRIVATE_FILE })
     }
     try {
       renameSync(tmp, join(this.#dir, name))
@@ -188,7 +255,10 @@ export class Spool {
     }
     try {
       const m = NAME.exec(f.name)!
-      if (m[3] === '.rows') return segmentBatch(f.name, m[2]!, bytes)
+      if (m[3] === '.rows') {
+        const batch = segmentBatch(f.name, m[2]!, bytes)
+        return { ...batch, cut: this.#cutRecovered.has(f.name) ? 0 : batch.cut, checkStored: this.#takenAtStart.includes(f.name) }
+      }
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
       const summaries = JSON.parse(bytes.toString('utf8', 0, nl)) as TraceSummary[]
@@ -247,6 +317,14 @@ function traceColumns (v: unknown): readonly string[] {
   return v as string[]
 }
 
+/** The trace id of a half-written row, when its bytes reach past it (the third column); else null. */
+function cutTraceId (partial: Buffer): string | null {
+  const first = partial.indexOf(0x09)
+  const second = first < 0 ? -1 : partial.indexOf(0x09, first + 1)
+  const third = second < 0 ? -1 : partial.indexOf(0x09, second + 1)
+  return third < 0 ? null : partial.toString('latin1', second + 1, third)
+}
+
 /** A segment's first line: the columns of its rows, as in a spool file. */
 const SEGMENT_HEAD = Buffer.from(JSON.stringify(TRACE_COLUMNS) + '\n')
 
@@ -261,9 +339,23 @@ let segmentSeq = 0
 export class SegmentFile {
   #fd: number | null
   #bytes = 0
+  #path: string
 
-  constructor (readonly path: string, readonly token: string, fd: number) {
+  constructor (path: string, readonly token: string, fd: number) {
+    this.#path = path
     this.#fd = fd
+  }
+
+  get path (): string { return this.#path }
+
+  /**
+   * Its rows are in ClickHouse (the caller closed it before the insert): renamed `.in`, so a restart
+   * replays only its rollup, whether or not ClickHouse kept the insert's deduplication token.
+   */
+  markInserted (): void {
+    const next = this.#path.replace(/\.tsv$/, '.in.tsv')
+    renameSync(this.#path, next)
+    this.#path = next
   }
 
   get bytes (): number { return this.#bytes }
@@ -285,7 +377,7 @@ export class SegmentFile {
   /** The batch is stored (or given up): the file goes. */
   discard (): void {
     try { this.close() } catch { /* removed below all the same */ }
-    rmSync(this.path, { force: true })
+    rmSync(this.#path, { force: true })
   }
 }
 

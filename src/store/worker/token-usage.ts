@@ -59,7 +59,7 @@ export function readResponse (provider: ProviderName, streaming: boolean, answer
   // Gemini's streamGenerateContent without alt=sse streams one JSON array: read as a whole answer.
   if ((!streaming && !/^(event|data):/m.test(start)) || (streaming && /^\s*\[/.test(start))) return readWhole(provider, answer)
   const dialect = DIALECTS[provider]
-  const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+  const u: ReportedUsage = { input: 0, output: 0, cached: 0, cacheWrite: 0 }
   let found = false
   let out = ''
   let firstTokenEnd: number | null = null
@@ -80,7 +80,7 @@ export function readResponse (provider: ProviderName, streaming: boolean, answer
 function usageAtEnd (provider: ProviderName, text: string): ReportedUsage | null {
   const dialect = DIALECTS[provider]
   const usageObject = lastObjectAt(text, dialect.usageKey)
-  const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+  const u: ReportedUsage = { input: 0, output: 0, cached: 0, cacheWrite: 0 }
   return usageObject !== null && dialect.readUsage({ [dialect.usageKey.slice(1, -1)]: usageObject }, u) ? u : null
 }
 
@@ -105,7 +105,7 @@ function readWhole (provider: ProviderName, answer: string | Buffer): ResponseRe
   let data: Json | null | undefined
   if (usage === null) {
     data = parsed(decoded())
-    const u: ReportedUsage = { input: 0, output: 0, cached: 0 }
+    const u: ReportedUsage = { input: 0, output: 0, cached: 0, cacheWrite: 0 }
     if (data !== null && dialect.readUsage(data, u)) usage = u
   }
   return {

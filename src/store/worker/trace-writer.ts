@@ -208,7 +208,8 @@ export class TraceWriter {
     if (spool.batches > 0) this.#scheduleReplay(0)
   }
 
-  add (batch: EncodedTraces): void {
+  /** `skip`: trace ids already held elsewhere (a hand-off file's records already in a segment), left out. */
+  add (batch: EncodedTraces, skip: ReadonlySet<string> | null = null): void {
     let raws: RawTrace[]
     try {
       raws = decodeTraces(batch)
@@ -223,6 +224,7 @@ export class TraceWriter {
     const summaries: TraceSummary[] = []
     const usage = new RowUsageBuilder(raws.length)
     for (const raw of raws) {
+      if (skip?.has(raw.traceId) === true) continue
       if (!raw.stored) {
         this.#onBuilt?.(raw, null)
         continue
@@ -406,6 +408,8 @@ export class TraceWriter {
       }
       this.#sending = null
       this.stats.written += batch.rows
+      // From now on a restart replays only the batch's rollup from its segment.
+      try { batch.file?.markInserted() } catch (err) { this.#fault('marking a write-ahead segment inserted', err) }
       const usageTsv = usage.tsv()
       try {
         await this.#insertUsage(token, usageTsv)
@@ -516,6 +520,11 @@ export class TraceWriter {
     return false
   }
 
+  /** Rows lost before they reached the writer (a hand-off file cut short), counted and logged as drops. */
+  dropped (rows: number, cause: string): void {
+    this.#drop(rows, cause)
+  }
+
   /** Counts dropped rows; the first drop of an episode is logged with its cause. */
   #drop (rows: number, cause: string): void {
     this.stats.dropped += rows
@@ -528,6 +537,18 @@ export class TraceWriter {
     if (this.#episodeDropped === 0) return
     this.#warn('traces are stored again after a loss', { dropped: this.#episodeDropped, total_dropped: this.stats.dropped })
     this.#episodeDropped = 0
+  }
+
+  /** Every one of these rows is in ClickHouse already (a killed process inserted them, not their rollup). */
+  async #allStored (summaries: readonly TraceSummary[]): Promise<boolean> {
+    const ids = summaries.map((s) => s.trace_id)
+    const rs = await this.#ch.client.query({
+      query: 'SELECT count() AS n FROM traces WHERE trace_id IN {ids:Array(UUID)}',
+      query_params: { ids },
+      format: 'JSONEachRow',
+    })
+    const [row] = await rs.json<{ n: string | number }>()
+    return Number(row?.n) >= ids.length
   }
 
   /** ClickHouse answers a query: what failed was the batch, not the connection. */
@@ -624,7 +645,7 @@ export class TraceWriter {
         continue
       }
       try {
-        await this.#insertRows(batch.token, [batch.tsv], batch.columns)
+        if (batch.checkStored !== true || !await this.#allStored(batch.summaries)) await this.#insertRows(batch.token, [batch.tsv], batch.columns)
         // Retried with the file if it fails: the rows' insert is then a no-op (the token).
         await this.#insertUsage(batch.token, usage.tsv())
       } catch (err) {

@@ -1,14 +1,18 @@
 // Tokens and cost of the rows just built, sent back to the front thread for the per-key limits (tokens per
 // minute, spend budgets): they are known only once the answer has been read, which happens here. Summed
-// per key and minute within a batch, so a message carries one entry per key a batch touched.
+// per key and minute within a batch, so a message carries one entry per key a batch touched, and the ids of
+// the traces built (the limits let go of what each call held in flight once its cost is counted).
 import type { RawTrace, TraceSummary, UsageFeedback } from '../trace-types.js'
 
 export class UsageCollector {
   readonly #by = new Map<string, UsageFeedback>()
+  #settled: string[] = []
 
-  /** A built row; a row with neither tokens nor cost changes no limit and is skipped. */
+  /** A built row (or a trace not stored); a row with neither tokens nor cost changes no count. */
   add (raw: RawTrace, row: TraceSummary | null): void {
-    if (row === null || raw.keyId === '') return
+    if (raw.keyId === '') return
+    this.#settled.push(raw.traceId)
+    if (row === null) return
     const tokens = row.input_tokens + row.output_tokens
     const cost = row.cost_usd ?? 0
     if (tokens === 0 && cost === 0) return
@@ -25,10 +29,11 @@ export class UsageCollector {
   }
 
   /** What was collected since the last call (null when nothing), and a fresh start. */
-  take (): UsageFeedback[] | null {
-    if (this.#by.size === 0) return null
-    const out = [...this.#by.values()]
+  take (): { usage: UsageFeedback[]; settled: string[] } | null {
+    if (this.#settled.length === 0) return null
+    const out = { usage: [...this.#by.values()], settled: this.#settled }
     this.#by.clear()
+    this.#settled = []
     return out
   }
 }
