@@ -6,7 +6,12 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ROOT, repoFile } from '../../src/paths.js'
+import { DATA_STRIDE, DATA_WINDOW } from '../../workers/detector/model.js'
+import { pastedRanges } from '../../workers/detector/spans.js'
+import { documentSplit, documents } from './documents.js'
 import { generate, type Role } from './generate.js'
+import { contextSplit, indirectTrainingRow, readIndirect } from './indirect.js'
+import { rng } from './rng.js'
 
 export interface Row {
   readonly text: string
@@ -18,6 +23,12 @@ export interface Row {
   readonly template?: string
   /** Benign own rows name their topic, for the held-out report. */
   readonly topic?: string
+  /** Rows of one document or context share a group: a split never puts a group on both sides. */
+  readonly group?: string
+  /** Planted instructions: BIPIA's attack category (indirect.ts). */
+  readonly category?: string
+  /** Planted instructions: where the attack stands in `text`. */
+  readonly planted?: readonly [number, number]
 }
 
 /** The data set folder: TRACEGATE_DATASET_DIR, else ../shared/datasets/injection next to the repository. */
@@ -67,7 +78,83 @@ export function ownRows (part: 'train' | 'heldout'): Row[] {
   return rows
 }
 
-/** Everything the model is fitted on: train.jsonl, the hard negatives and positives, and the own train part. */
+/**
+ * Planted instructions and clean contexts (indirect.ts) and clean documents (documents.ts) of one part:
+ * `train` is fitted on, `dev` chooses the data threshold, `heldout` is only measured.
+ */
+export function dataRows (part: 'train' | 'dev' | 'heldout' = 'train'): Row[] {
+  return [
+    ...readIndirect().filter((r) => contextSplit(r) === part).map(indirectTrainingRow),
+    ...documents().filter((r) => documentSplit(r) === part),
+  ]
+}
+
+/** The most windows of one text `windowRows` gives with `every`. */
+const EVERY_WINDOWS = 8
+
+/**
+ * Data is also scored as the best of its small windows (model.ts DATA_WINDOW), so the model is fitted on
+ * windows: one window of every benign row longer than a window (with `every`, the windows it is read in,
+ * at the reading stride, at most EVERY_WINDOWS spread over it), and the window of every planted
+ * instruction that holds it (placed at random around it), each a row of its own with its parent's
+ * source, group and category. A long attack of the data set is not cut: its other windows may hold
+ * nothing of the attack.
+ */
+export function windowRows (rows: readonly Row[], seed = 22, every = false): Row[] {
+  const next = rng(seed)
+  const out: Row[] = []
+  for (const r of rows) {
+    if (r.text.length <= DATA_WINDOW) continue
+    const { template: _, ...rest } = r
+    if (r.label === 0 && every) {
+      const last = Math.ceil((r.text.length - DATA_WINDOW) / DATA_STRIDE)
+      const n = Math.min(last + 1, EVERY_WINDOWS)
+      for (let k = 0; k < n; k++) {
+        const at = Math.min(r.text.length - DATA_WINDOW, Math.round(k * last / Math.max(1, n - 1)) * DATA_STRIDE)
+        out.push({ ...rest, text: r.text.slice(at, at + DATA_WINDOW) })
+      }
+    } else if (r.label === 0) {
+      const at = Math.floor(next() * (r.text.length - DATA_WINDOW))
+      out.push({ ...rest, text: r.text.slice(at, at + DATA_WINDOW) })
+    } else if (r.planted !== undefined) {
+      const [s, e] = r.planted
+      const lo = Math.max(0, e - DATA_WINDOW), hi = Math.min(s, r.text.length - DATA_WINDOW)
+      if (hi < lo) continue
+      const at = lo + Math.floor(next() * (hi - lo + 1))
+      out.push({ ...rest, text: r.text.slice(at, at + DATA_WINDOW) })
+    }
+  }
+  return out
+}
+
+/** What the linear part is fitted on: train.jsonl, the hard negatives and positives, and the own train part. */
 export function trainingRows (): Row[] {
   return [...readRows('train.jsonl'), ...readJsonl(HARD_NEGATIVES_URL), ...readJsonl(HARD_POSITIVES_URL), ...ownRows('train')]
+}
+
+/**
+ * The text benign users pasted after a framing line (spans.ts), each a clean data row with its parent's
+ * source (a generated row's text counts as one own row, not as a share of its template): the data
+ * reading judges that text alone (a news article, a prompt's front matter), so the head is fitted on it
+ * as it will read it.
+ */
+export function pastedRows (rows: readonly Row[]): Row[] {
+  const out: Row[] = []
+  for (const r of rows) {
+    if (r.label !== 0 || (r.role ?? 'user') !== 'user') continue
+    const { template: _, ...rest } = r
+    for (const [s, e] of pastedRanges(r.text)) out.push({ ...rest, text: r.text.slice(s, e) })
+  }
+  return out
+}
+
+/**
+ * What the neural head is fitted on besides trainingRows(): the train parts of the planted
+ * instructions and the clean documents, the text the benign training rows paste (pastedRows), and
+ * windows of every long row of these (up to EVERY_WINDOWS of the windows a pasted text is read in).
+ */
+export function headTrainingRows (): Row[] {
+  const data = dataRows()
+  const pasted = pastedRows(trainingRows())
+  return [...data, ...pasted, ...windowRows([...trainingRows(), ...data]), ...windowRows(pasted, 23, true)]
 }

@@ -1,8 +1,10 @@
 // `npm run eval:detector`: quality on dev.jsonl per source and overall; on the own held-out part (the
 // over-defense prompts' block rate per topic, recall per attack style); on the probes, the holdout and
-// the final check; the share of plain attacks blocked under each cheap evasion (evasions.ts); recall
-// with each attack source left out of training (loso.ts; EVAL_LOSO=0 skips it); and the latency of
-// detectInjection per prompt length, timed inside one worker thread. Prints tables, then one JSON line.
+// the final check; the share of plain attacks blocked under each cheap evasion (evasions.ts); planted
+// instructions of held-out contexts and clean documents never trained on, as requests carry them
+// (eval-data.ts); recall with each attack source, each attack category and each context kind left out
+// of training (loso.ts, eval-data.ts; EVAL_LOSO=0 skips them); and the latency of detectInjection per
+// prompt length, timed inside one worker thread. Prints tables, then one JSON line.
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
@@ -10,6 +12,7 @@ import type { Segment } from '../../src/detection/types.js'
 import { repoFile } from '../../src/paths.js'
 import { THRESHOLD, detectInjection, setAnalysisCache } from '../../workers/detector/injection.js'
 import { ownRows, readRows, trainingRows, type Row } from './data.js'
+import { dataReport, leaveDataOut } from './eval-data.js'
 import { EVASIONS, evasionAttacks, evasionBenign } from './evasions.js'
 import { leaveOneSourceOut, type LeftOut } from './loso.js'
 import { FPR_BUDGET } from './train.js'
@@ -24,7 +27,7 @@ function pct (x: number): number {
   return Math.round(x * 10000) / 100
 }
 
-interface Latency { readonly chars: number, readonly runs: number, readonly p50: number, readonly p99: number, readonly max: number }
+interface Latency { readonly chars: number, readonly role: string, readonly runs: number, readonly p50: number, readonly p99: number, readonly max: number }
 
 /** Prompts of exactly `chars` characters, built by concatenating dev texts from rotating offsets. */
 function prompts (texts: readonly string[], chars: number, count: number): string[] {
@@ -42,19 +45,20 @@ function timeBuckets (texts: readonly string[]): Latency[] {
   // Every prompt judged from scratch: a repeated text would be answered from the analysis cache.
   setAnalysisCache(false)
   const result: Latency[] = []
-  for (const chars of BUCKETS) {
+  // A user's text, and the same text returned by a tool (read as data: windows and the neural head).
+  for (const role of ['user', 'tool']) for (const chars of BUCKETS) {
     const runs = chars >= 32000 ? 400 : 2000
     const set = prompts(texts, chars, runs)
-    for (let i = 0; i < Math.min(200, runs); i++) detectInjection(segmentOf(set[i] as string)) // warm up the JIT
+    for (let i = 0; i < Math.min(200, runs); i++) detectInjection(segmentOf(set[i] as string, role)) // warm up the JIT
     const ms = new Float64Array(runs)
     for (let i = 0; i < runs; i++) {
       const t0 = performance.now()
-      detectInjection(segmentOf(set[i] as string))
+      detectInjection(segmentOf(set[i] as string, role))
       ms[i] = performance.now() - t0
     }
     ms.sort()
     const at = (q: number): number => Math.round((ms[Math.min(runs - 1, Math.floor(q * runs))] as number) * 1000) / 1000
-    result.push({ chars, runs, p50: at(0.5), p99: at(0.99), max: at(1) })
+    result.push({ chars, role, runs, p50: at(0.5), p99: at(0.99), max: at(1) })
   }
   return result
 }
@@ -183,10 +187,12 @@ async function main (): Promise<void> {
   // the held-out part and kept out of every run until the settings were final. Never trained on.
   const finalCheck = handSet('final-check.jsonl')
   const evasions = evasionReport()
+  const data = dataReport()
   const loso = losoReport()
+  const dataLeftOut = process.env.EVAL_LOSO === '0' ? null : leaveDataOut()
   const latency = await runTimingWorker(readRows('dev.jsonl').map((r) => r.text))
   console.log('latency on one worker thread (ms per prompt)')
-  for (const l of latency) console.log(`  ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
+  for (const l of latency) console.log(`  ${l.role.padEnd(5)} ${String(l.chars).padStart(6)} chars  p50 ${l.p50}  p99 ${l.p99}  max ${l.max}  (${l.runs} runs)`)
   console.log(JSON.stringify({
     threshold: Number(THRESHOLD.toFixed(6)),
     tpr: dev.tpr,
@@ -200,8 +206,10 @@ async function main (): Promise<void> {
     holdout,
     finalCheck,
     evasions,
+    data,
     loso,
-    latencyMs: Object.fromEntries(latency.map((l) => [l.chars, { p50: l.p50, p99: l.p99 }])),
+    dataLeftOut: dataLeftOut === null ? null : { categoryMean: Number(dataLeftOut.categoryMean.toFixed(2)), sourceMean: Number(dataLeftOut.sourceMean.toFixed(2)), sources: dataLeftOut.sources },
+    latencyMs: Object.fromEntries(latency.map((l) => [`${l.role} ${l.chars}`, { p50: l.p50, p99: l.p99 }])),
   }))
 }
 

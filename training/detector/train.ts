@@ -8,11 +8,11 @@
 import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
-import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, encodeModel, plantedFindings, prepare, sigmoid, type Model } from '../../workers/detector/model.js'
+import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, deepForward, encodeModel, plantedFindings, prepare, sigmoid, type Deep, type Model } from '../../workers/detector/model.js'
 import { segmentScore } from '../../workers/detector/injection.js'
 import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
-import { OWN_SOURCES, readRows, trainingRows, type Row } from './data.js'
+import { OWN_SOURCES, dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { rng } from './rng.js'
 
 export type { Row } from './data.js'
@@ -83,18 +83,38 @@ export interface TrainOptions {
    * dozen fillings must not count as a dozen hand-written prompts.
    */
   readonly templateWeight: number
+  /** Weight of each planted-instruction context and each npm passage (rows with a group and no template). */
+  readonly dataWeight: number
+  /** The neural head (model.ts Deep): sizes, its own rate and epochs; absent trains the linear model alone. */
+  readonly deep?: DeepOptions
   /** No per-epoch loss on stderr (cross-validation trains many models). */
   readonly quiet?: boolean
 }
 
+export interface DeepOptions {
+  readonly embBits: number
+  readonly dim: number
+  readonly hidden: number
+  readonly lr: number
+  readonly epochs: number
+  /** Weight decay per step on the hidden layer and the output (the embeddings have none). */
+  readonly decay: number
+}
+
 // Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/README.md):
 // a source cap of 1000 lets the password games count more, and own benign rows and templates at 15
-// keep over-defense down at the same time.
-export const DEFAULTS: TrainOptions = { epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15 }
+// keep over-defense down at the same time. The neural head's sizes, rate and epochs were compared with
+// the held-out parts' figures printed (workers/detector/README.md, issue 22: they are not untouched).
+export const DEFAULTS: TrainOptions = {
+  epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15, dataWeight: 1,
+  deep: { embBits: 16, dim: 16, hidden: 16, lr: 0.01, epochs: 20, decay: 1e-4 },
+}
 
 export interface Example {
   /** Distinct buckets: features are binary, as model.ts scores them. */
   readonly buckets: Int32Array
+  /** Those of them that are word-level features at their first occurrence: the neural head's bag. */
+  readonly words: Int32Array
   readonly mask: number
   readonly y: number
 }
@@ -105,7 +125,15 @@ export function featurize (rows: readonly Row[]): Example[] {
   return rows.map((r) => {
     const prep = prepare(r.text)
     extractFeatures(prep.modelText, buf)
-    return { buckets: Int32Array.from(new Set(buf.buckets.subarray(0, buf.count))), mask: prep.mask, y: r.label }
+    const all = new Set<number>()
+    const words = new Set<number>()
+    for (let k = 0; k < buf.count; k++) {
+      const b = buf.buckets[k] as number
+      if (all.has(b)) continue
+      all.add(b)
+      if (buf.words[k] === 1) words.add(b)
+    }
+    return { buckets: Int32Array.from(all), words: Int32Array.from(words), mask: prep.mask, y: r.label }
   })
 }
 
@@ -120,11 +148,18 @@ export function weightsOf (rows: readonly Row[], opt: TrainOptions = DEFAULTS): 
   return Float64Array.from(rows, (r) => {
     if (r.template !== undefined) return opt.templateWeight / (perTemplate.get(r.template) ?? 1)
     if (OWN_SOURCES.has(r.source)) return r.label === 1 ? opt.hardPositiveWeight : opt.hardNegativeWeight
+    if (r.group !== undefined) return opt.dataWeight
     return Math.min(1, opt.sourceCap / (perSource.get(r.source) ?? 1))
   })
 }
 
-/** SGD on the examples with these weights; the threshold is left at 0.5 (see calibrate). */
+/** The neural head's starting point: small uniform values from the seeded generator. */
+function initDeep (o: DeepOptions, next: () => number): Deep {
+  const u = (n: number, a: number): Float32Array => Float32Array.from({ length: n }, () => (next() * 2 - 1) * a)
+  return { dataBias: 0, embBits: o.embBits, dim: o.dim, hidden: o.hidden, emb: u((1 << o.embBits) * o.dim, 0.05), w1: u(o.hidden * o.dim, Math.sqrt(3 / o.dim)), b1: new Float32Array(o.hidden).fill(0.01), w2: u(o.hidden, 0.1) }
+}
+
+/** SGD on the examples with these weights: the linear part; the threshold is left at 0.5 (see calibrate). */
 export function fit (examples: readonly Example[], weights: ArrayLike<number>, opt: TrainOptions = DEFAULTS): Model {
   const v = new Float32Array(DIM)
   const fam = new Float32Array(FAMILIES.length)
@@ -134,10 +169,7 @@ export function fit (examples: readonly Example[], weights: ArrayLike<number>, o
   const order = examples.map((_, i) => i)
   let step = 0
   for (let epoch = 0; epoch < opt.epochs; epoch++) {
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = Math.floor(next() * (i + 1))
-      const tmp = order[i] as number; order[i] = order[j] as number; order[j] = tmp
-    }
+    shuffle(order, next)
     let loss = 0
     for (const idx of order) {
       const ex = examples[idx] as Example
@@ -167,19 +199,125 @@ export function fit (examples: readonly Example[], weights: ArrayLike<number>, o
   return { weights: v, familyWeights: fam, bias, threshold: 0.5 }
 }
 
-export function train (rows: readonly Row[], opt: TrainOptions = DEFAULTS): Model {
-  return fit(featurize(rows), weightsOf(rows, opt), opt)
+function shuffle (order: number[], next: () => number): void {
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1))
+    const tmp = order[i] as number; order[i] = order[j] as number; order[j] = tmp
+  }
+}
+
+/** The linear logit of an example under a (shipped, int8) model: what the head is fitted on top of. */
+function linearLogit (m: Model, ex: Example): number {
+  const n = ex.buckets.length
+  let z = m.bias
+  for (let f = 0; f < FAMILIES.length; f++) if ((ex.mask & (1 << f)) !== 0) z += m.familyWeights[f] as number
+  if (n === 0) return z
+  let sum = 0
+  for (let k = 0; k < n; k++) sum += m.weights[ex.buckets[k] as number] as number
+  return z + sum * Math.pow(n, -LENGTH_POWER)
+}
+
+/**
+ * The neural head (model.ts Deep) by SGD on top of the fixed linear part of `base`: the data logit
+ * is linearLogit + dataBias + w2·relu(W1·bag + b1), the bag the word-level buckets' embeddings scaled
+ * as the linear sum is. Backpropagation reaches the layers and each bag row.
+ */
+export function fitHead (examples: readonly Example[], weights: ArrayLike<number>, base: Model, o: DeepOptions, opt: TrainOptions = DEFAULTS): Model {
+  const next = rng(opt.seed + 1)
+  const d = initDeep(o, next)
+  let dataBias = 0
+  const { dim, hidden } = d
+  const emask = (1 << d.embBits) - 1
+  const z0 = examples.map((ex) => linearLogit(base, ex))
+  const bag = new Float64Array(dim)
+  const h = new Float64Array(hidden)
+  const dh = new Float64Array(hidden)
+  const de = new Float64Array(dim)
+  const order = examples.map((_, i) => i)
+  let step = 0
+  for (let epoch = 0; epoch < o.epochs; epoch++) {
+    shuffle(order, next)
+    let loss = 0
+    for (const idx of order) {
+      const ex = examples[idx] as Example
+      const weight = weights[idx] as number
+      const x = Math.pow(Math.max(1, ex.buckets.length), -LENGTH_POWER)
+      bag.fill(0)
+      for (let k = 0; k < ex.words.length; k++) {
+        const row = ((ex.words[k] as number) & emask) * dim
+        for (let c = 0; c < dim; c++) bag[c] = (bag[c] as number) + (d.emb[row + c] as number)
+      }
+      for (let c = 0; c < dim; c++) bag[c] = (bag[c] as number) * x
+      const z = (z0[idx] as number) + dataBias + deepForward(d, bag, h)
+      const p = sigmoid(z)
+      loss -= weight * (ex.y === 1 ? Math.log(p + 1e-12) : Math.log(1 - p + 1e-12))
+      const g = (p - ex.y) * weight
+      const lr = o.lr / (1 + step++ * 1e-5)
+      const keep = 1 - lr * o.decay
+      de.fill(0)
+      for (let j = 0; j < hidden; j++) {
+        dh[j] = (h[j] as number) > 0 ? g * (d.w2[j] as number) : 0
+        const row = j * dim
+        for (let c = 0; c < dim; c++) de[c] = (de[c] as number) + (dh[j] as number) * (d.w1[row + c] as number)
+      }
+      for (let j = 0; j < hidden; j++) {
+        d.w2[j] = (d.w2[j] as number) * keep - lr * g * (h[j] as number)
+        d.b1[j] = (d.b1[j] as number) - lr * (dh[j] as number)
+        const row = j * dim
+        for (let c = 0; c < dim; c++) d.w1[row + c] = (d.w1[row + c] as number) * keep - lr * (dh[j] as number) * (bag[c] as number)
+      }
+      dataBias -= lr * g
+      for (let c = 0; c < dim; c++) de[c] = (de[c] as number) * x * lr
+      for (let k = 0; k < ex.words.length; k++) {
+        const row = ((ex.words[k] as number) & emask) * dim
+        for (let c = 0; c < dim; c++) d.emb[row + c] = (d.emb[row + c] as number) - (de[c] as number)
+      }
+    }
+    if (opt.quiet !== true) process.stderr.write(`head epoch ${epoch + 1}: mean loss ${(loss / order.length).toFixed(4)}\n`)
+  }
+  return { ...base, deep: { ...d, dataBias } }
+}
+
+/**
+ * The linear part on `rows` (what users write), then, with opt.deep, the neural head on those rows and
+ * `dataRows` (planted instructions, clean documents and their windows) on top of it.
+ */
+export function train (rows: readonly Row[], opt: TrainOptions = DEFAULTS, dataRows: readonly Row[] = []): Model {
+  const examples = featurize(rows)
+  const linear = fit(examples, weightsOf(rows, opt), opt)
+  if (opt.deep === undefined || opt.deep === null) return linear
+  const all = [...rows, ...dataRows]
+  return fitHead([...examples, ...featurize(dataRows)], weightsOf(all, opt), decodeModel(encodeModel(linear)), opt.deep, opt)
+}
+
+/** The share of the data-dev part's clean data spans the data threshold may block. */
+export const DATA_FPR_BUDGET = 0.01
+
+/**
+ * The data threshold: the lowest model score, never below `threshold`, at which at most
+ * floor(DATA_FPR_BUDGET × n) of the clean data-dev spans (documents and contexts, as data) score.
+ * A span a strong rule decides is left out: the bar is for the model alone.
+ */
+export function chooseDataThreshold (model: Model, cleanData: readonly Row[]): number {
+  const scores = cleanData.flatMap((r) => {
+    const a = analyze(model, r.text)
+    return a.findings.some((f) => f.family !== 'model' && f.score >= STRONG_RULE) ? [] : [a.dataModelScore]
+  }).sort((a, b) => b - a)
+  const first = scores[Math.floor(DATA_FPR_BUDGET * scores.length)]
+  return Math.min(0.999, Math.max(model.threshold, first === undefined ? 0 : first + 1e-6))
 }
 
 /**
  * The model as it ships (int8 weights) with its threshold chosen on dev: dev is scored as
  * detectInjection judges it (blockingScore: analyze() and the guards of its role), and chooseThreshold
- * reads only its benign rows.
+ * reads only its benign rows. With `dataDev` (the clean rows of the data-dev part), the data threshold
+ * is chosen on them too.
  */
-export function calibrate (trained: Model, devRows: readonly Row[]): Model {
+export function calibrate (trained: Model, devRows: readonly Row[], dataDev?: readonly Row[]): Model {
   const model = decodeModel(encodeModel(trained))
   const threshold = chooseThreshold(devRows.map((r) => blockingScore(model, r)), devRows)
-  return decodeModel(encodeModel({ ...model, threshold }))
+  const dataThreshold = dataDev === undefined || model.deep === undefined ? undefined : chooseDataThreshold({ ...model, threshold }, dataDev.filter((r) => r.label === 0))
+  return decodeModel(encodeModel({ ...model, threshold, ...(dataThreshold !== undefined ? { dataThreshold } : {}) }))
 }
 
 /** A word must occur in this many training rows to be named in an explanation (model.ts explainWindow). */
@@ -201,12 +339,15 @@ export function vocabulary (rows: readonly Row[]): string {
 function main (): void {
   const t0 = Date.now()
   const trainRows = trainingRows()
-  const model = calibrate(train(trainRows), readRows('dev.jsonl'))
+  // TRAIN_OPTS tries other settings (the weights it writes are an experiment: the shipped ones use DEFAULTS).
+  const opts: TrainOptions = { ...DEFAULTS, ...(JSON.parse(process.env.TRAIN_OPTS ?? '{}') as Partial<TrainOptions>) }
+  const headRows = headTrainingRows()
+  const model = calibrate(train(trainRows, opts, headRows), readRows('dev.jsonl'), dataRows('dev'))
   const out = encodeModel(model)
   writeFileSync(WEIGHTS_URL, out)
   writeFileSync(VOCAB_URL, vocabulary(trainRows))
   const fam = Object.fromEntries(FAMILIES.map((f, i) => [f, Number((model.familyWeights[i] as number).toFixed(3))]))
-  console.log(JSON.stringify({ rows: trainRows.length, threshold: Number(model.threshold.toFixed(6)), bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
+  console.log(JSON.stringify({ opts: process.env.TRAIN_OPTS ?? 'defaults', rows: trainRows.length, threshold: Number(model.threshold.toFixed(6)), dataThreshold: model.dataThreshold, bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
 }
 
 /** TPR at the cut that lets floor(1%) of the benign scores reach it. */
@@ -292,7 +433,7 @@ function crossValidate (): void {
     }
     shortBlocked[String(bar)] = by
   }
-  const sources = [...new Set(rows.filter((r) => r.label === 1 && !OWN_SOURCES.has(r.source)).map((r) => r.source))]
+  const sources = [...new Set(rows.filter((r) => r.label === 1 && !OWN_SOURCES.has(r.source) && r.category === undefined).map((r) => r.source))]
     .filter((src) => rows.filter((r) => r.source === src && r.label === 1).length >= 20).sort()
   const loso: Record<string, number> = {}
   for (const src of sources) {

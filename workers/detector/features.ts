@@ -87,15 +87,21 @@ function conceptOf (h: number): number {
   }
 }
 
-/** Extracted features live in these reused buffers; only the first `count` entries are valid. */
+/**
+ * Extracted features live in these reused buffers; only the first `count` entries are valid. `words`
+ * is 1 for a word-level feature (word, bigram, concept pair) and 0 for a character n-gram: the neural
+ * part of the model (model.ts) reads only the word-level ones, a seventh of them, which keeps its cost
+ * within the latency budget.
+ */
 export interface FeatureBuffers {
   buckets: Int32Array
   positions: Int32Array
+  words: Uint8Array
   count: number
 }
 
 export function createBuffers(): FeatureBuffers {
-  return { buckets: new Int32Array(4096), positions: new Int32Array(4096), count: 0 }
+  return { buckets: new Int32Array(4096), positions: new Int32Array(4096), words: new Uint8Array(4096), count: 0 }
 }
 
 function fmix(h: number): number {
@@ -127,9 +133,11 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
     while (size < need) size *= 2
     out.buckets = new Int32Array(size)
     out.positions = new Int32Array(size)
+    out.words = new Uint8Array(size)
   }
   const buckets = out.buckets
   const positions = out.positions
+  const kinds = out.words
   let n = 0
   let c1 = 32, c2 = 32, c3 = 32, c4 = 32 // previous characters, most recent first; text starts after a space
   let word = SEED_WORD
@@ -150,21 +158,21 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
       const h3 = (Math.imul(c2, P2) + Math.imul(c1, P1) + c) | 0
       const h4 = (Math.imul(c3, P3) + h3) | 0
       const h5 = (Math.imul(c4, P4) + h4) | 0
-      buckets[n] = fmix(h3 ^ SEED3); positions[n++] = i
-      buckets[n] = fmix(h4 ^ SEED4); positions[n++] = i
-      buckets[n] = fmix(h5 ^ SEED5); positions[n++] = i
+      buckets[n] = fmix(h3 ^ SEED3); kinds[n] = 0; positions[n++] = i
+      buckets[n] = fmix(h4 ^ SEED4); kinds[n] = 0; positions[n++] = i
+      buckets[n] = fmix(h5 ^ SEED5); kinds[n] = 0; positions[n++] = i
     }
     if (isWordChar(c)) {
       word = Math.imul(word ^ c, 16777619)
       inWord = true
     } else if (inWord) {
-      buckets[n] = fmix(word); positions[n++] = i - 1
-      if (hasPrev) { buckets[n] = fmix(Math.imul(prevWord ^ SEED_BIGRAM, 0x01000193) ^ word); positions[n++] = i - 1 }
+      buckets[n] = fmix(word); kinds[n] = 1; positions[n++] = i - 1
+      if (hasPrev) { buckets[n] = fmix(Math.imul(prevWord ^ SEED_BIGRAM, 0x01000193) ^ word); kinds[n] = 1; positions[n++] = i - 1 }
       const concept = conceptOf(word)
       if (concept >= 0) {
         for (let k = 0; k < ringN; k++) {
           if (words - (ringW[k] as number) > PAIR_SPAN) continue
-          buckets[n] = fmix(Math.imul((((ringC[k] as number) << 8) | concept) + 1, 0x85ebca77) ^ SEED_PAIR); positions[n++] = i - 1
+          buckets[n] = fmix(Math.imul((((ringC[k] as number) << 8) | concept) + 1, 0x85ebca77) ^ SEED_PAIR); kinds[n] = 1; positions[n++] = i - 1
         }
         if (ringN === RING) { ringC.copyWithin(0, 1); ringW.copyWithin(0, 1); ringN-- }
         ringC[ringN] = concept

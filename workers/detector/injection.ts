@@ -7,7 +7,7 @@ import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type Se
 import { categoryOf } from './rules.js'
 import { sourceOf, spansOf, toSegment, type Piece } from './spans.js'
 
-// Once per worker thread: a 256 KiB read and decode, well under a millisecond of startup.
+// Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
 
 /** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see README.md). */
@@ -47,7 +47,9 @@ const SHORT_MODEL_ONLY = 0.9
  *
  * `user`: the sender's words, judged by the model at its own threshold, except a short text.
  */
-const MODEL_ONLY: Readonly<Record<SpanSource, number>> = { application: 0.95, data: 0.9, user: 0 }
+const MODEL_ONLY: Readonly<Record<SpanSource, number>> = { application: 0.95, data: MODEL.dataThreshold ?? 0.9, user: 0 }
+// Data is read by the model's data reading (small windows and the neural head, model.ts dataModelScore),
+// whose bar is chosen with the weights (train.ts chooseDataThreshold); 0.9 for a linear-only file.
 export const DATA_MODEL_ONLY = MODEL_ONLY.data
 
 /** Whether a segment is data the application hands the model (spans.ts sourceOf). */
@@ -91,7 +93,8 @@ export function findingsOf (a: SegmentAnalysis, seg: Judged): readonly Finding[]
 export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number): number {
   const source = sourceOf(seg)
   const data = source === 'data'
-  let score = a.score
+  const modelScore = data ? a.dataModelScore : a.modelScore
+  let score = data ? a.dataScore : a.score
   let ruled = false
   for (const f of findingsOf(a, seg)) {
     if (f.family === 'model') continue
@@ -102,9 +105,9 @@ export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number
     if (!data || fs >= STRONG_RULE) ruled = true
   }
   const bar = source === 'user' && seg.text.length < SHORT_TEXT ? SHORT_MODEL_ONLY : MODEL_ONLY[source]
-  if (bar === 0 || ruled || score > a.modelScore || a.modelScore >= bar) return score
+  if (bar === 0 || ruled || score > modelScore || modelScore >= bar) return score
   // Rescaled, still monotonic, so the bar maps onto the threshold.
-  return Math.min(score, (threshold * a.modelScore) / bar)
+  return Math.min(score, (threshold * modelScore) / bar)
 }
 
 /**
@@ -172,7 +175,7 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
     // One issue per family and span: the strongest finding of that family.
     const best = new Map<string, Finding>()
     for (const found of findingsOf(a, judged)) {
-      const f = found.family === 'model' ? { ...found, score: Math.min(found.score, spanScore) } : data && inDataDecides(found) ? { ...found, score: findingScore(found, true) } : found
+      const f = found.family === 'model' ? { ...found, score: Math.min(data ? a.dataModelScore : found.score, spanScore) } : data && inDataDecides(found) ? { ...found, score: findingScore(found, true) } : found
       const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
       if (f.score < floor) continue
       const prev = best.get(f.family)

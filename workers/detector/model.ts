@@ -1,7 +1,15 @@
-// The linear model and the per-segment analysis that combines it with the rules. The weights file is
-// written by training/detector/train.ts; its layout (little-endian):
-//   "TGI1" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
-// Hashed weights are int8 times `scale`: 256 KiB instead of 1 MiB, and no measurable loss.
+// The model and the per-segment analysis that combines it with the rules. The weights file is written
+// by training/detector/train.ts; its layout (little-endian):
+//   "TGI2" | u32 bits | f32 threshold | f32 bias | f32 scale | u32 families | f32[families] | i8[2^bits]
+//   | u32 embBits | u32 dim | u32 hidden | f32 embScale | f32 dataThreshold | f32 dataBias
+//   | i8[2^embBits × dim] | f32[hidden × dim] | f32[hidden] | f32[hidden]
+// Two readings of a text. As anyone's words (modelScore): the linear part, bias + family weights +
+// s·Σ w[b] over the n distinct buckets b of the window, s = n^-LENGTH_POWER. As data a request carries
+// (dataModelScore: a tool result, a document): the same logit plus a neural head, dataBias +
+// w2·relu(W1·(s·Σ E[b]) + b1) over the word-level buckets, in small windows. The head is fitted on
+// top of the fixed linear part to tell an order addressed to the model reading the text from the same
+// verbs addressed to people; the linear part keeps its judgement of what users write. Weights and
+// embeddings are int8 times one scale each.
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
 import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
@@ -21,19 +29,55 @@ export interface Model {
   readonly familyWeights: Float32Array
   readonly bias: number
   readonly threshold: number
+  /** The neural head for the data reading (absent: linear only, and data is read by the linear part). */
+  readonly deep?: Deep
+  /**
+   * The model score at which it blocks a data span (a tool result, a document) on its own, chosen by
+   * train.ts on the data-dev part of the clean documents and contexts; absent in a linear-only file.
+   */
+  readonly dataThreshold?: number
+}
+
+/** Embedding bag over the hashed word-level buckets (bucket & (2^embBits - 1)), one ReLU layer, one output. */
+export interface Deep {
+  /** Added to the data logit: the head's own bias. */
+  readonly dataBias: number
+  readonly embBits: number
+  readonly dim: number
+  readonly hidden: number
+  /** 2^embBits × dim, row-major; float while training, int8 × embScale as shipped. */
+  readonly emb: Float32Array
+  readonly embQ?: Int8Array
+  readonly embScale?: number
+  /** hidden × dim, row-major. */
+  readonly w1: Float32Array
+  readonly b1: Float32Array
+  readonly w2: Float32Array
 }
 
 /** Where the committed weights live: the source folder (tsc does not copy it to dist). */
 export const WEIGHTS_URL = repoFile('workers/detector/weights.bin')
 
-const MAGIC = 0x31494754 // "TGI1"
+const MAGIC = 0x32494754 // "TGI2"
+const MAGIC_LINEAR = 0x31494754 // "TGI1": the same without the neural head, still read
+
+function maxAbs (xs: Float32Array): number {
+  let max = 0
+  for (const w of xs) max = Math.max(max, Math.abs(w))
+  return max
+}
+
+function quantize (xs: Float32Array, scale: number, buf: Buffer, at: number): void {
+  for (let i = 0; i < xs.length; i++) buf.writeInt8(Math.max(-127, Math.min(127, Math.round((xs[i] as number) / scale))), at + i)
+}
 
 export function encodeModel(m: Model): Buffer {
-  let max = 0
-  for (const w of m.weights) max = Math.max(max, Math.abs(w))
+  const max = maxAbs(m.weights)
   const scale = max > 0 ? max / 127 : 1
   const head = 24 + 4 * m.familyWeights.length
-  const buf = Buffer.alloc(head + DIM)
+  const d = m.deep
+  const deepBytes = d === undefined ? 0 : 24 + d.emb.length + 4 * (d.w1.length + d.b1.length + d.w2.length)
+  const buf = Buffer.alloc(head + DIM + deepBytes)
   buf.writeUInt32LE(MAGIC, 0)
   buf.writeUInt32LE(BITS, 4)
   buf.writeFloatLE(m.threshold, 8)
@@ -41,12 +85,25 @@ export function encodeModel(m: Model): Buffer {
   buf.writeFloatLE(scale, 16)
   buf.writeUInt32LE(m.familyWeights.length, 20)
   m.familyWeights.forEach((w, i) => buf.writeFloatLE(w, 24 + 4 * i))
-  for (let i = 0; i < DIM; i++) buf.writeInt8(Math.max(-127, Math.min(127, Math.round((m.weights[i] as number) / scale))), head + i)
+  quantize(m.weights, scale, buf, head)
+  if (d !== undefined) {
+    let at = head + DIM
+    const emax = maxAbs(d.emb)
+    const escale = emax > 0 ? emax / 127 : 1
+    buf.writeUInt32LE(d.embBits, at); buf.writeUInt32LE(d.dim, at + 4); buf.writeUInt32LE(d.hidden, at + 8); buf.writeFloatLE(escale, at + 12)
+    buf.writeFloatLE(m.dataThreshold ?? 0, at + 16)
+    buf.writeFloatLE(d.dataBias, at + 20)
+    at += 24
+    quantize(d.emb, escale, buf, at)
+    at += d.emb.length
+    for (const xs of [d.w1, d.b1, d.w2]) for (const x of xs) { buf.writeFloatLE(x, at); at += 4 }
+  }
   return buf
 }
 
 export function decodeModel(buf: Buffer): Model {
-  if (buf.readUInt32LE(0) !== MAGIC || buf.readUInt32LE(4) !== BITS) throw new Error('detector weights: wrong format or hash size')
+  const magic = buf.readUInt32LE(0)
+  if ((magic !== MAGIC && magic !== MAGIC_LINEAR) || buf.readUInt32LE(4) !== BITS) throw new Error('detector weights: wrong format or hash size')
   const threshold = buf.readFloatLE(8)
   const bias = buf.readFloatLE(12)
   const scale = buf.readFloatLE(16)
@@ -58,7 +115,26 @@ export function decodeModel(buf: Buffer): Model {
   quantized.set(new Int8Array(buf.buffer, buf.byteOffset + head, DIM))
   const weights = new Float32Array(DIM)
   for (let i = 0; i < DIM; i++) weights[i] = (quantized[i] as number) * scale
-  return { weights, quantized, scale, familyWeights, bias, threshold }
+  let at = head + DIM
+  if (at === buf.length) return { weights, quantized, scale, familyWeights, bias, threshold }
+  const embBits = buf.readUInt32LE(at), dim = buf.readUInt32LE(at + 4), hidden = buf.readUInt32LE(at + 8), embScale = buf.readFloatLE(at + 12)
+  const dataThreshold = buf.readFloatLE(at + 16)
+  const dataBias = buf.readFloatLE(at + 20)
+  at += 24
+  const size = (1 << embBits) * dim
+  if (buf.length !== at + size + 4 * (hidden * dim + 2 * hidden)) throw new Error('detector weights: wrong length')
+  const embQ = new Int8Array(size)
+  embQ.set(new Int8Array(buf.buffer, buf.byteOffset + at, size))
+  at += size
+  const emb = new Float32Array(size)
+  for (let i = 0; i < size; i++) emb[i] = (embQ[i] as number) * embScale
+  const floats = (n: number): Float32Array => {
+    const out = new Float32Array(n)
+    for (let i = 0; i < n; i++) { out[i] = buf.readFloatLE(at); at += 4 }
+    return out
+  }
+  const w1 = floats(hidden * dim), b1 = floats(hidden), w2 = floats(hidden)
+  return { weights, quantized, scale, familyWeights, bias, threshold, deep: { dataBias, embBits, dim, hidden, emb, embQ, embScale, w1, b1, w2 }, ...(dataThreshold > 0 ? { dataThreshold } : {}) }
 }
 
 /** The explanation's vocabulary, next to the weights. */
@@ -94,6 +170,10 @@ export interface SegmentAnalysis {
   readonly findings: readonly Finding[]
   /** The words that raised the model's score most, when it reached the model's threshold (else empty). */
   readonly features: readonly Contribution[]
+  /** The model's score for the text read as data: the best DATA_WINDOW window, neural head included (worked out when first read). */
+  readonly dataModelScore: number
+  /** `score` for the text read as data: max(dataModelScore, strongest rule of weight >= STRONG_RULE). */
+  readonly dataScore: number
 }
 
 /** Normalised text and the rule findings (including encoded payloads) of one segment. */
@@ -213,6 +293,15 @@ export const STRONG_RULE = 0.8
 /** Long text is scored in windows so that a short injection is not averaged away by the rest. */
 export const WINDOW = 4096
 export const STRIDE = 2048
+/**
+ * Data (a tool result, a document) is read in small windows, the best one counting (`dataModelScore`):
+ * an order planted in a long mail or table is one sentence among many, and a 4,096-character window
+ * averages it away. Only data is read so: a user's long prompt read as the best of many small windows
+ * blocks more of the benign ones (dev's threshold rose to 0.99 that way). The head is fitted on
+ * windows of this size too (data.ts `windowRows`).
+ */
+export const DATA_WINDOW = 512
+export const DATA_STRIDE = 256
 
 const feats = createBuffers()
 
@@ -227,19 +316,57 @@ function familyTerm (model: Model, mask: number): number {
 const seen = new Int32Array(DIM)
 let stamp = 0
 
-/** Sum of the weights of the distinct buckets among features [from, to), and how many there were. */
 /**
  * For a text scored as one window (at most WINDOW characters) with `credit` (windowLogit), the sum of
  * the weights of its distinct features by the position each first occurs at, filled in the same pass
  * that scores it: explainWindow reads it instead of passing over every feature again. `creditOf` names
- * the text it belongs to.
+ * the text it belongs to. The credit is the linear part's: the neural head is not split by word.
  */
 let posCredit = new Float64Array(WINDOW)
 let creditOf: string | null = null
 let creditCount = 0
 
-function distinctSum (w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number): { sum: number; count: number } {
+/** The embedding bag of the last distinctSum (int8 units, summed exactly), and the hidden layer's buffer. */
+let embAcc = new Int32Array(16)
+let hiddenBuf = new Float64Array(16)
+const bagIn = new Float64Array(64)
+
+/**
+ * The neural head's contribution to the logit for the bag `x` (already scaled): w2·relu(W1·x + b1).
+ * `h` receives the hidden activations (training reads them for the gradient).
+ */
+export function deepForward (d: Deep, x: ArrayLike<number>, h: Float64Array): number {
+  let out = 0
+  for (let j = 0; j < d.hidden; j++) {
+    let a = d.b1[j] as number
+    const row = j * d.dim
+    for (let k = 0; k < d.dim; k++) a += (d.w1[row + k] as number) * (x[k] as number)
+    const r = a > 0 ? a : 0
+    h[j] = r
+    out += r * (d.w2[j] as number)
+  }
+  return out
+}
+
+/** The int8 embeddings to score with: scoring reads only a decoded (shipped) model's. */
+function embeddingsOf (d: Deep | undefined): Int8Array | undefined {
+  if (d === undefined) return undefined
+  if (d.embQ === undefined) throw new Error('detector model: score a decoded model (decodeModel(encodeModel(m)))')
+  if (embAcc.length < d.dim) embAcc = new Int32Array(d.dim)
+  if (hiddenBuf.length < d.hidden) hiddenBuf = new Float64Array(d.hidden)
+  embAcc.fill(0)
+  return d.embQ
+}
+
+/** Sum of the weights of the distinct buckets among features [from, to), how many there were, and their embedding bag (embAcc). */
+function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number, bag = false): { sum: number; count: number } {
   if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
+  const d = bag ? model.deep : undefined
+  const e = embeddingsOf(d)
+  const acc = embAcc
+  const dim = d?.dim ?? 0
+  const emask = d === undefined ? 0 : (1 << d.embBits) - 1
+  const words = feats.words
   let sum = 0
   let count = 0
   for (let k = from; k < to; k++) {
@@ -247,6 +374,10 @@ function distinctSum (w: Int8Array | Float32Array, buckets: Int32Array, from: nu
     if (seen[b] === stamp) continue
     seen[b] = stamp
     sum += w[b] as number
+    if (e !== undefined && words[k] === 1) {
+      const row = (b & emask) * dim
+      for (let c = 0; c < dim; c++) acc[c] = (acc[c] as number) + (e[row + c] as number)
+    }
     count++
   }
   return { sum, count }
@@ -272,6 +403,13 @@ function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, 
   return { sum, count }
 }
 
+/** The neural head's term for the bag in embAcc of a window of `count` distinct features. */
+function deepTerm (d: Deep, count: number): number {
+  const s = (d.embScale ?? 1) * Math.pow(Math.max(1, count), -LENGTH_POWER)
+  for (let k = 0; k < d.dim; k++) bagIn[k] = (embAcc[k] as number) * s
+  return d.dataBias + deepForward(d, bagIn, hiddenBuf)
+}
+
 /**
  * The model's logit for the best window of `text`. With `credit`, a text of one window also fills
  * posCredit for explainWindow in the same pass; without it, explainWindow passes over the features
@@ -295,14 +433,20 @@ export function windowLogit(model: Model, text: string, mask: number, credit = f
     creditCount = d.count
     return { logit: logitOf(d), start: 0, end: len }
   }
-  const score = (from: number, to: number): number => logitOf(distinctSum(w, buckets, from, to))
+  const score = (from: number, to: number): number => logitOf(distinctSum(model, w, buckets, from, to))
   if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
+  return bestWindow(len, WINDOW, STRIDE, score)
+}
+
+/** The best window of the features in the buffer (a text of `len` characters): its logit and span. */
+function bestWindow (len: number, window: number, stride: number, score: (from: number, to: number) => number): { logit: number, start: number, end: number } {
   // Features are produced in text order, so each window is a contiguous run of them.
   const positions = feats.positions
+  const n = feats.count
   let best = -Infinity, bs = 0, be = 0
   let lo = 0
-  for (let s = 0; ; s += STRIDE) {
-    const e = Math.min(len, s + WINDOW)
+  for (let s = 0; ; s += stride) {
+    const e = Math.min(len, s + window)
     while (lo < n && (positions[lo] as number) < s) lo++
     let hi = lo
     while (hi < n && (positions[hi] as number) < e) hi++
@@ -311,6 +455,25 @@ export function windowLogit(model: Model, text: string, mask: number, credit = f
     if (e === len) break
   }
   return { logit: best, start: bs, end: be }
+}
+
+/**
+ * The data logit (linear part plus neural head) of the best DATA_WINDOW window of `text` (the model's
+ * text; `mask` its rule families). Without a head, the linear logit of the best window.
+ */
+function dataWindowLogit (model: Model, text: string, mask: number): number {
+  extractFeatures(text, feats)
+  creditOf = null
+  const base = model.bias + familyTerm(model, mask)
+  const q = model.quantized
+  const w: Int8Array | Float32Array = q ?? model.weights
+  const unit = q !== undefined ? model.scale ?? 1 : 1
+  const d = model.deep
+  const score = (from: number, to: number): number => {
+    const r = distinctSum(model, w, feats.buckets, from, to, true)
+    return base + (r.count > 0 ? (r.sum * unit) * Math.pow(r.count, -LENGTH_POWER) : 0) + (d !== undefined ? deepTerm(d, r.count) : 0)
+  }
+  return bestWindow(text.length, DATA_WINDOW, DATA_STRIDE, score).logit
 }
 
 /** Rules, decoded payloads and the model over one segment's text. */
@@ -340,7 +503,24 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
     }
   }
   prep.findings.push({ family: 'model', rule: 'model', score: modelScore, span: modelSpan })
-  return { score: Math.max(score, modelScore), modelScore, findings: prep.findings, features }
+  // Read as data only when a data span asks (injection.ts): a user's text does not pay for it.
+  const text = prep.modelText
+  const mask = prep.mask
+  const rules = score
+  let dataModelScore: number | undefined
+  return {
+    score: Math.max(score, modelScore),
+    modelScore,
+    findings: prep.findings,
+    features,
+    get dataModelScore (): number {
+      dataModelScore ??= text.length === 0 ? 0 : sigmoid(dataWindowLogit(model, text, mask))
+      return dataModelScore
+    },
+    get dataScore (): number {
+      return Math.max(rules, this.dataModelScore)
+    },
+  }
 }
 
 const NO_FEATURES: readonly Contribution[] = Object.freeze([])
