@@ -13,6 +13,7 @@ import { setPriority } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { proxyBody, quantile, round2, startMock, startTracegate, tracegateCli, type TracegateProc } from './processes.js'
+import { prose } from '../test/helpers/bodies.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 5)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
@@ -20,21 +21,6 @@ const quietConnections = Number(process.env.BENCH_QUIET_CONNECTIONS ?? 2)
 const noisyParallel = Number(process.env.BENCH_NOISY ?? 16)
 const noisyBytes = Number(process.env.BENCH_NOISY_BYTES ?? 1_000_000)
 const cli = process.env.BENCH_CLI
-
-/** Ordinary prose of `bytes` characters with no attack in it: a long pasted document. */
-function document (bytes: number): string {
-  const words = ['report', 'quarter', 'sales', 'region', 'growth', 'customer', 'order', 'shipping', 'invoice', 'meeting', 'budget', 'forecast', 'team', 'product', 'market', 'review', 'the', 'of', 'and', 'for']
-  const out: string[] = []
-  let n = 0
-  let x = 12345
-  while (n < bytes) {
-    x = (x * 1103515245 + 12345) >>> 0
-    const w = words[x % words.length]!
-    out.push(w)
-    n += w.length + 1
-  }
-  return out.join(' ')
-}
 
 interface Quiet { readonly ms: number[]; readonly failures: number; readonly statuses: Record<string, number> }
 
@@ -50,7 +36,7 @@ interface Flood { readonly url: string; readonly key: string; readonly seconds: 
 async function flood ({ url, key, seconds }: Flood): Promise<Record<string, number>> {
   const until = performance.now() + seconds * 1000
   const noisy: Record<string, number> = {}
-  const doc = document(noisyBytes)
+  const doc = prose(noisyBytes, 1)
   let seq = 0
   const loop = async (): Promise<void> => {
     while (performance.now() < until) {

@@ -119,3 +119,18 @@ export function split (buf: Buffer, size: number): Buffer[] {
   for (let i = 0; i < buf.length; i += size) out.push(buf.subarray(i, i + size))
   return out
 }
+
+/** Prose of about `bytes` characters, different for every `seed`, with no attack in it. */
+export function prose (bytes: number, seed: number): string {
+  const words = ['report', 'quarter', 'sales', 'region', 'growth', 'customer', 'order', 'shipping', 'invoice', 'meeting', 'budget', 'forecast', 'team', 'product', 'market', 'review']
+  const out: string[] = []
+  let n = 0
+  let x = seed * 2654435761 >>> 0
+  while (n < bytes) {
+    x = (x * 1103515245 + 12345) >>> 0
+    const w = words[x % words.length]!
+    out.push(w)
+    n += w.length + 1
+  }
+  return out.join(' ')
+}

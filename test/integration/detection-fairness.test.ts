@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { performance } from 'node:perf_hooks'
 import { startServer } from '../helpers/server.js'
 import { json, send, type RawResponse } from '../helpers/http.js'
-import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { bodyFor, prose, ROUTES } from '../helpers/bodies.js'
 import { storedTrace } from '../helpers/store.js'
 import { parseMetrics, value } from '../helpers/prometheus.js'
 import { sleep } from '../helpers/wait.js'
@@ -18,21 +18,6 @@ import { DetectionPool, type DetectionOutcome } from '../../src/detection/pool.j
 import type { Tracegate } from '../../src/tracegate.js'
 
 const HANG_WORKER = fileURLToPath(moduleFile('../fixtures/hang-worker.js', import.meta.url))
-
-/** Prose of about `bytes` characters, different for every `seed`, with no attack in it. */
-function prose (bytes: number, seed: number): string {
-  const words = ['report', 'quarter', 'sales', 'region', 'growth', 'customer', 'order', 'shipping', 'invoice', 'meeting', 'budget', 'forecast', 'team', 'product', 'market', 'review']
-  const out: string[] = []
-  let n = 0
-  let x = seed * 2654435761 >>> 0
-  while (n < bytes) {
-    x = (x * 1103515245 + 12345) >>> 0
-    const w = words[x % words.length]!
-    out.push(w)
-    n += w.length + 1
-  }
-  return out.join(' ')
-}
 
 async function account (tg: Tracegate, name: string): Promise<{ id: string; key: string }> {
   const a = await tg.admin.createAccount({ name, plan: 'pro' })

@@ -6,12 +6,11 @@
 // (A separate file from durability.test.ts: chDB allows one data directory per process, and this one
 // opens the server's.)
 import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { loadConfig } from '../../src/config.js'
 import { StoreClient } from '../../src/store/client.js'
-import { childEnv, cliArgs } from '../helpers/cli.js'
 import { tempDir } from '../helpers/server.js'
+import { startServe } from '../helpers/serve.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { send, type RawResponse } from '../helpers/http.js'
 import { sleep, withTimeout } from '../helpers/wait.js'
@@ -21,7 +20,6 @@ const LOAD_BEFORE_SIGTERM_MS = 1_000
 const DELAY_MS = 2_500
 /** How late after the signal /readyz may still say ready, and how early the listener may close. */
 const SLACK_MS = 400
-const START_TIMEOUT_MS = 30_000
 const EXIT_TIMEOUT_MS = 20_000
 const MODEL = 'mock-chunks-5-gap-20'
 
@@ -51,46 +49,6 @@ async function call (port: number, key: string, stream: boolean): Promise<Outcom
   return { kind: 'status', status: r.status, id, complete: full, body: r.text.slice(0, 300) }
 }
 
-interface Serve {
-  readonly port: number
-  readonly key: string
-  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  readonly child: ReturnType<typeof spawn>
-  stderr (): string
-}
-
-/** A real `tracegate serve --mock-providers` on a fresh data directory, killed at teardown if still running. */
-async function serve (t: Test, dataDir: string, env: Record<string, string>): Promise<Serve> {
-  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
-    env: childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.on('close', (code, signal) => { resolve({ code, signal }) })
-  })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exit
-    }
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s })
-  // serve tells where it listens, and the first-start key, on stderr (stdout is the JSON log).
-  const started = new Promise<{ port: number; key: string }>((resolve, reject) => {
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s
-      const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-      const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
-      if (port !== undefined && key !== undefined) resolve({ port: Number(port), key })
-    })
-    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstdout:\n${stdout}\nstderr:\n${stderr}`)) })
-  })
-  const { port, key } = await withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`)
-  return { port, key, exit, child, stderr: () => stderr }
-}
-
 /** /readyz on a fresh connection: its status and reason, or the socket error. */
 async function readyz (port: number): Promise<string> {
   try {
@@ -104,7 +62,7 @@ async function readyz (port: number): Promise<string> {
 t.test('SIGTERM under load: /readyz says shutting_down at once, calls are served through the delay, rows equal the 200 responses', async (t) => {
   const dataDir = tempDir('tracegate-shutdown-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-  const { port, key, exit, child, stderr } = await serve(t, dataDir, { TRACEGATE_SHUTDOWN_DELAY_MS: String(DELAY_MS) })
+  const { port, key, exit, child, stderr } = await startServe(t, dataDir, { TRACEGATE_SHUTDOWN_DELAY_MS: String(DELAY_MS) })
   t.equal(await readyz(port), '200', 'ready before the signal')
 
   const received: string[] = []
@@ -171,7 +129,7 @@ t.test('SIGTERM under load: /readyz says shutting_down at once, calls are served
 t.test('with front threads: every thread serves through the delay and says shutting_down; a second signal ends the delay', async (t) => {
   const dataDir = tempDir('tracegate-shutdown-threads-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-  const { port, key, exit, child, stderr } = await serve(t, dataDir, { TRACEGATE_THREADS: '2', TRACEGATE_SHUTDOWN_DELAY_MS: '600000' })
+  const { port, key, exit, child, stderr } = await startServe(t, dataDir, { TRACEGATE_THREADS: '2', TRACEGATE_SHUTDOWN_DELAY_MS: '600000' })
   child.kill('SIGTERM')
   await sleep(SLACK_MS)
   // Fresh connections: the kernel spreads them between the two threads.
