@@ -5,7 +5,8 @@ import t from 'tap'
 import type { Segment } from '../../src/detection/types.js'
 import { findPii } from '../../workers/detector/pii.js'
 import { findSecrets } from '../../workers/detector/secrets.js'
-import { TextCache, findPiiAndSecrets, setSegmentCache } from '../../workers/detector/segment-cache.js'
+import { findPiiAndSecrets, setSegmentCache } from '../../workers/detector/segment-cache.js'
+import { TextCache } from '../../workers/detector/text-cache.js'
 
 const TEXTS = [
   'Mail jane.doe@example.com or call +1 415 555 0100 about card 4111 1111 1111 1111.',

@@ -6,6 +6,7 @@ import type { InjectionResult, Issue, Segment, Severity, SpanSource } from '../.
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
 import { categoryOf } from './rules.js'
 import { sourceOf, spansOf, toSegment, type Piece } from './spans.js'
+import { TextCache } from './text-cache.js'
 
 // Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
@@ -114,40 +115,20 @@ export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number
  * Segment analyses by text, bounded by the characters held. A chat client resends the whole
  * conversation every turn, and the system prompt with every request, so most segments of a request
  * were judged before; this makes a turn cost the new text, not the history. The analysis is a pure
- * function of the text (the role-dependent part is segmentScore, applied after). Two generations
- * instead of an exact LRU, whose per-insert eviction costs more than the lookups save: a hit in the old
- * one moves to the young one, and when the young one holds half the budget it becomes the old one.
+ * function of the text (the role-dependent part is segmentScore, applied after).
  */
-const CACHE_CHARS = 4_000_000
-const CACHE_MAX_TEXT = 65_536
-type Analysis = ReturnType<typeof analyze>
-let young = new Map<string, Analysis>()
-let old = new Map<string, Analysis>()
-let youngChars = 0
-
+const ANALYSES = new TextCache<ReturnType<typeof analyze>>(4_000_000, 65_536)
+const analyzeText = (text: string): ReturnType<typeof analyze> => analyze(MODEL, text)
 let cacheOn = true
 
 /** training/detector/eval.ts times detection with the cache off: the latency targets are for text not seen before. */
 export function setAnalysisCache (on: boolean): void {
   cacheOn = on
-  young = new Map()
-  old = new Map()
-  youngChars = 0
+  ANALYSES.clear()
 }
 
-function analyzeCached (text: string): Analysis {
-  if (!cacheOn || text.length > CACHE_MAX_TEXT) return analyze(MODEL, text)
-  let a = young.get(text)
-  if (a !== undefined) return a
-  a = old.get(text) ?? analyze(MODEL, text)
-  young.set(text, a)
-  youngChars += text.length
-  if (youngChars > CACHE_CHARS / 2) {
-    old = young
-    young = new Map()
-    youngChars = 0
-  }
-  return a
+function analyzeCached (text: string): ReturnType<typeof analyze> {
+  return cacheOn ? ANALYSES.get(text, analyzeText) : analyzeText(text)
 }
 
 const EMPTY: InjectionResult = Object.freeze({ score: 0, dataScore: 0, ownScore: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
