@@ -59,7 +59,6 @@ const SPARE_BYTES = 256 * KIB
 const BATCH_MAX = 64
 const BATCH_BYTES = 64 * KIB
 
-
 const TOO_LARGE: DetectionOutcome = Object.freeze({ ok: false, failure: 'too_large' })
 
 /** The pool's onJudged: the caller's, plus the fault log's episodes when there is one. */
