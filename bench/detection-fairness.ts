@@ -1,4 +1,4 @@
-// One account flooding detection against another's ordinary calls (issue 22, item 6): tracegate on its
+// One account flooding detection against another's ordinary calls: tracegate on its
 // defaults in front of the mock provider; a quiet account sends the proxy bench's chat call on
 // BENCH_QUIET_CONNECTIONS connections, one call after another, with no neighbour and then while a noisy
 // account keeps 16 bodies of 1 MB in flight (each a new text; sent from a worker thread at a low CPU

@@ -8,7 +8,7 @@
 // once with the same body every request and once with a new user message every request.
 // (4) a 10-turn conversation (a system prompt, then each call resends the history with one new user
 // message): median worker µs per call over all ten calls and at the tenth, and of a call whose every
-// text was seen before, with no segment cache, with only the injection analyses kept (before issue 22)
+// text was seen before, with no segment cache, with only the injection analyses kept (the detector before segment verdicts were cached)
 // and with the PII and secret findings kept too.
 // Prints one JSON line per case. BENCH_DETECT_N (iterations, default 20000), BENCH_DURATION (pool
 // seconds, default 5), BENCH_CONNECTIONS (concurrent checks and connections, default 50),

@@ -1,4 +1,4 @@
-// The remote path (issue 15, item 3): tracegate with CLICKHOUSE_URL at a sink that takes trace inserts
+// The remote path: tracegate with CLICKHOUSE_URL at a sink that takes trace inserts
 // and does nothing with them (bench/clickhouse-sink.ts, its own process), tracing on against
 // TRACEGATE_TRACES=off, alternating runs. ClickHouse's work happens elsewhere, so what tracing costs
 // here is tracegate's alone: its CPU per request on minus off (all its threads, from /proc) is the

@@ -1,4 +1,4 @@
-// Front threads (TRACEGATE_THREADS, issue 15 item 4). Prints one JSON line per case:
+// Front threads (TRACEGATE_THREADS). Prints one JSON line per case:
 // - one_thread_vs_baseline: TRACEGATE_THREADS=1 against another build (BENCH_BASELINE_CLI, the src/cli.js
 //   of a build without front threads; skipped when unset): two baseline processes and one of this build,
 //   runs in turn (A B A'), so the two baselines' ratio shows the noise a difference must exceed.

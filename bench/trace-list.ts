@@ -1,4 +1,4 @@
-// The trace list's filtered pages, totals and export over many traces (issue 17), through the dashboard's
+// The trace list's filtered pages, totals and export over many traces, through the dashboard's
 // HTTP API of a real `tracegate serve` on embedded ClickHouse. BENCH_TRACE_LIST_ROWS synthetic traces
 // (default 1,000,000) over 30 days, half in the signed-in account and half in another, are inserted
 // straight into the data directory before the server starts on it. Each list page (50 rows) and each

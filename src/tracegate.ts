@@ -1,5 +1,5 @@
 // One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
-// port and the local admin socket, started in that order and closed in the reverse one (STYLE 6).
+// port and the local admin socket, started in that order and closed in the reverse one.
 import { randomBytes } from 'node:crypto'
 import type { Agent } from 'undici'
 import { AdminOps } from './admin/ops.js'

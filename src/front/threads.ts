@@ -96,7 +96,7 @@ export class FrontThreads {
       threads.push(t)
       return t
     }
-    // A thread must stop listening before it ends (DESIGN §10).
+    // A thread must stop listening before it ends.
     const stopAll = (): Promise<void> => new FrontThreads(threads, new Int32Array(shared), 0).close(0)
     const first = await make(0, config.proxyPort).started
     // The thread's error already names the address (uws.ts `listen`).

@@ -1,4 +1,4 @@
-// The per-key limits (issue 14), judged on the front thread: model allowlist, the key's body size, requests
+// The per-key limits, judged on the front thread: model allowlist, the key's body size, requests
 // and tokens per minute, spend per UTC day and month, for the key and for its account. Fixed windows aligned
 // to the clock (minute, UTC day, UTC month): one counter per subject and window, exact in one instance and a
 // single INCRBY across instances. admit() is a few Map lookups and compares; it never waits on Redis.

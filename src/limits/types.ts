@@ -1,4 +1,4 @@
-// Per-key and per-account limits (issue 14): the values, how a change is read from loose input (the CLI,
+// Per-key and per-account limits: the values, how a change is read from loose input (the CLI,
 // the admin socket, the dashboard), and the model allowlist's matcher. Shared by the limiter and the store.
 import { TracegateError } from '../errors.js'
 

@@ -1,4 +1,4 @@
-// The proxy pipeline for one dialect's route, in the check order of DESIGN §2, one named step each.
+// The proxy pipeline for one dialect's route, in the proxy contract's check order, one named step each.
 import { newRequestId } from '../ids.js'
 import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
@@ -131,7 +131,7 @@ interface Received {
 }
 
 /**
- * One route, as the steps of DESIGN §2: the head and the body (`handle`), the service fields and the
+ * One route, as the steps of the proxy contract: the head and the body (`handle`), the service fields and the
  * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
  * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
  * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route
@@ -285,7 +285,7 @@ class ProxyRoute {
       x.fail(err)
       return
     }
-    // The limits of the key and its account: the last check before detection and the provider (DESIGN §2).
+    // The limits of the key and its account: the last check before detection and the provider.
     const limiter = this.#deps.limiter
     if (limiter != null) {
       const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits)

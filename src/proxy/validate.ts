@@ -1,4 +1,4 @@
-// The body checks of the proxy contract (DESIGN §2), split at the points where authentication and
+// The body checks of the proxy contract, split at the points where authentication and
 // the plan check come between them: `readServiceFields` is steps 2–3, `checkSchema` is step 6.
 import { TracegateError } from '../errors.js'
 import type { Dialect, RequestFacts } from '../providers/index.js'

@@ -2,7 +2,7 @@
 // cannot be determined reliably is answered 400 and its connection closed, because a proxy in front may
 // have framed it differently (request smuggling). uWebSockets.js 20.30 closes by itself on most such
 // requests, but it frames by the first of two content-length headers and takes transfer codings it does
-// not decode (DESIGN §10): those reach the routes, which refuse them here.
+// not decode: those reach the routes, which refuse them here.
 import { newRequestId } from '../ids.js'
 import { sendError } from './respond.js'
 import type { HttpRequest, HttpResponse } from './uws.js'

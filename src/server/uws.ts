@@ -1,5 +1,5 @@
 // uWebSockets.js, native or not at all, and the one way every port listens with it. The package silently
-// falls back to a slow JavaScript implementation when its binary does not load (DESIGN §10); we load the
+// falls back to a slow JavaScript implementation when its binary does not load; we load the
 // binary ourselves and refuse to start instead.
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'

@@ -1,4 +1,4 @@
-// Details that read right (issue 17, item 4) and one time format everywhere (item 3), in a browser set
+// Details that read right and one time format everywhere, in a browser set
 // to German and to India's time zone (+05:30, no daylight saving): a fresh install's empty list offers a
 // first call with this server's proxy address that works as copied once its key placeholders are filled;
 // a blocked trace shows the 403 body its client received, byte for byte; a key's last use follows each

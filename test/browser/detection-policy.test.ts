@@ -1,4 +1,4 @@
-// The account's detection policy in the dashboard in a real browser (issue 16): the Account page's safety
+// The account's detection policy in the dashboard in a real browser: the Account page's safety
 // detection card, its dialog (the current values, the server's error beside its field, Cancel, Save), the
 // proxy applying the change from its next call without a restart, a hostile allow phrase shown as text,
 // and a member who reads the policy but gets no way to change it.

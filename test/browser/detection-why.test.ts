@@ -1,4 +1,4 @@
-// Why a prompt was blocked, on the trace detail page (issue 16, item 5): the rule each injection
+// Why a prompt was blocked, on the trace detail page: the rule each injection
 // finding matched and the words that raised the model's score, as the detector stores them on the
 // trace's findings; as text (markup in a stored finding is never markup); nothing for findings stored
 // without them. Traces are handed to the store worker as the front thread hands them.
@@ -55,7 +55,7 @@ t.test('the rules and the model words of the injection findings, in order, as te
   checkWatched(t, watched)
 })
 
-t.test('each finding names the span judged: who wrote it and its path (issue 22)', async (t) => {
+t.test('each finding names the span judged: who wrote it and its path', async (t) => {
   await open([
     finding({ kind: 'planted_instruction', detail: 'planted_instruction score 0.900', rule: 'planted_note_to_ai', message: 1, source: 'data', path: 'messages[1].content' }),
     finding({ rule: 'override_previous', message: -1, source: 'application', path: 'tools[0].function.description' }),

@@ -1,4 +1,4 @@
-// Every page on a phone (390×844) and on a desktop (1440×900), issue 17: no horizontal page scroll on
+// Every page on a phone (390×844) and on a desktop (1440×900): no horizontal page scroll on
 // sign-in, the trace list, a trace's detail (answered and blocked), usage, keys, account, the limits and
 // revoke dialogs, the nav menu and the not-found page; the list's essential columns (time, model, outcome,
 // latency) on screen, the rest a tap away in the detail; keys as stacked cards on the phone; usage tables

@@ -1,4 +1,4 @@
-// Limits in the dashboard in a real browser (issue 14): a key created with limits in the form, its limits
+// Limits in the dashboard in a real browser: a key created with limits in the form, its limits
 // and their use on the keys page after real proxied calls, the Edit limits dialog (current values, the
 // server's error beside its field, Save) and the proxy enforcing the new limit at the next call without a
 // restart, the account's limits on the Account page, and a hostile models pattern shown as text.

@@ -1,4 +1,4 @@
-// The dashboard's trace list and usage in a real browser (issue 5): the filters (also on what arrives
+// The dashboard's trace list and usage in a real browser: the filters (also on what arrives
 // live), 100 traces arriving live and paged through with "Load more" (keyset, newest first, no row
 // twice), and the usage page's totals, charts and breakdowns against the stored rows, also while a
 // write lands during the answer.

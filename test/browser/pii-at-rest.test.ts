@@ -1,4 +1,4 @@
-// PII at rest in the dashboard in a real browser (issue 16, item 4): the Account page's stored-text card
+// PII at rest in the dashboard in a real browser: the Account page's stored-text card
 // (the current setting, an admin's Save applied at the next call without a restart, a member who reads it
 // and gets no way to change it), and the trace detail of a masked call: the note saying it was stored with
 // PII masked, placeholders in the conversation and the raw request instead of the values, and the findings

@@ -1,4 +1,4 @@
-// Sessions in a real browser (issue 17, item 5): calls sent with x-tracegate-session appear on the
+// Sessions in a real browser: calls sent with x-tracegate-session appear on the
 // Sessions page; a session opens as one conversation, its calls oldest first with each new message and
 // its answer, under the session's totals (checked against the stored rows); a trace's detail links to
 // its session; the list's user filter lives in the address.

@@ -1,4 +1,4 @@
-// The dashboard's settings and its boundaries in a real browser (issue 5): a key created in Settings →
+// The dashboard's settings and its boundaries in a real browser: a key created in Settings →
 // API Keys is shown once (copy button, warning), works against the proxy, and once revoked through the
 // confirmation is refused with 401; the account page; a second account sees none of the first one's
 // traces in the list, at a detail address, or in usage; signing out returns to the sign-in page.

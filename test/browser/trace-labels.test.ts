@@ -1,4 +1,4 @@
-// The caller's labels on the trace detail page (issue 12, item 3): user, session, tags and metadata as the
+// The caller's labels on the trace detail page: user, session, tags and metadata as the
 // store holds them, in the caller's order, as text (markup in a label is never markup), and no Labels
 // card for a call that sent none. Traces are handed to the store worker as the front thread hands them.
 import { randomUUID } from 'node:crypto'

@@ -1,4 +1,4 @@
-// The trace list's totals, filters, sort, address and export in a real browser (issue 17, item 2): the
+// The trace list's totals, filters, sort, address and export in a real browser: the
 // totals shown for a filter against the stored rows, filters picked in the bar narrowing the rows and
 // landing in the address, a reload of that address showing the same filtered view, a column head sorting
 // the rows, a custom time range from the date-time pickers, and the export button's downloaded file

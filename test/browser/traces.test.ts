@@ -1,4 +1,4 @@
-// The dashboard in a real browser (issue 5, "Tests in a real browser"): the CSP, sign-in as the
+// The dashboard in a real browser: the CSP, sign-in as the
 // first-start admin, calls sent through the proxy arriving live, each opened at its own address
 // (conversation, tokens, cost, latency, raw JSON), tool calls by role, a confidential call, a blocked
 // injection with its finding highlighted, and HTML in a prompt or model name shown as text.
@@ -291,7 +291,7 @@ t.test('a conversation with tool calls shows every message by its role, in order
   const messages = page.locator('[data-testid=conversation] [data-testid=message]')
   const parts = await messages.evaluateAll((els) => els.map((e) => ({ role: e.getAttribute('data-role'), text: e.textContent ?? '' })))
   const roles = parts.map((p) => p.role).filter((r, i, all) => i === 0 || all[i - 1] !== r)
-  // The application's tool definitions come last, as system text: the detector reads them (issue 22).
+  // The application's tool definitions come last, as system text: the detector reads them.
   t.same(roles, ['system', 'user', 'assistant', 'tool', 'user', 'system'], `roles in order (${JSON.stringify(parts.map((p) => p.role))})`)
   t.match(parts[parts.length - 1]?.text ?? '', /"properties"[\s\S]*"city"/, 'the last part is the tool\'s parameter schema')
   // What a reader sees of the assistant's turn: its text and any label drawn by CSS (::before / ::after).

@@ -1,4 +1,4 @@
-// The usage page's charts and drill-down in a real browser (issue 17, item 3): a handful of calls in one
+// The usage page's charts and drill-down in a real browser: a handful of calls in one
 // busy hour of an otherwise empty day is the sparsest series there is, and every chart must still draw
 // it as bars or segments, never as lone dots (read back from the canvas pixels: a dot is a few pixels
 // wide, a bar or a bucket-wide segment many). Error rate, p99 and TTFT have their charts; a user or a key

@@ -1,4 +1,4 @@
-// Set-up for the dashboard's browser tests (issue 5): Debian's chromium driven by playwright-core (never
+// Set-up for the dashboard's browser tests: Debian's chromium driven by playwright-core (never
 // a browser download), what a page must not do, sign-in, requests through the proxy as the first-start
 // admin (startDashboard with bootstrap), and screenshots under test-output/screenshots for a reviewer.
 import { randomUUID } from 'node:crypto'

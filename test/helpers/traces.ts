@@ -1,5 +1,5 @@
 // What a client itself saw in each dialect's answer (its usage and generated text), the cost formula of
-// DESIGN §4 / §11, and the small measures the trace tests compare stored rows with.
+// the trace contract, and the small measures the trace tests compare stored rows with.
 import type { Provider } from './bodies.js'
 import { sseData } from './sse.js'
 

@@ -1,4 +1,4 @@
-// No answered call lost to kill -9 (issue 23, item 4): a real `tracegate serve --mock-providers` with its
+// No answered call lost to kill -9: a real `tracegate serve --mock-providers` with its
 // default settings takes a burst of concurrent calls, streamed and not, and gets SIGKILL in the middle of
 // it. Every call whose client received the end of a 200 answer must then be stored, once, after the data
 // directory is opened again (or be counted as dropped), and counted once in usage_minute: the record of a

@@ -1,4 +1,4 @@
-// A process crash loses no trace the store worker took (issue 15, item 1): a real `tracegate serve
+// A process crash loses no trace the store worker took: a real `tracegate serve
 // --mock-providers` process with a flush interval far longer than the test gets SIGKILL once its store
 // worker holds every answered call's row (some already inserted in full batches, the rest waiting for
 // the next flush, written ahead to the spool directory). The test then opens the data directory itself

@@ -1,4 +1,4 @@
-// The dashboard's UI API (issue 5, DESIGN §7): sign-in with the first-start admin and account users,
+// The dashboard's UI API: sign-in with the first-start admin and account users,
 // the session cookie and its flags, sign-out, CSRF and origin checks, security headers, static files,
 // API keys (shown once, revoked at once on the proxy), and slowed-down then refused repeated failures.
 //

@@ -1,4 +1,4 @@
-// Limits in the dashboard's UI API (issue 14): a key created with limits, the key list with each key's
+// Limits in the dashboard's UI API: a key created with limits, the key list with each key's
 // limits and its use counted from real proxied calls, a change of one key's limits (absent = unchanged,
 // null or '' = removed), bad values refused with 400 invalid_parameter naming the member, another
 // account's key answered 404 and left alone, the CSRF and origin checks, the account's limits (admins

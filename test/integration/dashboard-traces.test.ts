@@ -1,4 +1,4 @@
-// The dashboard's trace list, trace detail, usage and live feed through the UI API (issue 5): two accounts
+// The dashboard's trace list, trace detail, usage and live feed through the UI API: two accounts
 // never see each other's traces anywhere, keyset pages return every trace exactly once, each filter
 // narrows the list, and a call through the proxy reaches the live socket of its own account only.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Detection that cannot judge a request (issue 4, DESIGN §6): a worker that crashes, one that misses the
+// Detection that cannot judge a request: a worker that crashes, one that misses the
 // deadline, and a full queue, under both TRACEGATE_DETECTION_FAILURE_MODE values. Closed (the default):
 // 503 `detection_unavailable` and nothing reaches the provider; open: forwarded, and the trace says
 // detection did not run and why. The process survives and the pool replaces a dead or hung worker.

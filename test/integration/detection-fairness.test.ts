@@ -1,4 +1,4 @@
-// One account cannot switch detection off for another (issue 22, item 6): through the real proxy with
+// One account cannot switch detection off for another: through the real proxy with
 // real detection workers on the default deadline and failure mode, a noisy account sends 16 parallel
 // bodies of 1 MB, each a new text, while a quiet account sends ordinary calls; every one of the quiet
 // account's calls is judged and answered. And a body over TRACEGATE_DETECTION_MAX_BYTES is not judged:

@@ -1,4 +1,4 @@
-// Per-account detection policy (issue 16) through the real proxy, the real detection worker and the real
+// Per-account detection policy through the real proxy, the real detection worker and the real
 // mock provider: migration 010 on a store with accounts from before it (they read as block with the
 // detector's threshold and no phrases), block vs monitor vs off on the same injection and what each trace
 // records, a threshold that blocks a borderline prompt when low and lets it through when high, an allow

@@ -1,4 +1,4 @@
-// Through the real proxy and worker (issue 16, items 2 and 5): an instruction planted in a tool result
+// Through the real proxy and worker: an instruction planted in a tool result
 // for the model is blocked before the provider sees anything, a tool result that only instructs people
 // is forwarded, and a blocked call's stored findings say why (the rule that matched, the words that
 // drove the model) while the 403 body holds neither.

@@ -1,4 +1,4 @@
-// Safety detection through the real proxy (DESIGN §2 step 8, §6, issue 4): an injection in every place
+// Safety detection through the real proxy: an injection in every place
 // a dialect carries text is blocked with 403 `prompt_injection_detected` before anything reaches the
 // provider, and its trace names the message and span; a confidential request is not judged; encoded
 // and obfuscated variants are caught; PII and secrets are recorded masked and do not block; ordinary

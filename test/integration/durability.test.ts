@@ -1,4 +1,4 @@
-// Traces survive ClickHouse going away (issue 3, items 6 and 7): batches go to the disk spool while the
+// Traces survive ClickHouse going away: batches go to the disk spool while the
 // store points at an address that refuses connections (the connection-level test seam), are replayed in
 // order once it answers again, never twice (the insert deduplication token), across a restart too, and
 // when memory and spool are both full the overflow is dropped and counted, never silently.

@@ -1,4 +1,4 @@
-// What reaches the provider and what comes back (DESIGN §2): the provider's parameters byte for byte with
+// What reaches the provider and what comes back: the provider's parameters byte for byte with
 // the service fields cut out, gamma's model and stream moved into the URL, the auth and pass-through
 // headers, the provider's answer (body, status, useful headers) unchanged, and the 500s for a provider
 // that is down or never answers.

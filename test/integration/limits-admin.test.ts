@@ -1,4 +1,4 @@
-// Per-key and per-account limits, the storage and admin side (issue 14): migration 006 on a store with
+// Per-key and per-account limits, the storage and admin side: migration 006 on a store with
 // rows from before it (they read as no limits; the migration runs twice without harm), the CLI setting,
 // changing, removing and refusing limits both through a running server's admin socket and in its own
 // process, the listings, lookupKey's KeyInfo, the key cache dropping an account's keys on a change made

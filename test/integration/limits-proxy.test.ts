@@ -1,4 +1,4 @@
-// Per-key limits on the proxy (issue 14): each limit trips at its number and resets at its window (the
+// Per-key limits on the proxy: each limit trips at its number and resets at its window (the
 // limits' clock is the test's), the 429 headers the OpenAI SDK reads, budgets from the real costs of the
 // mock provider's usage, allowlist patterns, the key's body limit, a key's and its account's limits both
 // applying, limits changed while serving taking effect at the next call, refused calls traced as such and

@@ -1,4 +1,4 @@
-// What tracegate logs (issue 13): with TRACEGATE_ACCESS_LOG on, one `call` line per finished call with
+// What tracegate logs: with TRACEGATE_ACCESS_LOG on, one `call` line per finished call with
 // its ids, route, model, status, outcome and timings; one cause line per 5xx of tracegate's own; detection
 // faults once per episode; and never a tracegate key, a provider key, prompt or response text or a
 // caller's label in any line. `tracegate serve` keeps its stdout for the JSON log: the first-start block

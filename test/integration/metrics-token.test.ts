@@ -1,4 +1,4 @@
-// /metrics behind TRACEGATE_METRICS_TOKEN (issue 13, item 1): served on the proxy port only with the
+// /metrics behind TRACEGATE_METRICS_TOKEN: served on the proxy port only with the
 // bearer token, which the metrics port asks for too; per-account labels only when the operator turns
 // them on; a short token refused at start.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// /metrics (issue 13, item 1): served on TRACEGATE_METRICS_PORT and not on the proxy port; after a mix of
+// /metrics: served on TRACEGATE_METRICS_PORT and not on the proxy port; after a mix of
 // calls (ok, a blocked injection, a provider 429, a stream, a native route, an unpriced model) the call
 // counters and histograms move exactly as expected, tokens and cost match the stored traces, models
 // outside the price table fold into `other`, no key or account id appears, and the process metrics

@@ -1,4 +1,4 @@
-// OpenTelemetry (issue 13): with OTEL_EXPORTER_OTLP_ENDPOINT set, one CLIENT span per proxied call
+// OpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set, one CLIENT span per proxied call
 // reaches a local OTLP/HTTP receiver, named and described by the GenAI semantic conventions, under the
 // client's trace when it sent a traceparent; the provider receives a traceparent naming that span; no
 // key and no prompt or answer text is in any exported byte. Without the variables nothing is loaded.

@@ -1,4 +1,4 @@
-// PII at rest (issue 16, item 4) through the real proxy, detection worker, store worker and embedded
+// PII at rest through the real proxy, detection worker, store worker and embedded
 // ClickHouse: an account set to mask stores prompt and response with placeholders instead of the e-mail,
 // phone number, card number and API key they carry (all three dialects, streamed and not, values split
 // across stream deltas), the stored texts stay valid JSON, the findings stay and point at the

@@ -1,4 +1,4 @@
-// Prompts stay private to tracegate's user (issue 23, item 7): a real `tracegate serve` started by a
+// Prompts stay private to tracegate's user: a real `tracegate serve` started by a
 // parent whose umask lets others read (022) makes a fresh data directory, takes calls that are written
 // ahead and waiting for their insert, and every file under the data directory (write-ahead segments,
 // the embedded ClickHouse's parts, the dashboard's secret) is then 0600 at most and every folder 0700 at

@@ -1,4 +1,4 @@
-// The proxy contract of DESIGN §2 and §3 over real loopback HTTP: every row of the check order on the
+// The proxy contract over real loopback HTTP: every row of the check order on the
 // three endpoints, the order itself, the error body and x-request-id on every response, no secret in
 // any error, nothing forwarded for a rejected request, and the key cache's TTL after a revocation made
 // behind the server's back. One server for the whole file (chDB: one data directory per process).

@@ -1,4 +1,4 @@
-// The read API (issue 5 §6): Bearer read-scope keys through the proxy's key cache; 401 with the matching
+// The read API: Bearer read-scope keys through the proxy's key cache; 401 with the matching
 // code for no key, a malformed, unknown, proxy-scope, revoked or expired key; another account's trace is
 // 404; the list pages like the UI's; usage totals equal the requests sent.
 import t from 'tap'

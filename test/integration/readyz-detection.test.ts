@@ -1,4 +1,4 @@
-// /readyz and the detection pool (issue 13, item 4): while the detection workers are not warm (their
+// /readyz and the detection pool: while the detection workers are not warm (their
 // warm-up failed at start) /readyz answers 503 `detection_not_warm`; once a worker answers, it is ready.
 import t from 'tap'
 import { fileURLToPath } from 'node:url'

@@ -1,4 +1,4 @@
-// Recent traces answered from the store worker's memory (issue 15, item 1): a trace shows in the live
+// Recent traces answered from the store worker's memory: a trace shows in the live
 // list, the trace list and its detail as soon as its row is built, long before its insert (the flush
 // interval here is a minute, so nothing is inserted unless the test flushes); once inserted it shows
 // once, with the same values. Every filter of the list gives the same answer from memory as from

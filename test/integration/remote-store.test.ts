@@ -1,4 +1,4 @@
-// Trace inserts to a ClickHouse server (CLICKHOUSE_URL; issue 15, the remote path): with
+// Trace inserts to a ClickHouse server (CLICKHOUSE_URL, the remote path): with
 // CLICKHOUSE_COMPRESSION on they arrive brotli-compressed and decode to the TabSeparated rows of the calls
 // made, which the server stores; off (the default) they arrive as plain TabSeparated. The server is the
 // test stand-in (ClickHouse's HTTP interface over chDB, its own process, decoding Content-Encoding as

@@ -1,4 +1,4 @@
-// Sessions (issue 17, item 5) through the real server: calls sent through the proxy with
+// Sessions through the real server: calls sent through the proxy with
 // x-tracegate-session, listed as sessions (most recently active first, keyset pages) and read back as one
 // conversation (calls oldest first, each with its new message and its answer, the session's totals) from
 // the UI API and the read API, checked against the stored rows. Another account's calls with the same

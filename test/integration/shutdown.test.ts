@@ -1,4 +1,4 @@
-// Graceful shutdown under load (issue 3, item 8; issue 23, item 9): a real `tracegate serve --mock-providers`
+// Graceful shutdown under load: a real `tracegate serve --mock-providers`
 // process gets SIGTERM while ten clients keep sending requests. /readyz says shutting_down at once, new
 // calls are still served for TRACEGATE_SHUTDOWN_DELAY_MS, then it stops accepting, lets in-flight calls
 // finish, flushes every trace and exits 0. Then the test opens its data directory and finds exactly one

@@ -1,4 +1,4 @@
-// Streaming through the proxy (DESIGN §1–2, STYLE 4): events reach the client as the provider sends them,
+// Streaming through the proxy: events reach the client as the provider sends them,
 // a slow reader holds the provider back instead of growing the proxy's memory, a client that leaves
 // aborts the upstream request, and a provider that breaks its answer is not turned into a clean end.
 //

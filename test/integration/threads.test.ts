@@ -1,4 +1,4 @@
-// More than one front thread (issue 15, item 4), with TRACEGATE_THREADS=2: calls over many connections are
+// More than one front thread, with TRACEGATE_THREADS=2: calls over many connections are
 // served by both threads and traced once each; a revoked key is refused on every open connection as soon
 // as the revoke returns; an rpm limit admits exactly its number across the threads; /metrics sums the
 // threads; an injection is blocked on both; and shutdown with streams in flight on both threads completes

@@ -1,4 +1,4 @@
-// The caller's labels (issue 12, item 3) from the store's side: sent as x-tracegate-* headers through the
+// The caller's labels from the store's side: sent as x-tracegate-* headers through the
 // proxy, or handed over as the front thread hands them (the codec's buffer, moved to the real store
 // worker) with what a header could not carry, they are stored with their trace, read back exactly by the
 // read API, filtered on, sent to the live list, kept through the spool and its replay; a spool file and

@@ -1,4 +1,4 @@
-// The trace list's filters, sorts, totals and export (issue 17, item 2). Every filter and sort is checked
+// The trace list's filters, sorts, totals and export. Every filter and sort is checked
 // against the stored rows themselves (read back from ClickHouse with a test query and filtered here), and
 // answered twice: while the rows wait in the store worker's memory (the flush interval is a minute) and
 // once they are in ClickHouse; both answers must be the expected one. Totals are checked against the

@@ -1,4 +1,4 @@
-// Traces (DESIGN §4, issue 3): every call past authentication leaves a row in ClickHouse with its ids,
+// Traces: every call past authentication leaves a row in ClickHouse with its ids,
 // outcome, bodies (capped, never a key, nothing when confidential), tokens with their source, timings
 // and cost; the usage rollups agree with the raw rows; a trace is queryable within seconds.
 //

@@ -1,4 +1,4 @@
-// The usage page's drill-down (issue 17, item 3) through the real server: calls sent through the proxy
+// The usage page's drill-down through the real server: calls sent through the proxy
 // with the caller's labels, then the usage answer narrowed to a key, to a user and to both, the busiest
 // users by calls and by cost, and time to first token, all checked against the stored rows. Another
 // account's calls with the same user label are never counted; a window without calls counts none; bad

@@ -1,4 +1,4 @@
-// The usage rollup summed by the store worker (issue 15, item 2): usage_minute holds, per account,
+// The usage rollup summed by the store worker: usage_minute holds, per account,
 // minute, key, provider and model, exactly the counts and sums of the traces stored, the usage page
 // answers them, and a batch is counted once however often it is sent: a spooled batch replayed twice
 // (after a restart) is a no-op in usage_minute as in traces, a spooled batch whose rows ClickHouse

@@ -1,4 +1,4 @@
-// Per-key limits (issue 14): reading a change, the model allowlist's patterns, and the limiter on an injected
+// Per-key limits: reading a change, the model allowlist's patterns, and the limiter on an injected
 // clock: each limit trips at its number and resets with its window, key and account both apply, the 429
 // headers, budgets across UTC day and month ends, seeding, usage, and the sync's bookkeeping against an
 // in-memory store of shared counters (the real Redis is in test/integration/limits-redis.test.ts).

@@ -1,4 +1,4 @@
-// Every text field of the three request formats reaches the detector, labelled by who wrote it (issue 22).
+// Every text field of the three request formats reaches the detector, labelled by who wrote it.
 // Below, each dialect's request schema is written out: every member that can hold text the model reads,
 // nested, with the source it must be judged as; members that hold no text (ids, URLs, media types, type
 // tags) are fixed values. A generator builds bodies that put a unique marker in every text field (every

@@ -1,4 +1,4 @@
-// Clean documents as negatives (issue 22): text that is data, full of imperatives addressed to people,
+// Clean documents as negatives: text that is data, full of imperatives addressed to people,
 // none to the model reading it. Two kinds:
 // - the READMEs and source files of the MIT and Apache-2.0 packages installed under node_modules, cut
 //   into passages; the packages used are pinned by name, version and licence in npm-documents.txt

@@ -1,4 +1,4 @@
-// Data spans in `npm run eval:detector` (issue 22): planted instructions of held-out contexts and
+// Data spans in `npm run eval:detector`: planted instructions of held-out contexts and
 // clean documents never trained on, judged through the alpha dialect's walker and detectInjection as a
 // request carries them; then planted instructions of attack categories and context kinds left out of
 // training (the model refitted without them, threshold chosen on dev as train.ts does).

@@ -1,4 +1,4 @@
-// Generated clean documents (issue 22): mail, logs, tool outputs, search results, tables, recipes,
+// Generated clean documents: mail, logs, tool outputs, search results, tables, recipes,
 // forms and web text, as a tool returns them or a user pastes them. They are full of imperatives
 // addressed to people ("reply by Friday", "click the link to reset your password", "ignore the
 // previous reminder", "do not share this code") and of the words attacks use, and none of them

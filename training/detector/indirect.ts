@@ -1,4 +1,4 @@
-// Planted instructions in data (issue 22): indirect-train.jsonl, whole OpenAI message lists built from
+// Planted instructions in data: indirect-train.jsonl, whole OpenAI message lists built from
 // the train split of microsoft/BIPIA, where an email, a table or a code question's context is pasted
 // into the user message or returned as a tool result, with an attack instruction planted in it or not.
 // Each row's attack category is found by matching BIPIA's train attack list (bipia-attacks-train.json,

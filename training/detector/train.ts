@@ -22,7 +22,7 @@ export { readRows, trainingRows } from './data.js'
 export const TRIGGER_SOURCES = ['surge_toxicity', 'hh_rlhf_harmless', 'awesome-chatgpt-prompts'] as const
 /** The share of each trigger source's benign dev prompts the threshold may block (and the cross-validation cut). */
 export const FPR_BUDGET = 0.01
-/** The share of all benign dev prompts the threshold may block: issue 16's target for dev. */
+/** The share of all benign dev prompts the threshold may block: the dev target. */
 export const DEV_FPR_TARGET = 0.005
 /** Never block below this score, whatever dev allows. */
 export const MIN_THRESHOLD = 0.25
@@ -104,7 +104,7 @@ export interface DeepOptions {
 // Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/README.md):
 // a source cap of 1000 lets the password games count more, and own benign rows and templates at 15
 // keep over-defense down at the same time. The neural head's sizes, rate and epochs were compared with
-// the held-out parts' figures printed (workers/detector/README.md, issue 22: they are not untouched).
+// the held-out parts' figures printed (workers/detector/README.md: they are not untouched).
 export const DEFAULTS: TrainOptions = {
   epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15, dataWeight: 1,
   deep: { embBits: 16, dim: 16, hidden: 16, lr: 0.01, epochs: 20, decay: 1e-4 },

@@ -1,5 +1,5 @@
 // The use each key already has in the limits' current windows, for the limiter to start from after a
-// restart (issue 14): the usage_minute rollup for tokens and cost, the current minute's traces for requests.
+// restart: the usage_minute rollup for tokens and cost, the current minute's traces for requests.
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { LimitUsageRow } from '../../limits/types.js'
 import { chTime } from './connect.js'

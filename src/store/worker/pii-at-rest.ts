@@ -1,4 +1,4 @@
-// PII at rest (issue 16): for an account whose setting is `mask`, the e-mails, phone numbers, card numbers,
+// PII at rest: for an account whose setting is `mask`, the e-mails, phone numbers, card numbers,
 // IBANs, SSNs and secrets in the stored prompt and response become placeholders before the row is written.
 // The scanners are the detector's own (workers/detector/pii.ts, secrets.ts), so what is masked is what
 // detection finds. Pure: runs in the store worker, never on the front thread.
