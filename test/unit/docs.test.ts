@@ -1,7 +1,7 @@
 // The docs are the contract users read: every error code the server can answer and every setting it
 // reads are documented, and the Errors table gives each code its real status. The README stays a short
-// entry page, the detector's guide short, each docs page opens with its table of contents, and every
-// relative link in them reaches a file (and, within Markdown, a heading).
+// entry page that links every docs page, the detector's guide short, each docs page opens with its table
+// of contents, and every relative link in them reaches a file (and, within Markdown, a heading).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -87,6 +87,8 @@ t.test('the README and the detector guide stay short', async (t) => {
 
 t.test('each docs page opens with a table of contents of its sections', async (t) => {
   t.ok(PAGES.length >= 6, `${PAGES.length} pages`)
+  const readme = read('README.md')
+  t.same(PAGES.filter((page) => !readme.includes(`](${page})`)), [], 'pages the README does not link to')
   for (const page of PAGES) {
     const text = prose(read(page))
     const first = text.indexOf('\n## ')
@@ -99,7 +101,7 @@ t.test('each docs page opens with a table of contents of its sections', async (t
 })
 
 t.test('every relative link reaches a file, and a heading where it names one', async (t) => {
-  const checked = [...DOCS, 'workers/detector/README.md', 'workers/detector/EXPERIMENTS.md']
+  const checked = [...DOCS, 'workers/detector/README.md', 'workers/detector/EXPERIMENTS.md', 'bench/RESULTS.md']
   const broken: string[] = []
   let links = 0
   for (const page of checked) {
