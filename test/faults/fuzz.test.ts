@@ -1,9 +1,9 @@
 // Seeded fuzzing of the front end: 450 malformed bodies on the three provider routes, and broken raw
 // heads (HEAD_CASES with random extra headers, and random bytes) on both ports. Every answer must be a
-// JSON 4xx whose code is in src/errors.ts and in the README; a head uWS 20.30 cannot answer must be
+// JSON 4xx whose code is in src/errors.ts and in the docs; a head uWS 20.30 cannot answer must be
 // closed as cases.ts says (at once, or by its idle timer). Nothing may reach the provider, and /healthz
 // answers throughout.
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { repoFile } from '../../src/paths.js'
 import { ERRORS } from '../../src/errors.js'
@@ -31,8 +31,9 @@ const rand = rng(0x7ace6a7e)
 const int = (n: number): number => Math.floor(rand() * n)
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!
 
-/** Codes the README documents: every backticked name that is also in the error table. */
-const readme = readFileSync(repoFile('README.md'), 'utf8')
+/** Codes the docs document (the README and docs/): every backticked name that is also in the error table. */
+const pages = ['README.md', ...readdirSync(repoFile('docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const readme = pages.map((p) => readFileSync(repoFile(p), 'utf8')).join('\n')
 const DOCUMENTED = new Set([...readme.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!).filter((c) => c in ERRORS))
 
 interface BodyCase { readonly family: string; readonly body: Buffer; readonly codes: readonly string[] }
