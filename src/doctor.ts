@@ -165,7 +165,7 @@ function checkPricing (file: string | null): Check {
   } catch (err) {
     const fix = file === null
       ? 'reinstall tracegate: @pydantic/genai-prices ships with it'
-      : 'fix the file ({"prices": [{"provider", "model", "input_per_mtok", "output_per_mtok"}]}, see the README) or unset TRACEGATE_PRICING_FILE'
+      : 'fix the file ({"prices": [{"provider", "model", "input_per_mtok", "output_per_mtok"}]}, see docs/traces.md#an-operators-price-file) or unset TRACEGATE_PRICING_FILE'
     return problem('pricing', message(err), fix)
   }
 }
@@ -195,7 +195,7 @@ export async function runDoctor (env: NodeJS.ProcessEnv = process.env): Promise<
     config = loadConfig(env)
     checks.push(ok('config', 'the TRACEGATE_* and CLICKHOUSE_* settings are valid'))
   } catch (err) {
-    checks.push(problem('config', message(err), 'fix or unset that variable (README, Configuration)'))
+    checks.push(problem('config', message(err), 'fix or unset that variable (docs/configuration.md)'))
   }
   if (config !== null) {
     const data = checkDataDir(config.dataDir)

@@ -36,7 +36,7 @@ const compressed = new WeakSet<ClickHouseClient>()
 const brotli = promisify(brotliCompress)
 /**
  * Quality 0, the cheapest codec measured: 5.4x fewer bytes on trace rows for about 3 µs of CPU per row,
- * where quality 1 saves 7 % more bytes for 1.5x the CPU and gzip level 1 costs 2.5x (README, Benchmarks).
+ * where quality 1 saves 7 % more bytes for 1.5x the CPU and gzip level 1 costs 2.5x (bench/RESULTS.md).
  */
 const BROTLI = { params: { [zlib.BROTLI_PARAM_QUALITY]: 0 } }
 
@@ -128,7 +128,7 @@ function sqlString (s: string): string {
  * Inserts a TabSeparated batch given as parts (rows never span two parts). Embedded, the batch is written
  * to a file and ClickHouse reads it with `INSERT … SELECT * FROM file()`: chDB's own raw insert puts the
  * bytes into the query text and parses them there, several times the CPU of reading them from a file
- * (figures in the README's benchmarks). The columns of the file are the insert's columns, with the
+ * (figures in bench/RESULTS.md). The columns of the file are the insert's columns, with the
  * table's types. A server gets the batch as the HTTP body, brotli-compressed with CLICKHOUSE_COMPRESSION.
  */
 export async function insertTsv (client: ClickHouseClient, table: string, columns: readonly string[], parts: readonly Uint8Array[],
@@ -162,7 +162,7 @@ export async function insertTsv (client: ClickHouseClient, table: string, column
   }
   if (compressed.has(client)) {
     // The whole batch in one call on the thread pool: the client's own request compression streams it
-    // through zlib in small chunks, 1.5x the CPU per row for the same codec (README, Benchmarks).
+    // through zlib in small chunks, 1.5x the CPU per row for the same codec (bench/RESULTS.md).
     // ClickHouse decodes a br body whatever its settings (its HTTP interface's Content-Encoding).
     const body = await brotli(parts.length === 1 ? parts[0]! : Buffer.concat(parts), BROTLI)
     await client.insert({

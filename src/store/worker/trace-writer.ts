@@ -60,7 +60,7 @@ const MAX_INSERT_BYTES = 64 * 1024 * 1024
 /**
  * A batch is also inserted once the queue holds this many bytes. Waiting rows are Buffers, which V8
  * counts as external memory: when more than 64 MB of it lives, V8 collects fully, and the worker then ran
- * full collections every second (README, Benchmarks); 8 MB batches keep queue, insert and pool under that.
+ * full collections every second (bench/RESULTS.md); 8 MB batches keep queue, insert and pool under that.
  */
 const FLUSH_BYTES = 8 * 1024 * 1024
 
