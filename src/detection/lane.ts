@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks'
 import { Piscina } from 'piscina'
 import { FairQueue } from './fair-queue.js'
-import type { ProviderName } from '../providers/index.js'
+import { DIALECTS, PROVIDERS, type ProviderName } from '../providers/index.js'
 import type { DetectTask, Verdict } from './types.js'
 import type { DetectionOutcome } from './pool.js'
 
@@ -282,12 +282,13 @@ export class Lane {
     if (!this.#flushScheduled) this.#flushPending()
   }
 
-  /** Loads the worker code and weights on every thread of the lane. */
+  /** Loads the worker code and weights on every thread of the lane, with a minimal request of the first provider. */
   async warm (timeoutMs: number): Promise<void> {
-    const body = Buffer.from('{"messages":[{"role":"user","content":"warm up"}]}')
+    const provider = PROVIDERS[0]!
+    const body = Buffer.from(JSON.stringify(DIALECTS[provider].sampleBody('warm up')))
     const runs = Array.from({ length: this.#pool.maxThreads }, () => {
       const bytes = new Uint8Array(body)
-      return this.#pool.run({ providers: ['alpha'], ends: [bytes.length], body: bytes, allow: [null] }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
+      return this.#pool.run({ providers: [provider], ends: [bytes.length], body: bytes, allow: [null] }, { transferList: [bytes.buffer], signal: AbortSignal.timeout(timeoutMs) })
     })
     await Promise.all(runs)
   }

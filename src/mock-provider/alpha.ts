@@ -4,7 +4,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { alpha as wire } from '../providers/alpha.js'
 import { isObject } from '../providers/json.js'
 import { DONE_EVENT, dataEvent } from '../providers/sse.js'
-import { Rejection, type Call, type MockDialect } from './dialect.js'
+import { BaseCall, Rejection, type MockDialect } from './dialect.js'
 import { randomHex, randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
@@ -36,12 +36,7 @@ function error (status: number, message?: string): Rejection {
   return reject(status, message ?? `Mock error ${status}.`)
 }
 
-class AlphaCall implements Call {
-  readonly model: string
-  readonly stream: boolean
-  readonly #includeUsage: boolean
-  #prompt = 0
-  #chunks = 0
+class AlphaCall extends BaseCall {
   #id = ''
   #created = 0
   // The part every chunk event shares, up to the choices array; built once per streamed answer.
@@ -49,21 +44,17 @@ class AlphaCall implements Call {
   // `"usage":null` rides on every chunk once the client asked for usage, as OpenAI does.
   #usageNull = ''
 
-  constructor (model: string, stream: boolean, includeUsage: boolean) {
-    this.model = model
-    this.stream = stream
-    this.#includeUsage = includeUsage
+  constructor (model: string, stream: boolean, private readonly includeUsage: boolean) {
+    super(model, stream)
   }
 
-  begin (inputTokens: number, chunks: number): void {
-    this.#prompt = inputTokens
-    this.#chunks = chunks
+  protected started (): void {
     this.#id = `chatcmpl-${randomId(29)}`
     this.#created = Math.floor(Date.now() / 1000)
     if (this.stream) {
       this.#prefix = `{"id":"${this.#id}","object":"chat.completion.chunk","created":${this.#created},` +
         `"model":${JSON.stringify(this.model)},"service_tier":"default","system_fingerprint":"${FINGERPRINT}","choices":[`
-      this.#usageNull = this.#includeUsage ? ',"usage":null' : ''
+      this.#usageNull = this.includeUsage ? ',"usage":null' : ''
     }
   }
 
@@ -77,18 +68,18 @@ class AlphaCall implements Call {
       'x-ratelimit-limit-requests': REQUESTS_LIMIT,
       'x-ratelimit-remaining-requests': REQUESTS_LIMIT - 1,
       'x-ratelimit-limit-tokens': TOKENS_LIMIT,
-      'x-ratelimit-remaining-tokens': TOKENS_LIMIT - this.#prompt,
+      'x-ratelimit-remaining-tokens': TOKENS_LIMIT - this.inputTokens,
       'x-ratelimit-reset-requests': '6ms',
       'x-ratelimit-reset-tokens': '0s',
     }
   }
 
   #usage (): object {
-    const completion = outputTokens(this.#chunks)
+    const completion = outputTokens(this.chunks)
     return {
-      prompt_tokens: this.#prompt,
+      prompt_tokens: this.inputTokens,
       completion_tokens: completion,
-      total_tokens: this.#prompt + completion,
+      total_tokens: this.inputTokens + completion,
       prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
       completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
     }
@@ -102,7 +93,7 @@ class AlphaCall implements Call {
       model: this.model,
       choices: [{
         index: 0,
-        message: { role: 'assistant', content: fullText(this.#chunks), refusal: null, annotations: [] },
+        message: { role: 'assistant', content: fullText(this.chunks), refusal: null, annotations: [] },
         logprobs: null,
         finish_reason: 'stop',
       }],
@@ -121,18 +112,18 @@ class AlphaCall implements Call {
   }
 
   chunk (k: number): string {
-    return this.#event(`{"index":0,"delta":{"content":${chunkJson(k, this.#chunks)}},"logprobs":null,"finish_reason":null}`)
+    return this.#event(`{"index":0,"delta":{"content":${chunkJson(k, this.chunks)}},"logprobs":null,"finish_reason":null}`)
   }
 
   tail (): string {
     const finish = this.#event('{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}')
     // With stream_options.include_usage, one more chunk with no choices carries the usage.
-    const usage = this.#includeUsage ? dataEvent(`${this.#prefix}],"usage":${JSON.stringify(this.#usage())}}`) : ''
+    const usage = this.includeUsage ? dataEvent(`${this.#prefix}],"usage":${JSON.stringify(this.#usage())}}`) : ''
     return finish + usage + DONE_EVENT
   }
 }
 
-export const alpha: MockDialect = {
+export const mockDialect: MockDialect = {
   name: 'alpha',
   matches: (path) => path === '/v1/chat/completions',
 

@@ -3,7 +3,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { beta as wire } from '../providers/beta.js'
 import { namedEvent } from '../providers/sse.js'
-import { Rejection, type Call, type MockDialect } from './dialect.js'
+import { BaseCall, Rejection, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
@@ -22,21 +22,10 @@ function error (status: number, message?: string): Rejection {
 // The last event never changes.
 const STREAM_END = namedEvent('message_stop', '{"type":"message_stop"}')
 
-class BetaCall implements Call {
-  readonly model: string
-  readonly stream: boolean
-  #input = 0
-  #chunks = 0
+class BetaCall extends BaseCall {
   #id = ''
 
-  constructor (model: string, stream: boolean) {
-    this.model = model
-    this.stream = stream
-  }
-
-  begin (inputTokens: number, chunks: number): void {
-    this.#input = inputTokens
-    this.#chunks = chunks
+  protected started (): void {
     this.#id = `msg_${randomId(24)}`
   }
 
@@ -48,7 +37,7 @@ class BetaCall implements Call {
       'anthropic-ratelimit-requests-limit': REQUESTS_LIMIT,
       'anthropic-ratelimit-requests-remaining': REQUESTS_LIMIT - 1,
       'anthropic-ratelimit-input-tokens-limit': TOKENS_LIMIT,
-      'anthropic-ratelimit-input-tokens-remaining': TOKENS_LIMIT - this.#input,
+      'anthropic-ratelimit-input-tokens-remaining': TOKENS_LIMIT - this.inputTokens,
       'anthropic-ratelimit-output-tokens-limit': TOKENS_LIMIT,
       'anthropic-ratelimit-output-tokens-remaining': TOKENS_LIMIT,
     }
@@ -60,12 +49,12 @@ class BetaCall implements Call {
       type: 'message',
       role: 'assistant',
       model: this.model,
-      content: [{ type: 'text', text: fullText(this.#chunks) }],
+      content: [{ type: 'text', text: fullText(this.chunks) }],
       stop_reason: 'end_turn',
       stop_sequence: null,
       usage: {
-        input_tokens: this.#input,
-        output_tokens: outputTokens(this.#chunks),
+        input_tokens: this.inputTokens,
+        output_tokens: outputTokens(this.chunks),
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: 0,
       },
@@ -84,7 +73,7 @@ class BetaCall implements Call {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: this.#input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+        usage: { input_tokens: this.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
       },
     }
     return namedEvent('message_start', JSON.stringify(start)) +
@@ -94,18 +83,18 @@ class BetaCall implements Call {
 
   chunk (k: number): string {
     return namedEvent('content_block_delta',
-      `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${chunkJson(k, this.#chunks)}}}`)
+      `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${chunkJson(k, this.chunks)}}}`)
   }
 
   tail (): string {
     return namedEvent('content_block_stop', '{"type":"content_block_stop","index":0}') +
       namedEvent('message_delta',
-        `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${outputTokens(this.#chunks)}}}`) +
+        `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${outputTokens(this.chunks)}}}`) +
       STREAM_END
   }
 }
 
-export const beta: MockDialect = {
+export const mockDialect: MockDialect = {
   name: 'beta',
   matches: (path) => path === '/v1/messages',
 

@@ -1,7 +1,8 @@
 // What the server needs from each provider dialect. The mock's side of each provider (paths it serves,
-// auth it checks, answer JSON, headers, default error messages) lives in alpha.ts, beta.ts and gamma.ts;
-// the error bodies and event framings are the provider modules' own (src/providers). server.ts and
-// reply.ts only call this interface.
+// auth it checks, answer JSON, headers, default error messages) lives in the module its provider names
+// (Dialect.mockModule: alpha.ts, beta.ts, gamma.ts here), exported as `mockDialect`; the error bodies and
+// event framings are the provider modules' own (src/providers). server.ts and reply.ts only call this
+// interface.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { ProviderName } from '../providers/index.js'
 
@@ -35,6 +36,33 @@ export interface Call {
   chunk (k: number): string
   /** Streamed: what goes after the last content chunk ('' for none). */
   tail (): string
+}
+
+/** What every call keeps: the model and stream it was asked for, and the counts begin() fixes. */
+export abstract class BaseCall implements Call {
+  readonly model: string
+  readonly stream: boolean
+  protected inputTokens = 0
+  protected chunks = 0
+
+  constructor (model: string, stream: boolean) {
+    this.model = model
+    this.stream = stream
+  }
+
+  begin (inputTokens: number, chunks: number): void {
+    this.inputTokens = inputTokens
+    this.chunks = chunks
+    this.started()
+  }
+
+  /** Fixes the answer's ids and the parts its events share, once the counts are known. */
+  protected abstract started (): void
+  abstract headers (elapsedMs: number): OutgoingHttpHeaders
+  abstract body (): string
+  abstract head (): string
+  abstract chunk (k: number): string
+  abstract tail (): string
 }
 
 export interface MockDialect {

@@ -4,7 +4,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { gamma as wire } from '../providers/gamma.js'
 import { crlfDataEvent } from '../providers/sse.js'
-import { Rejection, type Call, type MockDialect } from './dialect.js'
+import { BaseCall, Rejection, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
@@ -36,70 +36,62 @@ function queryParam (query: string, name: string): string | null {
   return query === '' ? null : new URLSearchParams(query).get(name)
 }
 
-class GammaCall implements Call {
-  readonly model: string
-  readonly stream: boolean
-  readonly #sse: boolean
-  #prompt = 0
-  #chunks = 0
+class GammaCall extends BaseCall {
   #responseId = ''
   // Closes every streamed chunk after its candidates; built once per answer.
   #suffix = ''
 
-  constructor (model: string, stream: boolean, sse: boolean) {
-    this.model = model
-    this.stream = stream
-    this.#sse = sse
+  /** `sse`: streamed as server-sent events (`?alt=sse`), else as one JSON array. */
+  constructor (model: string, stream: boolean, private readonly sse: boolean) {
+    super(model, stream)
   }
 
-  begin (inputTokens: number, chunks: number): void {
-    this.#prompt = inputTokens
-    this.#chunks = chunks
+  protected started (): void {
     this.#responseId = randomId(23)
     if (this.stream) this.#suffix = `,"modelVersion":${JSON.stringify(this.model)},"responseId":"${this.#responseId}"}`
   }
 
   headers (elapsedMs: number): OutgoingHttpHeaders {
     return {
-      'content-type': this.stream && this.#sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
+      'content-type': this.stream && this.sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
       vary: 'Origin, X-Origin, Referer',
       'server-timing': `gfet4t7; dur=${elapsedMs}`,
     }
   }
 
   #usage (candidates: number): string {
-    return `{"promptTokenCount":${this.#prompt},"candidatesTokenCount":${candidates},"totalTokenCount":${this.#prompt + candidates}}`
+    return `{"promptTokenCount":${this.inputTokens},"candidatesTokenCount":${candidates},"totalTokenCount":${this.inputTokens + candidates}}`
   }
 
   body (): string {
-    const candidates = outputTokens(this.#chunks)
+    const candidates = outputTokens(this.chunks)
     return JSON.stringify({
-      candidates: [{ content: { parts: [{ text: fullText(this.#chunks) }], role: 'model' }, finishReason: 'STOP', index: 0 }],
-      usageMetadata: { promptTokenCount: this.#prompt, candidatesTokenCount: candidates, totalTokenCount: this.#prompt + candidates },
+      candidates: [{ content: { parts: [{ text: fullText(this.chunks) }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: this.inputTokens, candidatesTokenCount: candidates, totalTokenCount: this.inputTokens + candidates },
       modelVersion: this.model,
       responseId: this.#responseId,
     })
   }
 
   head (): string {
-    return this.#sse ? '' : '['
+    return this.sse ? '' : '['
   }
 
   chunk (k: number): string {
     // Gemini sends usageMetadata on every chunk, with the candidates counted so far.
-    const finish = k === this.#chunks - 1 ? ',"finishReason":"STOP"' : ''
-    const json = `{"candidates":[{"content":{"parts":[{"text":${chunkJson(k, this.#chunks)}}],"role":"model"}${finish},"index":0}],` +
+    const finish = k === this.chunks - 1 ? ',"finishReason":"STOP"' : ''
+    const json = `{"candidates":[{"content":{"parts":[{"text":${chunkJson(k, this.chunks)}}],"role":"model"}${finish},"index":0}],` +
       `"usageMetadata":${this.#usage(outputTokens(k + 1))}${this.#suffix}`
-    if (this.#sse) return crlfDataEvent(json)
+    if (this.sse) return crlfDataEvent(json)
     return k === 0 ? json : `,\r\n${json}`
   }
 
   tail (): string {
-    return this.#sse ? '' : ']'
+    return this.sse ? '' : ']'
   }
 }
 
-export const gamma: MockDialect = {
+export const mockDialect: MockDialect = {
   name: 'gamma',
   matches: (path) => split(path) !== null,
 

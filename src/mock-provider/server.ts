@@ -1,19 +1,17 @@
-// The mock model provider: a real node:http server speaking the three provider dialects, for tests,
-// benchmarks and `tracegate serve --mock-providers`. It reads every body whole (and records it), picks
-// the dialect by path, and lets the model name choose the behaviour (see options.ts).
+// The mock model provider: a real node:http server speaking every registered provider's dialect (the
+// module each provider names), for tests, benchmarks and `tracegate serve --mock-providers`. It reads
+// every body whole (and records it), picks the dialect by path, and lets the model name choose the
+// behaviour (see options.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { dialectForPath, DIALECTS, PROVIDERS, type ProviderName } from '../providers/index.js'
 import { isObject } from '../providers/json.js'
-import { alpha } from './alpha.js'
-import { beta } from './beta.js'
 import { Rejection, type MockDialect } from './dialect.js'
-import { gamma } from './gamma.js'
 import { Behaviours, resolveOptions, type ResolvedOptions } from './options.js'
 import { Reply, respond } from './reply.js'
 import { inputTokens } from './text.js'
 import type { MockProvider, MockProviderOptions, MockStats, RecordedRequest } from './types.js'
 
-const DIALECTS: readonly MockDialect[] = [alpha, beta, gamma]
 const DEFAULT_WAIT_MS = 5000
 // Longer than the usual client and load-balancer idle timeouts (60 s), so the mock never closes a
 // kept-alive connection under a client that is about to reuse it.
@@ -29,11 +27,21 @@ interface Waiter {
 
 function noop (): void {}
 
-/** For a path no dialect serves, answer in the shape of the provider the client seems to be talking to. */
-function guessDialect (req: IncomingMessage, path: string): MockDialect {
-  if (path.startsWith('/v1beta/')) return gamma
-  if (req.headers['anthropic-version'] !== undefined || req.headers['x-api-key'] !== undefined) return beta
-  return alpha
+/** Each registered provider's mock dialect, from the module the provider names. */
+async function loadDialects (): Promise<ReadonlyMap<ProviderName, MockDialect>> {
+  const loaded = await Promise.all(PROVIDERS.map(async (p) => {
+    const { mockDialect } = await import(DIALECTS[p].mockModule) as { mockDialect?: MockDialect }
+    if (mockDialect?.name !== p) throw new Error(`${DIALECTS[p].mockModule} exports no mockDialect for ${p}`)
+    return [p, mockDialect] as const
+  }))
+  return new Map(loaded)
+}
+
+function headerOf (req: IncomingMessage): (name: string) => string {
+  return (name) => {
+    const value = req.headers[name]
+    return Array.isArray(value) ? value.join(', ') : value ?? ''
+  }
 }
 
 class MockServer implements MockProvider {
@@ -45,6 +53,8 @@ class MockServer implements MockProvider {
   readonly #options: ResolvedOptions
   readonly #behaviours: Behaviours
   readonly #waiters: Waiter[] = []
+  readonly #dialects: ReadonlyMap<ProviderName, MockDialect>
+  readonly #list: readonly MockDialect[]
   #closing: Promise<void> | null = null
   readonly #replyClosed = (reply: Reply): void => {
     if (reply.res.writableFinished) {
@@ -55,8 +65,10 @@ class MockServer implements MockProvider {
     }
   }
 
-  constructor (server: Server, options: ResolvedOptions) {
+  constructor (server: Server, options: ResolvedOptions, dialects: ReadonlyMap<ProviderName, MockDialect>) {
     this.#server = server
+    this.#dialects = dialects
+    this.#list = [...dialects.values()]
     this.#options = options
     this.#behaviours = new Behaviours(options)
     const address = server.address() as AddressInfo
@@ -96,9 +108,10 @@ class MockServer implements MockProvider {
     const path = q === -1 ? url : url.slice(0, q)
     const query = q === -1 ? '' : url.slice(q + 1)
     const method = req.method ?? 'GET'
-    const dialect = method === 'POST' ? DIALECTS.find((d) => d.matches(path)) : undefined
+    const dialect = method === 'POST' ? this.#list.find((d) => d.matches(path)) : undefined
     if (dialect === undefined) {
-      reply.reject(guessDialect(req, path).notFound(method, path))
+      // Answered in the shape of the provider the client seems to be talking to.
+      reply.reject(this.#dialects.get(dialectForPath(path, headerOf(req)).name)!.notFound(method, path))
       return
     }
     const denied = dialect.admit(req, query)
@@ -185,6 +198,7 @@ class MockServer implements MockProvider {
 
 export async function startMockProvider (opts?: MockProviderOptions): Promise<MockProvider> {
   const options = resolveOptions(opts)
+  const dialects = await loadDialects()
   const server = createServer({ noDelay: true })
   server.keepAliveTimeout = KEEP_ALIVE_MS
   await new Promise<void>((resolve, reject) => {
@@ -194,5 +208,5 @@ export async function startMockProvider (opts?: MockProviderOptions): Promise<Mo
       resolve()
     })
   })
-  return new MockServer(server, options)
+  return new MockServer(server, options, dialects)
 }

@@ -1,6 +1,6 @@
 // alpha: OpenAI Chat Completions (any OpenAI-compatible server can stand behind it).
 import { count as n, asArray, asObject, asString, epochSeconds, show, type Json } from './json.js'
-import { commonResponseHeader, contentText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, contentText, schemaText, setUsage, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
 const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
@@ -132,6 +132,8 @@ export const alpha: Dialect = {
   },
   defaultBaseUrl: 'https://api.openai.com',
   priceProvider: 'openai',
+  otelSystem: 'openai',
+  mockModule: new URL('../mock-provider/alpha.js', import.meta.url).href,
   maxTokens: { within: null, members: ['max_completion_tokens', 'max_tokens'] },
   keyField: 'alpha_api_key',
   ownFields: [],
@@ -150,6 +152,10 @@ export const alpha: Dialect = {
     return commonResponseHeader(name)
   },
 
+  sampleBody: (text, system) => ({
+    messages: system === undefined ? [{ role: 'user', content: text }] : [{ role: 'system', content: system }, { role: 'user', content: text }],
+  }),
+
   walkRequest,
 
   promptText (b) {
@@ -162,11 +168,7 @@ export const alpha: Dialect = {
 
   readUsage (d: Json, u: ReportedUsage) {
     const usage = asObject(d.usage)
-    if (usage === null) return false
-    u.input = n(usage.prompt_tokens)
-    u.output = n(usage.completion_tokens)
-    u.cached = n(asObject(usage.prompt_tokens_details)?.cached_tokens)
-    return true
+    return usage !== null && setUsage(u, usage.prompt_tokens, usage.completion_tokens, asObject(usage.prompt_tokens_details)?.cached_tokens)
   },
 
   generatedText (d) {

@@ -101,6 +101,8 @@ export const beta: Dialect = {
     // The SDK sends apiKey as x-api-key, and authToken as a Bearer token.
     keyHeaders: ['x-api-key', 'authorization'],
     keyQuery: null,
+    // The SDK sends anthropic-version on every request, and its key as x-api-key.
+    sentBySdk: (header) => header('anthropic-version') !== '' || header('x-api-key') !== '',
     modelsRoute: '/v1/models',
     modelList (models) {
       const data = models.map((m) => ({ type: 'model', id: m.id, display_name: m.id, created_at: `${m.asOf}T00:00:00Z` }))
@@ -117,6 +119,8 @@ export const beta: Dialect = {
   },
   defaultBaseUrl: 'https://api.anthropic.com',
   priceProvider: 'anthropic',
+  otelSystem: 'anthropic',
+  mockModule: new URL('../mock-provider/beta.js', import.meta.url).href,
   maxTokens: { within: null, members: ['max_tokens'] },
   keyField: 'beta_api_key',
   ownFields: [],
@@ -134,6 +138,10 @@ export const beta: Dialect = {
     if (name === 'request-id' || name.startsWith('anthropic-ratelimit-') || name === 'anthropic-organization-id') return name
     return commonResponseHeader(name)
   },
+
+  sampleBody: (text, system) => ({
+    max_tokens: 64, ...(system === undefined ? {} : { system }), messages: [{ role: 'user', content: text }],
+  }),
 
   walkRequest (body, sink) {
     blocks(sink, -1, 'system', 'system', body.system)

@@ -1,7 +1,7 @@
 // gamma: Google Gemini generateContent. The path carries the model, so gamma takes `model` and `stream`
 // from the body as service fields and moves them into the upstream URL.
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
-import { commonResponseHeader, partsText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, partsText, schemaText, setUsage, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
 
 // Gemini model ids (`gemini-2.5-flash`, `gemini-1.5-pro-002`, tuned `tunedModels/x` is not a models/ path).
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
@@ -107,6 +107,7 @@ export const gamma: Dialect = {
       if (colon <= 0 || (method !== 'generateContent' && method !== 'streamGenerateContent')) return null
       return { model: segment.slice(0, colon), stream: method === 'streamGenerateContent' }
     },
+    sentBySdk: (header) => header('x-goog-api-key') !== '',
     modelsRoute: '/v1beta/models',
     modelList: (models) => JSON.stringify({
       models: models.map((m) => ({
@@ -128,6 +129,8 @@ export const gamma: Dialect = {
   },
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   priceProvider: 'google',
+  otelSystem: 'gcp.gemini',
+  mockModule: new URL('../mock-provider/gamma.js', import.meta.url).href,
   maxTokens: { within: 'generationConfig', members: ['maxOutputTokens'] },
   keyField: 'gamma_api_key',
   ownFields: ['model', 'stream'],
@@ -151,6 +154,10 @@ export const gamma: Dialect = {
     return commonResponseHeader(name)
   },
 
+  sampleBody: (text, system) => ({
+    ...(system === undefined ? {} : { systemInstruction: { parts: [{ text: system }] } }), contents: [{ role: 'user', parts: [{ text }] }],
+  }),
+
   walkRequest (body, sink) {
     parts(sink, -1, 'system', 'systemInstruction.parts', asObject(body.systemInstruction ?? body.system_instruction)?.parts)
     asArray(body.contents).forEach((c, i) => {
@@ -172,11 +179,7 @@ export const gamma: Dialect = {
 
   readUsage (d: Json, u: ReportedUsage) {
     const usage = asObject(d.usageMetadata)
-    if (usage === null) return false
-    u.input = n(usage.promptTokenCount)
-    u.output = n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount)
-    u.cached = n(usage.cachedContentTokenCount)
-    return true
+    return usage !== null && setUsage(u, usage.promptTokenCount, n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount), usage.cachedContentTokenCount)
   },
 
   generatedText (d) {

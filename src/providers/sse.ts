@@ -9,21 +9,31 @@ export interface SseData {
 }
 
 /**
- * The payload of every `data:` line in order. Empty payloads and OpenAI's `[DONE]` sentinel carry no
- * data and are skipped. One regular expression pass over the text; nothing is split or copied besides
- * the payloads.
+ * Calls `visit` with the offsets of every `data:` line's payload in order: from after `data:` and one
+ * optional space to the line's end. One regular expression pass over the text; nothing is copied.
  */
-export function sseData (text: string): SseData[] {
-  const out: SseData[] = []
+export function forEachDataLine (text: string, visit: (start: number, end: number) => void): void {
   const re = /(?:^|\n)data: ?([^\r\n]*)/g
   let m: RegExpExecArray | null
   while ((m = re.exec(text)) !== null) {
-    const payload = m[1]!.trim()
-    if (payload === '' || payload === '[DONE]') continue
+    const end = m.index + m[0].length
+    visit(end - m[1]!.length, end)
+  }
+}
+
+/**
+ * The payload of every `data:` line in order. Empty payloads and OpenAI's `[DONE]` sentinel carry no
+ * data and are skipped; nothing is split or copied besides the payloads.
+ */
+export function sseData (text: string): SseData[] {
+  const out: SseData[] = []
+  forEachDataLine(text, (start, end) => {
+    const payload = text.slice(start, end).trim()
+    if (payload === '' || payload === '[DONE]') return
     let value: unknown
     try { value = JSON.parse(payload) } catch { value = undefined }
-    out.push({ value, end: m.index + m[0].length })
-  }
+    out.push({ value, end })
+  })
   return out
 }
 

@@ -3,7 +3,7 @@
 // of an answer (the store worker and the dashboard). Everything here is pure, so the browser imports it
 // too. Provider quirks live only in the provider modules; generic code calls this interface.
 import type { ProviderName } from './index.js'
-import { asArray, asObject, jsonStrings, type Json } from './json.js'
+import { asArray, asObject, count, jsonStrings, type Json } from './json.js'
 
 export interface ParamRule {
   readonly name: string
@@ -40,6 +40,9 @@ export interface ClientError {
   readonly extra: Readonly<Record<string, unknown>> | null
 }
 
+/** A request header by lower-case name; '' when the request has none. */
+export type HeaderReader = (name: string) => string
+
 /** A response's status and JSON body. */
 export interface ClientAnswer {
   readonly status: number
@@ -68,6 +71,12 @@ export interface NativeApi {
   readonly keyQuery: string | null
   /** The model and whether it streams, from the route's model segment (gamma), or null when it names no method. */
   parseModelSegment? (segment: string): { readonly model: string, readonly stream: boolean } | null
+  /**
+   * Whether the request's headers show that the provider's own SDK sent it, where several providers
+   * share a path (`GET /v1/models`). Absent on the provider that takes every request the others do not
+   * claim (alpha: any OpenAI-compatible client).
+   */
+  sentBySdk? (header: HeaderReader): boolean
   /** The GET path that lists models. */
   readonly modelsRoute: string
   /** The models list in the provider's own shape. */
@@ -133,6 +142,10 @@ export interface Dialect {
   readonly defaultBaseUrl: string
   /** The provider's id in @pydantic/genai-prices, whose prices and model matching cost its calls. */
   readonly priceProvider: string
+  /** gen_ai.provider.name (and the older gen_ai.system) of its calls' spans, as the OpenTelemetry GenAI conventions spell it. */
+  readonly otelSystem: string
+  /** URL of the module whose `mockDialect` export is the mock provider's side of this provider. */
+  readonly mockModule: string
   /** Where a request caps its output tokens: top-level members, or members of the object `within` (first one set wins). */
   readonly maxTokens: { readonly within: string | null, readonly members: readonly string[] }
   /** The body field carrying the caller's own key for this provider. */
@@ -153,6 +166,11 @@ export interface Dialect {
   /** The name under which a provider response header reaches the client, or null to drop it. */
   responseHeader (name: string): string | null
 
+  /**
+   * The provider's own members of a minimal request (no model): one user message asking `text`, after a
+   * system prompt when one is given. The detection warm-up walks one; the tests build theirs from it.
+   */
+  sampleBody (text: string, system?: string): Json
   /** Walks a request body's texts (system prompts, messages, parts, tool calls and results) into `sink`. */
   walkRequest (body: Json, sink: RequestSink): void
   /** Text of the prompt's messages, system prompts and tool results, for the tokenizer. */
@@ -170,6 +188,14 @@ export interface Dialect {
    * provider's usual code for that status where the provider sends another (alpha's `code`).
    */
   errorBody (status: number, message: string, code?: string | null): string
+}
+
+/** Sets a whole answer's or an event's counts, as the provider reports them, into `u`; true (it carried usage). */
+export function setUsage (u: ReportedUsage, input: unknown, output: unknown, cached: unknown): true {
+  u.input = count(input)
+  u.output = count(output)
+  u.cached = count(cached)
+  return true
 }
 
 /** Response headers every dialect passes back. */

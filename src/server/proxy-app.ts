@@ -5,7 +5,7 @@ import { authenticate } from '../auth/authenticate.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import type { Pricing } from '../pricing/index.js'
-import { DIALECTS, PROVIDERS, type Dialect } from '../providers/index.js'
+import { dialectForRequest, DIALECTS, modelsRouteOwners, PROVIDERS, type Dialect } from '../providers/index.js'
 import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { framed } from './head.js'
@@ -36,12 +36,9 @@ function methodNotAllowed (allow: string, shape: ErrorShape = TRACEGATE_SHAPE) {
   }
 }
 
-/** alpha and beta share GET /v1/models: Anthropic's SDK is known by its version header or its key header. */
+/** The provider a models list is asked of: where providers share the path, the one whose SDK sent the request. */
 function modelsDialect (path: string, req: HttpRequest): Dialect | null {
-  const owners = PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path)
-  if (owners.length <= 1) return owners[0] ?? null
-  const anthropic = req.getHeader('anthropic-version') !== '' || req.getHeader('x-api-key') !== ''
-  return owners.find((d) => d.native.keyHeaders[0] === (anthropic ? 'x-api-key' : 'authorization')) ?? owners[0]!
+  return dialectForRequest(modelsRouteOwners(path), (name) => req.getHeader(name))
 }
 
 /**

@@ -1,12 +1,11 @@
 // Request bodies for the proxy, one builder per dialect: `bodyFor` for a minimal valid body with the
 // fields a test needs, `buildBody` for a conversation with its expected forwarded form; and the raw
 // edits the contract and fault tests make to a body.
-import type { ProviderName } from '../../src/providers/index.js'
+import { DIALECTS, PROVIDER_KEY_FIELDS, PROVIDERS, type ProviderName } from '../../src/providers/index.js'
 
 export type Provider = ProviderName
 
-interface Dialect {
-  readonly route: string
+interface TestFacts {
   readonly model: string
   /** The provider key of an ordinary client body. */
   readonly clientKey: string
@@ -14,34 +13,30 @@ interface Dialect {
   readonly secretKey: string
 }
 
-const DIALECTS: Readonly<Record<Provider, Dialect>> = {
-  alpha: { route: '/api/alpha_service/chat_completion', model: 'gpt-4o-mini', clientKey: 'sk-client', secretKey: 'sk-alpha-PROVIDERSECRET-a1b2c3' },
-  beta: { route: '/api/beta_service/chat_completion', model: 'claude-sonnet-4-5', clientKey: 'sk-ant-client', secretKey: 'sk-ant-PROVIDERSECRET-d4e5f6' },
-  gamma: { route: '/api/gamma_service/chat_completion', model: 'gemini-2.5-flash', clientKey: 'AIza-client', secretKey: 'AIza-PROVIDERSECRET-g7h8i9' },
+// Models the price tables know, and keys in each provider's style; a provider not named here (a test
+// provider) gets keys and a model named after it.
+const FACTS: Readonly<Record<string, TestFacts>> = {
+  alpha: { model: 'gpt-4o-mini', clientKey: 'sk-client', secretKey: 'sk-alpha-PROVIDERSECRET-a1b2c3' },
+  beta: { model: 'claude-sonnet-4-5', clientKey: 'sk-ant-client', secretKey: 'sk-ant-PROVIDERSECRET-d4e5f6' },
+  gamma: { model: 'gemini-2.5-flash', clientKey: 'AIza-client', secretKey: 'AIza-PROVIDERSECRET-g7h8i9' },
 }
 
-function column (name: keyof Dialect): Readonly<Record<Provider, string>> {
-  return { alpha: DIALECTS.alpha[name], beta: DIALECTS.beta[name], gamma: DIALECTS.gamma[name] }
+function facts (p: Provider): TestFacts {
+  return FACTS[p] ?? { model: `${p}-model-1`, clientKey: `${p}-client`, secretKey: `${p}-PROVIDERSECRET-j1k2l3` }
 }
 
-export const ROUTES = column('route')
-export const DEFAULT_MODELS = column('model')
-export const CLIENT_KEYS = column('clientKey')
-export const PROVIDER_KEYS = column('secretKey')
+function column (value: (p: Provider) => string): Readonly<Record<Provider, string>> {
+  return Object.fromEntries(PROVIDERS.map((p) => [p, value(p)])) as Record<Provider, string>
+}
+
+export const ROUTES = column((p) => DIALECTS[p].route)
+export const DEFAULT_MODELS = column((p) => facts(p).model)
+export const CLIENT_KEYS = column((p) => facts(p).clientKey)
+export const PROVIDER_KEYS = column((p) => facts(p).secretKey)
 
 /** The dialect's own members for one user message (and a system prompt when given). */
 function conversation (provider: Provider, text: string, system: string | null): Record<string, unknown> {
-  switch (provider) {
-    case 'alpha': return {
-      messages: system === null ? [{ role: 'user', content: text }] : [{ role: 'system', content: system }, { role: 'user', content: text }],
-    }
-    case 'beta': return system === null
-      ? { max_tokens: 64, messages: [{ role: 'user', content: text }] }
-      : { max_tokens: 64, system, messages: [{ role: 'user', content: text }] }
-    case 'gamma': return system === null
-      ? { contents: [{ role: 'user', parts: [{ text }] }] }
-      : { systemInstruction: { parts: [{ text: system }] }, contents: [{ role: 'user', parts: [{ text }] }] }
-  }
+  return DIALECTS[provider].sampleBody(text, system ?? undefined)
 }
 
 /** A minimal valid body for each dialect asking `text`, plus the given fields (which win). */
@@ -49,11 +44,9 @@ export function bodyFor (provider: Provider, fields: Record<string, unknown> = {
   return { model: DEFAULT_MODELS[provider], ...conversation(provider, text, null), [`${provider}_api_key`]: CLIENT_KEYS[provider], ...fields }
 }
 
-const COMMON_SERVICE = ['api_key', 'is_confidential', 'alpha_api_key', 'beta_api_key', 'gamma_api_key']
-const SERVICE: Readonly<Record<Provider, readonly string[]>> = {
-  alpha: COMMON_SERVICE,
-  beta: COMMON_SERVICE,
-  gamma: [...COMMON_SERVICE, 'model', 'stream'],
+/** The members tracegate takes out of a body before forwarding it. */
+function serviceFields (provider: Provider): readonly string[] {
+  return ['api_key', 'is_confidential', ...PROVIDER_KEY_FIELDS, ...DIALECTS[provider].ownFields]
 }
 
 export interface BodyOptions {
@@ -86,17 +79,19 @@ export function buildBody (provider: Provider, o: BodyOptions): BuiltBody {
   const model = o.model ?? DEFAULT_MODELS[provider]
   const chat = conversation(provider, o.text, o.system === true ? 'Answer briefly.' : null)
   const b: Record<string, unknown> = { model }
-  // gamma names the stream before its contents, alpha and beta after their messages.
-  if (provider === 'gamma' && o.stream !== undefined) b.stream = o.stream
+  // A stream taken as a service field (gamma) comes before the conversation, the provider's own after it.
+  const ownStream = DIALECTS[provider].ownFields.includes('stream')
+  if (ownStream && o.stream !== undefined) b.stream = o.stream
   Object.assign(b, chat)
-  if (provider !== 'gamma' && o.stream !== undefined) b.stream = o.stream
+  if (!ownStream && o.stream !== undefined) b.stream = o.stream
   if (provider === 'alpha' && o.includeUsage === true) b.stream_options = { include_usage: true }
   Object.assign(b, o.extra ?? {})
   if (o.confidential !== undefined) b.is_confidential = o.confidential
   if (o.providerKey !== false) b[`${provider}_api_key`] = o.providerKey ?? PROVIDER_KEYS[provider]
   b.api_key = o.apiKey
   const forwarded: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(b)) if (!SERVICE[provider].includes(k)) forwarded[k] = v
+  const service = serviceFields(provider)
+  for (const [k, v] of Object.entries(b)) if (!service.includes(k)) forwarded[k] = v
   return { value: b, sent: JSON.stringify(b), forwarded: JSON.stringify(forwarded), model }
 }
 

@@ -9,10 +9,15 @@ import type { RecordedRequest } from '../../src/mock-provider/index.js'
 import { ERRORS, type ErrorCode } from '../../src/errors.js'
 import { findProvider } from '@pydantic/genai-prices'
 import type { Price } from './traces.js'
-import type { Provider } from './bodies.js'
+import { DIALECTS, PROVIDERS } from '../../src/providers/index.js'
+import { DEFAULT_MODELS, type Provider } from './bodies.js'
 import { json, type RawResponse, UUID_V7 } from './http.js'
 
-export const PROVIDER_NAMES: readonly Provider[] = ['alpha', 'beta', 'gamma']
+/** Every registered provider: the built-in ones, and a test provider when the test registered one. */
+export const PROVIDER_NAMES: readonly Provider[] = PROVIDERS
+const BUILT_IN: readonly string[] = ['alpha', 'beta', 'gamma']
+/** The registered providers this file knows only from their modules (test providers). */
+export const OTHER_PROVIDERS: readonly Provider[] = PROVIDERS.filter((p) => !BUILT_IN.includes(p))
 
 export interface NativeRoute {
   /** The POST path of a call that does not stream. */
@@ -34,7 +39,8 @@ export interface NativeRoute {
 
 const GEMINI = '/v1beta/models/gemini-2.5-flash'
 
-export const NATIVE: Readonly<Record<Provider, NativeRoute>> = {
+// The built-in providers' routes as their SDKs and APIs document them.
+const DOCUMENTED: Readonly<Record<string, NativeRoute>> = {
   alpha: {
     path: '/v1/chat/completions',
     streamPath: '/v1/chat/completions',
@@ -74,7 +80,29 @@ export const NATIVE: Readonly<Record<Provider, NativeRoute>> = {
   },
 }
 
-const AUTH_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key']
+/** A test provider's native route, as its module describes it (a route with no model in its path). */
+function fromModule (p: Provider): NativeRoute {
+  const d = DIALECTS[p]
+  const model = DEFAULT_MODELS[p]
+  const auth = (key: string): [string, string] => Object.entries(d.authHeaders(key))[0]!
+  const sdkHeader = d.native.keyHeaders[0]!
+  return {
+    path: d.native.route,
+    streamPath: d.native.route,
+    upstreamPath: d.target({ model, stream: false }).path,
+    upstreamStreamPath: d.target({ model, stream: true }).path,
+    authHeader: auth('')[0],
+    authValue: (key) => auth(key)[1],
+    sdkKey: (key) => ({ [sdkHeader]: sdkHeader === 'authorization' ? `Bearer ${key}` : key }),
+    body: (text, stream = false) => JSON.stringify({ model, ...d.sampleBody(text), ...(stream ? { stream: true } : {}) }),
+    model,
+  }
+}
+
+export const NATIVE: Readonly<Record<Provider, NativeRoute>> = Object.fromEntries(PROVIDERS.map((p) => [p, DOCUMENTED[p] ?? fromModule(p)])) as Record<Provider, NativeRoute>
+
+/** Every provider's auth header. */
+const AUTH_HEADERS = [...new Set(PROVIDERS.map((p) => NATIVE[p].authHeader))]
 
 /** The name/value pairs of a recorded request's raw headers, names in lower case. */
 function headerPairs (req: RecordedRequest): Array<[string, string]> {
@@ -106,9 +134,30 @@ const GAMMA_STATUSES: Readonly<Record<number, string>> = {
   400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND',
 }
 
-/** The status a native route answers tracegate's `status` with: Anthropic and Google have no 422. */
+/** The status a native route answers tracegate's `status` with: Anthropic and Google have no 422; a test provider as its module says. */
 export function nativeStatus (provider: Provider, status: number): number {
+  if (!BUILT_IN.includes(provider)) return moduleError(provider, status, 'internal_error', null, '', []).status
   return provider !== 'alpha' && status === 422 ? 400 : status
+}
+
+/** Stands for any string in an expected error body: the message, and the members a code adds. */
+const ANY = '\u0000any\u0000'
+
+/** A test provider's error as its module writes it, with ANY for the message and for each extra member. */
+function moduleError (provider: Provider, status: number, code: ErrorCode, param: string | null, requestId: string, extra: readonly string[]) {
+  const e = DIALECTS[provider].native.clientError({
+    status, type: ERRORS[code].type, code, message: ANY, param, requestId, extra: Object.fromEntries(extra.map((x) => [x, ANY])),
+  })
+  return { status: e.status, body: JSON.parse(e.body) as unknown }
+}
+
+/** `actual` has exactly the members of `expected`, in order, with its values (any value where ANY stands). */
+function sameShape (t: Test, actual: unknown, expected: unknown, at = 'body'): void {
+  if (expected === ANY) { t.not(actual, undefined, `${at} is there`); return }
+  if (expected === null || typeof expected !== 'object') { t.equal(actual, expected, at); return }
+  if (actual === null || typeof actual !== 'object') { t.fail(`${at} is not an object`); return }
+  t.same(Object.keys(actual), Object.keys(expected), `${at}: its members`)
+  for (const [k, v] of Object.entries(expected)) sameShape(t, (actual as Record<string, unknown>)[k], v, `${at}.${k}`)
 }
 
 /**
@@ -159,12 +208,32 @@ export function checkNativeError (t: Test, provider: Provider, r: RawResponse, c
       }], 'one ErrorInfo: reason is the code, metadata the request id and param')
       break
     }
+    default: {
+      // A test provider's shape is its module's; tracegate's code, param and request id must be in it.
+      sameShape(t, b, moduleError(provider, ERRORS[code].status, code, param, r.requestId, extra).body)
+      const values = JSON.stringify(b)
+      t.ok(values.includes(JSON.stringify(code)), 'the code is in the error')
+      t.ok(values.includes(JSON.stringify(r.requestId)), 'the request id is in the error')
+      if (param !== null) t.ok(values.includes(JSON.stringify(param)), 'the param is in the error')
+    }
   }
   return b
 }
 
+/** The path of the object holding a test provider's extra members in its error shape. */
+function extrasPath (provider: Provider): string[] {
+  const find = (v: unknown, path: string[]): string[] | null => {
+    if (v === null || typeof v !== 'object') return null
+    if (Object.hasOwn(v, 'probe')) return path
+    for (const [k, x] of Object.entries(v)) { const found = find(x, [...path, k]); if (found !== null) return found }
+    return null
+  }
+  return find(moduleError(provider, 400, 'invalid_field', null, '', ['probe']).body, []) ?? []
+}
+
 /** The members a native error adds beyond the shape (detection, routes), wherever the shape puts them. */
 export function errorExtras (provider: Provider, b: any): Record<string, any> {
+  if (!BUILT_IN.includes(provider)) return extrasPath(provider).reduce((o, k) => o?.[k], b)
   return provider === 'beta' ? b.error.details : b.error
 }
 
@@ -173,11 +242,9 @@ interface PriceRow {
   readonly as_of: string
 }
 
-const CATALOGUE: Readonly<Record<Provider, string>> = { alpha: 'openai', beta: 'anthropic', gamma: 'google' }
-
 /** Every model @pydantic/genai-prices prices for the provider, read from the library: what the models routes list. */
 export function pricedModels (provider: Provider): PriceRow[] {
-  return (findProvider({ providerId: CATALOGUE[provider] })?.models ?? []).map((m) => ({ model: m.id, as_of: '1970-01-01' }))
+  return (findProvider({ providerId: DIALECTS[provider].priceProvider })?.models ?? []).map((m) => ({ model: m.id, as_of: '1970-01-01' }))
 }
 
 /** Published prices (USD per million tokens, from each provider's price page) of the models the SDK tests call. */

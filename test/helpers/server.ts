@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { createServer as createTcpServer } from 'node:net'
 import { loadConfig, type Config } from '../../src/config.js'
 import { startMockProvider, type MockProvider } from '../../src/mock-provider/index.js'
+import { PROVIDERS } from '../../src/providers/index.js'
 import { Tracegate, type ServeOptions } from '../../src/tracegate.js'
 
 export interface TestServer {
@@ -33,11 +34,8 @@ export function testConfig (dataDir: string, mock: MockProvider | null, env: Rec
     TRACEGATE_DASHBOARD_PORT: '0',
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_LOG_LEVEL: 'silent',
-    ...(mock === null ? {} : {
-      TRACEGATE_ALPHA_BASE_URL: mock.url,
-      TRACEGATE_BETA_BASE_URL: mock.url,
-      TRACEGATE_GAMMA_BASE_URL: mock.url,
-    }),
+    // Every registered provider (test providers too) is served by the mock.
+    ...(mock === null ? {} : Object.fromEntries(PROVIDERS.map((p) => [`TRACEGATE_${p.toUpperCase()}_BASE_URL`, mock.url]))),
     ...env,
   })
 }

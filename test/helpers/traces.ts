@@ -1,5 +1,6 @@
 // What a client itself saw in each dialect's answer (its usage and generated text), the cost formula of
 // the trace contract, and the small measures the trace tests compare stored rows with.
+import { DIALECTS, type ReportedUsage } from '../../src/providers/index.js'
 import type { Provider } from './bodies.js'
 import { sseData } from './sse.js'
 
@@ -9,6 +10,14 @@ export interface ClientUsage {
   readonly input: number
   readonly output: number
   readonly cached: number
+}
+
+/** What a provider without a reading of its own here (a test provider) reports, read by its module. */
+function moduleUsage (provider: Provider, objects: readonly Json[]): ClientUsage | null {
+  const u: ReportedUsage = { input: 0, output: 0, cached: 0, cacheWrite: 0 }
+  let found = false
+  for (const j of objects) if (DIALECTS[provider].readUsage(j, u)) found = true
+  return found ? { input: u.input, output: u.output, cached: u.cached } : null
 }
 
 /** The usage the client received in the answer, read the way each provider documents it; null if none. */
@@ -32,6 +41,7 @@ export function clientUsage (provider: Provider, streaming: boolean, body: strin
         if (u === undefined) return null
         return { input: u.promptTokenCount, output: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0), cached: u.cachedContentTokenCount ?? 0 }
       }
+      default: return moduleUsage(provider, [j])
     }
   }
   const events = sseData(body)
@@ -60,14 +70,18 @@ export function clientUsage (provider: Provider, streaming: boolean, body: strin
       if (u === undefined) return null
       return { input: u.promptTokenCount, output: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0), cached: u.cachedContentTokenCount ?? 0 }
     }
+    default: return moduleUsage(provider, events)
   }
 }
 
 /** The generated text the client received. */
 export function clientText (provider: Provider, streaming: boolean, body: string): string {
   const objs = streaming ? sseData(body) : [JSON.parse(body) as Json]
+  const builtIn = provider === 'alpha' || provider === 'beta' || provider === 'gamma'
+  const dialect = DIALECTS[provider]
   let s = ''
   for (const j of objs) {
+    if (!builtIn) s += dialect.generatedText(j)
     if (provider === 'alpha') for (const c of j.choices ?? []) s += c.message?.content ?? c.delta?.content ?? ''
     if (provider === 'beta') {
       if (typeof j.delta?.text === 'string') s += j.delta.text

@@ -6,12 +6,16 @@
 // One tracegate for the file, in front of the real mock provider. Beta goes through a TCP relay so the
 // last test can take that provider down (connection refused) without a second server. The upstream
 // headers timeout is short so `mock-hang` times out quickly; the mock answers everything else at once.
+// Runs for every registered provider, the test provider delta included (test-providers.ts).
+import '../fixtures/providers/test-providers.js'
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
-import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { bodyFor, DEFAULT_MODELS, ROUTES } from '../helpers/bodies.js'
+import { OTHER_PROVIDERS } from '../helpers/native.js'
 import { Relay } from '../helpers/raw-call.js'
 import type { RecordedRequest } from '../../src/mock-provider/index.js'
+import { DIALECTS, PROVIDER_KEY_FIELDS, PROVIDERS } from '../../src/providers/index.js'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -30,6 +34,11 @@ function recorded (header: string, value: string): RecordedRequest {
   const found = s.mock.requests.filter((r) => r.headers[header] === value)
   if (found.length !== 1) throw new Error(`expected one recorded request with ${header}: ${value}, found ${found.length}`)
   return found[0]!
+}
+
+/** The header a test provider's key reaches it in, and its value, as its module writes them. */
+function moduleAuth (provider: keyof typeof ROUTES, key: string): [string, string] {
+  return Object.entries(DIALECTS[provider].authHeaders(key))[0]!
 }
 
 function header (r: RawResponse, name: string): string | undefined {
@@ -167,9 +176,23 @@ const BYTE_CASES: readonly ByteCase[] = [
       '"generationConfig":{"maxOutputTokens":12345678901234567890,"temperature":1.50e+10}\n}',
     url: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
   },
+  // A test provider's minimal body with the service fields first and last.
+  ...OTHER_PROVIDERS.map((provider): ByteCase => {
+    const inner = JSON.stringify({ model: DEFAULT_MODELS[provider], ...DIALECTS[provider].sampleBody('caf\u00e9 \ud83d\ude00 — café') }).slice(1, -1)
+    const [authHeader, authValue] = moduleAuth(provider, `${provider}-bytes`)
+    return {
+      name: `${provider}, service fields first and last`,
+      provider,
+      authHeader,
+      authValue,
+      sent: `{"api_key":"${K}" ,\r\n "is_confidential":false,${inner} ,\n"${provider}_api_key" : "${provider}-bytes"}`,
+      expected: `{${inner}}`,
+      url: DIALECTS[provider].target({ model: DEFAULT_MODELS[provider], stream: false }).path,
+    }
+  }),
 ]
 
-const SERVICE_KEYS = ['api_key', 'is_confidential', 'alpha_api_key', 'beta_api_key', 'gamma_api_key']
+const SERVICE_KEYS = ['api_key', 'is_confidential', ...PROVIDER_KEY_FIELDS]
 
 t.test('the provider gets the exact bytes sent, service fields cut out', async (t) => {
   for (const c of BYTE_CASES) {
@@ -297,6 +320,21 @@ t.test('headers at the provider', async (t) => {
     t.equal(req.headers['x-api-key'], undefined)
     noLeaks(t, req)
   })
+
+  for (const p of OTHER_PROVIDERS) {
+    await t.test(`${p}: its auth header once, its pass-through headers, its default headers`, async (t) => {
+      const d = DIALECTS[p]
+      const passed = Object.fromEntries([...d.forwardHeaders].map((name) => [name, `${name}-from-client`]))
+      const r = await send(s.url + ROUTES[p], { body: bodyWith(p, DEFAULT_MODELS[p], `${p}-hdr`), headers: { ...hostile, ...passed } })
+      t.equal(r.status, 200)
+      const [name, value] = moduleAuth(p, `${p}-hdr`)
+      const req = recorded(name, value)
+      t.equal(req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === name).length, 1, `one ${name} header`)
+      for (const [h, v] of Object.entries(passed)) t.equal(req.headers[h], v, `${h} passes on`)
+      for (const [h, v] of Object.entries(d.defaultHeaders)) t.equal(req.headers[h], v, `${h} as the module's default`)
+      noLeaks(t, req)
+    })
+  }
 })
 
 /** The answer without the fields a provider makes fresh for every call (ids, creation time). */
@@ -307,7 +345,7 @@ function withoutIds (text: string): string {
     .replace(/"responseId":"[^"]*"/g, '"responseId":"*"')
 }
 
-const PROVIDER_AUTH: Readonly<Record<keyof typeof ROUTES, (key: string) => Record<string, string>>> = {
+const PROVIDER_AUTH: Readonly<Record<string, (key: string) => Record<string, string>>> = {
   alpha: (key) => ({ authorization: `Bearer ${key}` }),
   beta: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }),
   gamma: (key) => ({ 'x-goog-api-key': key }),
@@ -319,6 +357,7 @@ function recordedFor (provider: keyof typeof ROUTES, providerKey: string): Recor
     case 'alpha': return recorded('authorization', `Bearer ${providerKey}`)
     case 'beta': return recorded('x-api-key', providerKey)
     case 'gamma': return recorded('x-goog-api-key', providerKey)
+    default: return recorded(...moduleAuth(provider, providerKey))
   }
 }
 
@@ -328,11 +367,12 @@ function bodyWith (provider: keyof typeof ROUTES, model: string, providerKey: st
 
 /** The same request straight to the mock, as the proxy forwarded it. */
 async function direct (req: RecordedRequest, provider: keyof typeof ROUTES, providerKey: string): Promise<RawResponse> {
-  return send(s.mock.url + req.url, { body: req.body, headers: PROVIDER_AUTH[provider](providerKey) })
+  const headers = PROVIDER_AUTH[provider]?.(providerKey) ?? { ...DIALECTS[provider].authHeaders(providerKey), ...DIALECTS[provider].defaultHeaders }
+  return send(s.mock.url + req.url, { body: req.body, headers })
 }
 
 t.test('a 200 answer passes through unchanged', async (t) => {
-  for (const provider of ['alpha', 'beta', 'gamma'] as const) {
+  for (const provider of PROVIDERS) {
     await t.test(provider, async (t) => {
       const providerKey = `key-${provider}-200`
       const r = await send(s.url + ROUTES[provider], { body: bodyWith(provider, 'mock-chunks-7', providerKey) })
@@ -351,11 +391,12 @@ t.test('a 200 answer passes through unchanged', async (t) => {
 })
 
 t.test('provider errors pass through with status, body and retry-after', async (t) => {
-  const cases = [
+  const cases: ReadonlyArray<{ provider: keyof typeof ROUTES, status: number }> = [
     { provider: 'alpha', status: 429 }, { provider: 'alpha', status: 500 }, { provider: 'alpha', status: 503 },
     { provider: 'beta', status: 429 }, { provider: 'beta', status: 500 },
     { provider: 'gamma', status: 429 }, { provider: 'gamma', status: 500 },
-  ] as const
+    ...OTHER_PROVIDERS.flatMap((provider) => [{ provider, status: 429 }, { provider, status: 500 }]),
+  ]
   for (const c of cases) {
     await t.test(`${c.provider} ${c.status}`, async (t) => {
       const providerKey = `key-${c.provider}-${c.status}`
@@ -417,6 +458,22 @@ t.test('provider request ids and rate-limit headers', async (t) => {
     t.match(header(r, 'x-request-id'), UUID_V7)
     t.match(header(r, 'server-timing'), /^gfet4t7; dur=\d+$/, 'server-timing passes')
   })
+
+  for (const p of OTHER_PROVIDERS) {
+    await t.test(`${p}: the headers its module passes, and no other`, async (t) => {
+      const r = await send(s.url + ROUTES[p], { body: bodyWith(p, DEFAULT_MODELS[p], `key-${p}-rl`) })
+      t.equal(r.status, 200)
+      t.match(header(r, 'x-request-id'), UUID_V7)
+      const req = recorded(...moduleAuth(p, `key-${p}-rl`))
+      const d = await direct(req, p, `key-${p}-rl`)
+      // The provider's own headers (not the connection's, which each side writes itself).
+      for (const name of Object.keys(d.headers).filter((n) => !['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(n))) {
+        const as = DIALECTS[p].responseHeader(name)
+        if (as === null) t.equal(header(r, name), undefined, `${name} is not passed`)
+        else t.type(header(r, as), 'string', `${name} passes as ${as}`)
+      }
+    })
+  }
 })
 
 function errorCode (t: Test, r: RawResponse, code: string): void {

@@ -4,7 +4,9 @@
 // good one is accepted and never reaches the provider. Whether labels are stored is not tested here.
 //
 // Every request goes over a raw socket with exact header bytes (postBytes). uWS refuses a head with
-// most control characters before tracegate sees it; DEL reaches tracegate.
+// most control characters before tracegate sees it; DEL reaches tracegate. Runs for every registered
+// provider, the test provider delta included (test-providers.ts).
+import '../fixtures/providers/test-providers.js'
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, type RawResponse, UUID_V7 } from '../helpers/http.js'

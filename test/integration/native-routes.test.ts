@@ -4,7 +4,9 @@
 // traced; the models lists; the 404s; and no key in any error or stored trace.
 //
 // One tracegate for the file, in front of the real mock provider, with a server-side key for each
-// provider. The labels' own bounds (x-tracegate-* headers) are in native-labels.test.ts.
+// provider. The labels' own bounds (x-tracegate-* headers) are in native-labels.test.ts. Runs for every
+// registered provider, the test provider delta included (test-providers.ts).
+import '../fixtures/providers/test-providers.js'
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
@@ -13,18 +15,16 @@ import { sseData } from '../helpers/sse.js'
 import { clientText, clientUsage } from '../helpers/traces.js'
 import { token } from '../helpers/tokens.js'
 import type { Provider } from '../helpers/bodies.js'
-import { checkNativeError, checkUpstreamAuth, errorExtras, NATIVE, postBytes, PROVIDER_NAMES, pricedModels } from '../helpers/native.js'
+import { checkNativeError, checkUpstreamAuth, errorExtras, NATIVE, OTHER_PROVIDERS, postBytes, PROVIDER_NAMES, pricedModels } from '../helpers/native.js'
 import type { RecordedRequest } from '../../src/mock-provider/index.js'
 import type { ErrorCode } from '../../src/errors.js'
+import { DIALECTS } from '../../src/providers/index.js'
 
 const SERVER_KEYS: Readonly<Record<Provider, string>> = {
   alpha: 'sk-server-NATIVESECRET-alpha', beta: 'sk-ant-server-NATIVESECRET', gamma: 'AIza-server-NATIVESECRET',
+  ...Object.fromEntries(OTHER_PROVIDERS.map((p) => [p, `${p}-server-NATIVESECRET`])),
 }
-const s = await startServer(t, {
-  TRACEGATE_ALPHA_API_KEY: SERVER_KEYS.alpha,
-  TRACEGATE_BETA_API_KEY: SERVER_KEYS.beta,
-  TRACEGATE_GAMMA_API_KEY: SERVER_KEYS.gamma,
-}, { testSeams: true })
+const s = await startServer(t, Object.fromEntries(PROVIDER_NAMES.map((p) => [`TRACEGATE_${p.toUpperCase()}_API_KEY`, SERVER_KEYS[p]])), { testSeams: true })
 const admin = s.tg.admin
 const K = s.key
 const sideAccount = await admin.createAccount({ name: 'server-side', plan: 'pro', serverSideKeys: true })
@@ -102,6 +102,9 @@ async function refused (t: Test, p: Provider, c: Call, code: ErrorCode, param: s
 // pair and raw UTF-8, integers past 2^64, 1.50e+10, and members nested where a service field's name is
 // only the provider's (the contract's service fields at the top level are refused, see below).
 const RAW_BODIES: Readonly<Record<Provider, string>> = {
+  // A test provider's minimal body, laid out the same odd way.
+  ...Object.fromEntries(OTHER_PROVIDERS.map((p) => [p, '{ "seed" : 12345678901234567890,\r\n\t' +
+    JSON.stringify({ model: NATIVE[p].model, ...DIALECTS[p].sampleBody('caf\u00e9 \ud83d\ude00 and café 😀') }, null, '\t ').slice(1).replace(/\n/g, '\r\n')])),
   alpha: '{\r\n  "messages" :[ {"content":"caf\\u00e9 \\uD83D\\uDE00 and café 😀","role":"user"} ],\n' +
     '\t"metadata":{"api_key":"nested-member-stays", "is_confidential" : true},\n' +
     ' "model":"gpt-4o-mini","seed": 12345678901234567890 ,"temperature":1.50e+10 }',
@@ -114,6 +117,7 @@ const RAW_BODIES: Readonly<Record<Provider, string>> = {
 
 const ENDPOINTS: Readonly<Record<Provider, string>> = {
   alpha: '/v1/chat/completions', beta: '/v1/messages', gamma: '/v1beta/models/{model}:generateContent',
+  ...Object.fromEntries(OTHER_PROVIDERS.map((p) => [p, DIALECTS[p].native.routeNames[0]!.replace(/^POST /, '')])),
 }
 
 t.test('the body reaches the provider byte for byte', async (t) => {
@@ -146,7 +150,7 @@ function withoutIds (text: string): string {
 /** The recorded request sent again straight to the mock: what the provider answers without tracegate. */
 function direct (p: Provider, req: RecordedRequest): Promise<RawResponse> {
   const headers: Record<string, string> = {}
-  for (const name of [NATIVE[p].authHeader, 'anthropic-version']) {
+  for (const name of [NATIVE[p].authHeader, ...Object.keys(DIALECTS[p].defaultHeaders)]) {
     const v = req.headers[name]
     if (typeof v === 'string') headers[name] = v
   }
@@ -325,6 +329,8 @@ async function tracedRefusal (t: Test, p: Provider, c: Call, code: ErrorCode, pa
 }
 
 const MISSING: Readonly<Record<Provider, [string, string]>> = {
+  // A test provider's body with its model only: its next required parameter is missing.
+  ...Object.fromEntries(OTHER_PROVIDERS.map((p) => [p, [JSON.stringify({ model: NATIVE[p].model }), DIALECTS[p].params.filter((r) => r.required)[1]!.name]])),
   alpha: ['{"model":"gpt-4o-mini"}', 'messages'],
   beta: ['{"model":"claude-sonnet-4-6","messages":[{"role":"user","content":"Hi"}]}', 'max_tokens'],
   gamma: ['{"generationConfig":{}}', 'contents'],
@@ -430,8 +436,20 @@ t.test('the models lists', async (t) => {
     }
   })
 
+  for (const p of OTHER_PROVIDERS) {
+    await t.test(`GET ${DIALECTS[p].native.modelsRoute}: ${p}'s list of its priced models, as its module writes it`, async (t) => {
+      const r = await get(DIALECTS[p].native.modelsRoute, NATIVE[p].sdkKey(K))
+      t.equal(r.status, 200)
+      t.same(json(r), JSON.parse(DIALECTS[p].native.modelList(pricedModels(p).map((m) => ({ id: m.model, asOf: m.as_of })))))
+    })
+  }
+
   await t.test('a models list needs a valid key', async (t) => {
     const cases: Array<[Provider, string, Record<string, string>, ErrorCode]> = [
+      ...OTHER_PROVIDERS.flatMap((p): Array<[Provider, string, Record<string, string>, ErrorCode]> => [
+        [p, DIALECTS[p].native.modelsRoute, {}, 'missing_tracegate_key'],
+        [p, DIALECTS[p].native.modelsRoute, NATIVE[p].sdkKey(UNKNOWN), 'invalid_api_key'],
+      ]),
       ['alpha', '/v1/models', {}, 'missing_tracegate_key'],
       ['alpha', '/v1/models', { authorization: `Bearer ${UNKNOWN}` }, 'invalid_api_key'],
       ['alpha', '/v1/models', { authorization: `Bearer ${revoked.key}` }, 'revoked_api_key'],
@@ -461,11 +479,14 @@ t.test('the models lists', async (t) => {
 })
 
 t.test('paths tracegate does not serve', async (t) => {
+  const others = OTHER_PROVIDERS.map((p) => DIALECTS[p])
   const routes = [
     'POST /api/alpha_service/chat_completion', 'POST /api/beta_service/chat_completion', 'POST /api/gamma_service/chat_completion',
+    ...others.map((d) => `POST ${d.route}`),
     'POST /v1/chat/completions', 'POST /v1/messages',
     'POST /v1beta/models/{model}:generateContent', 'POST /v1beta/models/{model}:streamGenerateContent',
-    'GET /v1/models', 'GET /v1beta/models', 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
+    ...others.flatMap((d) => d.native.routeNames),
+    'GET /v1/models', 'GET /v1beta/models', ...others.map((d) => `GET ${d.native.modelsRoute}`), 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
   ]
   for (const method of ['countTokens', 'embedContent']) {
     await t.test(`gamma :${method} is 404 in Gemini's shape`, async (t) => {

@@ -2,13 +2,16 @@
 // reaches a local OTLP/HTTP receiver, named and described by the GenAI semantic conventions, under the
 // client's trace when it sent a traceparent; the provider receives a traceparent naming that span; no
 // key and no prompt or answer text is in any exported byte. Without the variables nothing is loaded.
+// Runs with the test provider delta registered (test-providers.ts): its spans name it as its module says.
+import '../fixtures/providers/test-providers.js'
 import { createServer, type IncomingMessage } from 'node:http'
 import { createRequire } from 'node:module'
 import t from 'tap'
 import { startServer } from '../helpers/server.js'
 import { json, send } from '../helpers/http.js'
-import { bodyFor, PROVIDER_KEYS, ROUTES } from '../helpers/bodies.js'
-import { NATIVE } from '../helpers/native.js'
+import { bodyFor, PROVIDER_KEYS, type Provider, ROUTES } from '../helpers/bodies.js'
+import { NATIVE, OTHER_PROVIDERS } from '../helpers/native.js'
+import { DIALECTS } from '../../src/providers/index.js'
 import { until } from '../helpers/wait.js'
 
 // What of OpenTelemetry is loaded once tracegate's modules are, before one starts with an endpoint:
@@ -136,8 +139,9 @@ t.test('a native streamed call without a traceparent starts a trace of its own',
   t.equal(upstream[0]!.headers.traceparent, `00-${span.traceId}-${span.spanId}-01`)
 })
 
-t.test('beta and gamma name their providers as the conventions do', async (t) => {
-  for (const [provider, name] of [['beta', 'anthropic'], ['gamma', 'gcp.gemini']] as const) {
+t.test('beta and gamma name their providers as the conventions do, a test provider as its module does', async (t) => {
+  const named: Array<[Provider, string]> = [['beta', 'anthropic'], ['gamma', 'gcp.gemini'], ...OTHER_PROVIDERS.map((p): [Provider, string] => [p, DIALECTS[p].otelSystem])]
+  for (const [provider, name] of named) {
     const r = await send(s.url + ROUTES[provider], { body: JSON.stringify(bodyFor(provider, { api_key: s.key }, PROMPT)) })
     t.equal(r.status, 200, provider)
     const { attrs } = await spanOf(requestId(r))

@@ -1,16 +1,30 @@
 // The proxy contract over real loopback HTTP: every row of the check order on the
 // three endpoints, the order itself, the error body and x-request-id on every response, no secret in
 // any error, nothing forwarded for a rejected request, and the key cache's TTL after a revocation made
-// behind the server's back. One server for the whole file (chDB: one data directory per process).
+// behind the server's back. One server for the whole file (chDB: one data directory per process). Runs
+// for every registered provider, the test provider delta included (test-providers.ts).
+import '../fixtures/providers/test-providers.js'
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { startServer } from '../helpers/server.js'
 import { json, postChunked, postHeadersOnly, type RawResponse, send, UUID_V7 } from '../helpers/http.js'
-import { bodyFor, ROUTES, split, without, withRawMembers } from '../helpers/bodies.js'
+import { bodyFor, CLIENT_KEYS, ROUTES, split, without, withRawMembers } from '../helpers/bodies.js'
+import { DIALECTS } from '../../src/providers/index.js'
 import { sleep } from '../helpers/wait.js'
 
 type Provider = keyof typeof ROUTES
 const PROVIDERS = Object.keys(ROUTES) as Provider[]
+
+// The header each built-in provider gets its key in, as its API documents it; another provider's as its module says.
+const AUTH: Readonly<Record<string, (key: string) => [string, string]>> = {
+  alpha: (k) => ['authorization', `Bearer ${k}`], beta: (k) => ['x-api-key', k], gamma: (k) => ['x-goog-api-key', k],
+}
+function auth (p: Provider, key: string): [string, string] {
+  return AUTH[p]?.(key) ?? Object.entries(DIALECTS[p].authHeaders(key))[0]!
+}
+
+/** A value of another type than the parameter's. */
+const WRONG_TYPE = { string: 42, array: 'Hello', number: '64', object: ['x'] } as const
 const LIMIT = 2048
 // Long enough that a request and a revoke fit inside it on a loaded machine (300 ms did not, under the full
 // suite beside other work: test 12 measured 314 ms).
@@ -295,25 +309,27 @@ t.test('6. 422 invalid_field naming the field', async (t) => {
       await t.test(`${p}: ${name}`, async (t) => { await rejects(t, ROUTES[p], b, 422, 'invalid_field', param) })
     }
   }
-  await t.test('alpha: messages not an array', async (t) => {
-    await rejects(t, ROUTES.alpha, body('alpha', { messages: 'Hello' }), 422, 'invalid_field', 'messages')
-  })
-  await t.test('beta: max_tokens not a number', async (t) => {
-    await rejects(t, ROUTES.beta, body('beta', { max_tokens: '64' }), 422, 'invalid_field', 'max_tokens')
-  })
   await t.test('gamma: contents not an array', async (t) => {
     await rejects(t, ROUTES.gamma, body('gamma', { contents: { role: 'user' } }), 422, 'invalid_field', 'contents')
   })
+  // Each provider's own parameters (alpha's messages, beta's max_tokens, delta's turns), given another type.
+  for (const p of PROVIDERS) {
+    for (const rule of DIALECTS[p].params) {
+      await t.test(`${p}: ${rule.name} not a${rule.type === 'array' || rule.type === 'object' ? 'n' : ''} ${rule.type}`, async (t) => {
+        await rejects(t, ROUTES[p], body(p, { [rule.name]: WRONG_TYPE[rule.type] }), 422, 'invalid_field', rule.name)
+      })
+    }
+  }
 })
 
 t.test('6. 400 missing_parameter naming the parameter', async (t) => {
-  const required: Record<Provider, string[]> = {
+  const required: Readonly<Record<string, readonly string[]>> = {
     alpha: ['model', 'messages'],
     beta: ['model', 'messages', 'max_tokens'],
     gamma: ['model', 'contents'],
   }
   for (const p of PROVIDERS) {
-    for (const name of required[p]) {
+    for (const name of required[p] ?? DIALECTS[p].params.filter((r) => r.required).map((r) => r.name)) {
       await t.test(`${p} without ${name}`, async (t) => {
         await rejects(t, ROUTES[p], without(body(p), name), 400, 'missing_parameter', name)
       })
@@ -331,7 +347,7 @@ t.test('7. provider keys: the caller\'s, the server-side one, or 400 missing_pro
     const { got } = await succeeds(t, 'alpha', without(body('alpha', { api_key: serverSideKey }), 'alpha_api_key'))
     t.equal(got?.headers.authorization, `Bearer ${SERVER_ALPHA_KEY}`)
   })
-  for (const p of ['beta', 'gamma'] as const) {
+  for (const p of PROVIDERS.filter((q) => q !== 'alpha')) {
     await t.test(`${p}: no server-side key configured`, async (t) => {
       await rejects(t, ROUTES[p], without(body(p, { api_key: serverSideKey }), `${p}_api_key`), 400, 'missing_provider_key', `${p}_api_key`)
     })
@@ -341,14 +357,9 @@ t.test('7. provider keys: the caller\'s, the server-side one, or 400 missing_pro
     t.equal(got?.headers.authorization, 'Bearer sk-caller-own')
   })
   await t.test('each dialect carries the caller\'s key in its own header', async (t) => {
-    const header: Record<Provider, [string, string]> = {
-      alpha: ['authorization', 'Bearer sk-client'],
-      beta: ['x-api-key', 'sk-ant-client'],
-      gamma: ['x-goog-api-key', 'AIza-client'],
-    }
     for (const p of PROVIDERS) {
       const { got } = await succeeds(t, p, body(p))
-      const [name, value] = header[p]
+      const [name, value] = auth(p, CLIENT_KEYS[p])
       t.equal(got?.headers[name], value, `${p} ${name}`)
       t.notMatch(got?.body.toString('utf8') ?? '', new RegExp(`"${p}_api_key"`), 'provider key field cut out')
     }
@@ -359,9 +370,6 @@ t.test('7. the keys in x-tracegate-key and x-tracegate-provider-key: one place, 
   const other = (await proxyKey('pro')).key
   SECRETS.add(other)
   SECRETS.add('sk-header-own')
-  const AUTH: Record<Provider, (key: string) => [string, string]> = {
-    alpha: (k) => ['authorization', `Bearer ${k}`], beta: (k) => ['x-api-key', k], gamma: (k) => ['x-goog-api-key', k],
-  }
   for (const p of PROVIDERS) {
     await t.test(`${p}: another account's key in x-tracegate-key beside api_key is 422`, async (t) => {
       await rejects(t, ROUTES[p], body(p), 422, 'invalid_field', 'x-tracegate-key', { 'x-tracegate-key': other })
@@ -378,7 +386,7 @@ t.test('7. the keys in x-tracegate-key and x-tracegate-provider-key: one place, 
     await t.test(`${p}: each header stands in for its absent body field`, async (t) => {
       const headers = { 'x-tracegate-key': s.key, 'x-tracegate-provider-key': 'sk-header-own' }
       const { got } = await succeeds(t, p, without(without(body(p), 'api_key'), `${p}_api_key`), headers)
-      const [name, value] = AUTH[p]('sk-header-own')
+      const [name, value] = auth(p, 'sk-header-own')
       t.equal(got?.headers[name], value, 'the provider key from the header reached the provider')
       t.notOk(JSON.stringify(got?.headers ?? {}).includes(s.key), 'the tracegate key did not')
     })
@@ -424,12 +432,13 @@ t.test('8. the order of checks: the earlier rule wins', async (t) => {
 })
 
 t.test('10. 404 and 405 are JSON errors with a UUIDv7 x-request-id', async (t) => {
-  for (const [method, path] of [['GET', '/'], ['GET', '/nope'], ['POST', '/api/delta_service/chat_completion'], ['POST', '/api/alpha_service']]) {
+  for (const [method, path] of [['GET', '/'], ['GET', '/nope'], ['POST', '/api/omega_service/chat_completion'], ['POST', '/api/alpha_service']]) {
     const before = s.mock.stats.received
     const r = await send(s.url + path!, { method: method!, body: method === 'POST' ? JSON.stringify(body('alpha')) : undefined })
     expectError(t, r, 404, 'not_found', null, ['routes'])
     const routes = (json(r).error as { routes?: unknown }).routes
-    for (const route of [...PROVIDERS.map((q) => `POST ${ROUTES[q]}`), 'POST /v1/chat/completions', 'POST /v1/messages', 'POST /v1beta/models/{model}:generateContent', 'GET /v1/models', 'GET /healthz']) {
+    const native = PROVIDERS.flatMap((q) => [...DIALECTS[q].native.routeNames, `GET ${DIALECTS[q].native.modelsRoute}`])
+    for (const route of [...PROVIDERS.map((q) => `POST ${ROUTES[q]}`), ...native, 'POST /v1/chat/completions', 'POST /v1/messages', 'POST /v1beta/models/{model}:generateContent', 'GET /v1/models', 'GET /healthz']) {
       t.ok(Array.isArray(routes) && routes.includes(route), `the 404 lists ${route}`)
     }
     t.equal(s.mock.stats.received, before)

@@ -5,7 +5,9 @@
 // One tracegate for the file (chDB: one data directory per process) in front of the real mock provider,
 // with an operator pricing file written here, a 4096-byte body cap, a short upstream headers timeout (so
 // `mock-hang` times out in a second), and gamma behind a TCP relay the outcome test takes down to make
-// that provider unreachable (connection refused).
+// that provider unreachable (connection refused). Runs for every registered provider, the test provider
+// delta included (test-providers.ts).
+import '../fixtures/providers/test-providers.js'
 import t, { type Test } from 'tap'
 import { repoFile } from '../../src/paths.js'
 import { randomUUID } from 'node:crypto'
@@ -20,11 +22,12 @@ import { storedTrace } from '../helpers/store.js'
 import { Relay } from '../helpers/raw-call.js'
 import { chEpochMs, clientText, clientUsage, expectedCost, type Price, quantile } from '../helpers/traces.js'
 import { Pricing } from '../../src/pricing/index.js'
+import { PROVIDERS } from '../../src/providers/index.js'
+import { OTHER_PROVIDERS } from '../helpers/native.js'
 import type { TraceRow } from '../../src/store/trace-types.js'
 import type { UsageMeasures } from '../../src/store/trace-types.js'
 
 const MAX_BODY = 4096
-const PROVIDERS: readonly Provider[] = ['alpha', 'beta', 'gamma']
 
 // The operator's prices: gpt-4o-mini as published, and entries that differ from the library's prices
 // (gpt-4o, claude-sonnet-4-5, gemini-2.5-flash) so a cost shows which table won; tg-per-million at 1 USD
@@ -39,6 +42,9 @@ const OPERATOR_PRICES: readonly PriceRow[] = [
   // The mock's directive names (`-chunks-2000`) are no model the library knows: the operator prices them as their base.
   { provider: 'alpha', model: 'gpt-4o-mini-chunks-2000', input_per_mtok: 0.15, cached_input_per_mtok: 0.075, output_per_mtok: 0.6, as_of: '2025-01-01' },
   { provider: 'gamma', model: 'gemini-2.5-flash-chunks-2000', input_per_mtok: 1, cached_input_per_mtok: 0.25, output_per_mtok: 4, as_of: '2025-01-01' },
+  // A test provider's models, which no library prices.
+  ...OTHER_PROVIDERS.flatMap((p) => [DEFAULT_MODELS[p], `${DEFAULT_MODELS[p]}-chunks-2000`].map((model) => (
+    { provider: p, model, input_per_mtok: 2, cached_input_per_mtok: 0.5, output_per_mtok: 6, as_of: '2025-01-01' }))),
 ]
 // Published prices (USD per million tokens) of models the operator's file does not name, priced by the library.
 const PUBLISHED: Readonly<Record<string, Price>> = {
@@ -415,7 +421,7 @@ t.test('outcomes', async (t) => {
   })
 
   await t.test('a stream the provider drops is provider_stream_error', async (t) => {
-    for (const p of ['alpha', 'beta'] as const) {
+    for (const p of ['alpha', 'beta', ...OTHER_PROVIDERS] as Provider[]) {
       const r = await call(p, { model: 'mock-drop', stream: true, includeUsage: p === 'alpha', text: `Drop ${nonce('drop')}` })
       t.equal(r.status, 200)
       t.notOk(r.complete, `${p}: the client sees the stream cut, not a clean end`)

@@ -10,6 +10,7 @@
 // its placeholder standing where it starts.
 import type { Issue, Segment } from '../../detection/types.js'
 import type { ProviderName } from '../../providers/index.js'
+import { forEachDataLine } from '../../providers/sse.js'
 import { extractSegments } from '../../../workers/detector/extract.js'
 import { findPii } from '../../../workers/detector/pii.js'
 import { findSecrets } from '../../../workers/detector/secrets.js'
@@ -281,18 +282,12 @@ function spread (fragments: readonly Token[], masks: readonly Mask[]): void {
   fragments.forEach((t, i) => { if (local[i]!.length > 0) t.masks = local[i]! })
 }
 
-const SSE_DATA = /(?:^|\n)data: ?([^\r\n]*)/g
-
 /** An event stream: the JSON payload of every `data:` line, masked as one assembled text per path; other payloads as text. */
 function maskEvents (text: string, counts: MaskCounts, find: MaskFinder): string {
   const tokens: Token[] = []
   let plain = false
-  SSE_DATA.lastIndex = 0
-  let m: RegExpExecArray | null
-  while ((m = SSE_DATA.exec(text)) !== null) {
-    const payload = m[1]!
-    const end = m.index + m[0].length
-    const start = end - payload.length
+  forEachDataLine(text, (start, end) => {
+    const payload = text.slice(start, end)
     const lead = payload.trimStart().charCodeAt(0)
     if (lead === 0x7b || lead === 0x5b) {
       for (const t of stringValues(text, start, end, true)) tokens.push(t)
@@ -304,7 +299,7 @@ function maskEvents (text: string, counts: MaskCounts, find: MaskFinder): string
         tokens.push({ start, close: end, closed: true, value: payload, rest: '', path: '', json: false, masks })
       }
     }
-  }
+  })
   // Plain payloads are masked already and keep out of the path groups.
   const any = maskFragments(plain ? tokens.filter((t) => t.json) : tokens, counts, find)
   return any || plain ? rewrite(text, tokens) : text

@@ -15,15 +15,12 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
-import type { ProviderName } from '../../providers/index.js'
+import { DIALECTS } from '../../providers/index.js'
 import type { OtelSettings } from '../../otel/settings.js'
 import type { RawTrace, SpanDrops, TraceSummary } from '../trace-types.js'
 import { inputMessages, outputMessages } from './span-content.js'
 import { maskText } from './pii-at-rest.js'
 import { withoutTracegateKeys } from './key-scrub.js'
-
-/** gen_ai.provider.name (and the older gen_ai.system) of each dialect, as the conventions spell them. */
-const GENAI_PROVIDER: Record<ProviderName, string> = { alpha: 'openai', beta: 'anthropic', gamma: 'gcp.gemini' }
 
 const SCOPE = { name: 'tracegate' }
 
@@ -34,7 +31,7 @@ function hrTime (ms: number): HrTime {
 
 /** What a span says of a call: never a key or the account id; the prompt and answer only when the operator opted in. */
 function attributes (raw: RawTrace, row: TraceSummary | null, content: boolean): Attributes {
-  const provider = GENAI_PROVIDER[raw.provider]
+  const provider = DIALECTS[raw.provider].otelSystem
   const outcome = raw.outcome
   const a: Attributes = {
     'gen_ai.operation.name': 'chat',
