@@ -4,7 +4,7 @@
 // JSON array, plain text; what it must leave alone; and the findings' spans moved onto the placeholders.
 import t from 'tap'
 import { findMasks, mapOffset, maskRecord, maskText, type MaskCounts } from '../../src/store/worker/pii-at-rest.js'
-import type { TraceRecord } from '../../src/store/worker/rows.js'
+import type { TraceRecord } from '../../src/store/worker/trace-record.js'
 import { extractSegments } from '../../src/scan/extract.js'
 import { findPii } from '../../src/scan/pii.js'
 

@@ -13,7 +13,7 @@ import type { ProviderName } from '../../providers/index.js'
 import { extractSegments } from '../../scan/extract.js'
 import { findPii } from '../../scan/pii.js'
 import { findSecrets } from '../../scan/secrets.js'
-import type { TraceRecord } from './rows.js'
+import type { TraceRecord } from './trace-record.js'
 
 /** One value to mask: [start, end) in a text, and what stands in its place. */
 export interface Mask {
