@@ -4,6 +4,7 @@
 // - code outside the store worker (src/store/worker/) and the detection worker (workers/) never loads
 //   theirs: a type-only import is fine, a value import starts that thread's code on the wrong thread;
 // - the store's contract (protocol.ts and the shared types beside it) imports no worker module at all;
+// - the scanners both workers run (src/scan/) load no thread's code;
 // - reading the configuration (config.ts and all it loads) loads no adapter and no npm package;
 // - src/domain/ is a leaf: it imports nothing outside the folder, no npm package and no Node built-in
 //   (the dashboard's browser build imports it too).
@@ -151,6 +152,16 @@ t.test('no thread loads the store worker\'s or the detection worker\'s code', as
   const contract = ['src/store/protocol.ts', 'src/store/query-types.ts', 'src/store/trace-types.ts', 'src/store/insight-types.ts']
   const reaching = EDGES.filter((e) => contract.includes(e.from) && e.to.startsWith('src/store/worker/'))
   t.same(reaching.map(show), [], 'the store\'s contract imports no worker module, not even a type')
+})
+
+t.test('the scanners both workers run load no thread\'s code', async (t) => {
+  // src/scan/ runs in the detection worker and in the store worker (PII at rest): it may load only
+  // itself, the provider modules (pure), Node built-ins and its phone-number package.
+  const scanners = FILES.filter((f) => f.startsWith('src/scan/'))
+  t.ok(scanners.includes('src/scan/pii.ts') && scanners.includes('src/scan/extract.ts'), 'the scanners are read')
+  const loaded = [...new Set(scanners.flatMap((f) => [...loads(f)]))]
+  const others = loaded.filter((f) => !f.startsWith('src/scan/') && !f.startsWith('src/providers/') && !f.startsWith('node:') && !f.startsWith('libphonenumber-js/'))
+  t.same(others, [], 'src/scan loads only itself, the provider modules, Node built-ins and libphonenumber-js')
 })
 
 t.test('reading the configuration loads no adapter', async (t) => {
