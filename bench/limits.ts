@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks'
 import { Limiter, type LimitCall } from '../src/limits/limiter.js'
 import { RedisCounters } from '../src/limits/redis.js'
-import { NO_LIMITS, type Limits } from '../src/limits/types.js'
+import { NO_LIMITS, type Limits } from '../src/domain/limits.js'
 
 const n = Number(process.env.BENCH_LIMITS_N ?? 2_000_000)
 const keyCount = Number(process.env.BENCH_LIMITS_KEYS ?? 1000)

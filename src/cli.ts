@@ -1,15 +1,16 @@
 // The `tracegate` command. The only file that calls process.exit.
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig, type Config } from './config.js'
+import { loadConfig, type Config } from './config.js'
+import { ConfigError } from './domain/config-error.js'
 import { TracegateError } from './errors.js'
 import { readFileSync } from 'node:fs'
 import { runAdmin } from './admin/remote.js'
-import type { AccountDetection } from './detection/policy.js'
-import type { Limits } from './limits/types.js'
 import { repoFile } from './paths.js'
 import { createLogger } from './log.js'
 import { startMockProvider } from './mock-provider/index.js'
 import { Tracegate } from './tracegate.js'
+import type { AccountDetection } from './domain/detection-policy.js'
+import type { Limits } from './domain/limits.js'
 
 const USAGE = `usage: tracegate <command> [options]
 

@@ -3,8 +3,9 @@
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { DIALECTS, PROVIDERS, type ProviderName } from './providers/index.js'
+import { ConfigError } from './domain/config-error.js'
 import { otelSettings, type OtelSettings } from './otel/settings.js'
-import { redisUrlProblem } from './limits/redis.js'
+import { redisUrlProblem } from './domain/redis-url.js'
 
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
@@ -98,15 +99,6 @@ export interface DetectionConfig {
   readonly maxBytes: number
   /** closed: a request detection could not judge gets 503; open: it is forwarded and the trace says so. */
   readonly failureMode: 'closed' | 'open'
-}
-
-export class ConfigError extends Error {
-  readonly variable: string
-  constructor (variable: string, problem: string) {
-    super(`${variable} ${problem}`)
-    this.name = 'ConfigError'
-    this.variable = variable
-  }
 }
 
 type Env = Readonly<Record<string, string | undefined>>

@@ -11,6 +11,7 @@ import type { Exchange } from './proxy/exchange.js'
 import type { TraceStats } from './store/trace-types.js'
 import { INSERT_BUCKETS, OTHER_MODEL } from './store/trace-types.js'
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metrics-series.js'
+import type { LimitsMode } from './domain/limits-mode.js'
 
 /** Seconds: a proxied call takes milliseconds (a mock) to minutes (a long generation). */
 const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
@@ -44,7 +45,7 @@ export interface LateSources {
   readonly upstream?: () => Record<string, { connected: number | boolean; running: number; pending: number }>
   readonly inflight: () => number
   /** How the limits count: each instance alone (no Redis), shared through Redis, or alone because Redis is away. */
-  readonly limitsMode?: () => 'local' | 'shared' | 'fallback'
+  readonly limitsMode?: () => LimitsMode
 }
 
 /** The series one finished call adds to. */

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
 import { allowMatcher, blankAllowed } from './allow.js'
-import { extractSegments } from './detector/extract.js'
+import { extractSegments } from '../src/scan/extract.js'
 import { detectInjection, THRESHOLD } from './detector/injection.js'
 import { findPiiAndSecrets } from './detector/segment-cache.js'
 

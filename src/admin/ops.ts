@@ -8,9 +8,13 @@ import { v7 as uuidv7 } from 'uuid'
 import { generateKey, hashKey, keyPrefix, parseDuration } from '../auth/keys.js'
 import { TracegateError } from '../errors.js'
 import { ADMIN_NAMES, isEmptyPatch, parseDetectionPatch } from '../detection/policy.js'
-import { applyPatch, NO_LIMITS, parseLimitsPatch, type LimitsPatch } from '../limits/types.js'
+import { applyPatch, parseLimitsPatch } from '../limits/types.js'
 import type { StoreClient } from '../store/client.js'
-import { PLANS, SCOPES, type AccountRow, type KeyRow, type Plan, type Scope, type StoreStatus } from '../store/protocol.js'
+import type { StoreStatus } from '../store/protocol.js'
+import { NO_LIMITS, type LimitsPatch } from '../domain/limits.js'
+import { PLANS, type Plan } from '../domain/plan.js'
+import { SCOPES, type Scope } from '../domain/scope.js'
+import type { AccountRow, KeyRow } from '../domain/accounts.js'
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>
 

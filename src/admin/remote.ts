@@ -7,7 +7,7 @@ import { isErrorCode, TracegateError } from '../errors.js'
 import { adminFile, type AdminEndpoint } from './server.js'
 import { StoreClient } from '../store/client.js'
 import { AdminOps, type AdminStatus } from './ops.js'
-import { recordPasswordReset } from '../dashboard/session.js'
+import { recordPasswordReset } from '../password-resets.js'
 import { privateDataDir } from '../paths.js'
 
 export type Op = 'migrate' | 'account.create' | 'account.update' | 'user.create' | 'key.create' | 'key.revoke' | 'key.update' | 'key.list' | 'account.list' | 'user.reset-password' | 'status'

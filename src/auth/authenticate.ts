@@ -1,27 +1,10 @@
 // The key decision, in one place for every port: format, hash, cache (the store on a miss), revoked,
 // expired, scope. The proxy and the read API ask it; each turns a refusal into its own 401.
 import { TracegateError } from '../errors.js'
-import type { AccountDetection } from '../detection/policy.js'
-import type { Limits } from '../limits/types.js'
-import type { Plan, Scope } from '../store/protocol.js'
+import type { KeyInfo } from '../domain/key-info.js'
+import type { Scope } from '../domain/scope.js'
 import type { KeyCache } from './cache.js'
 import { hashKey, KEY_PATTERN } from './keys.js'
-
-/** What a request's key says about its caller, cached per key hash. */
-export interface KeyInfo {
-  readonly keyId: string
-  readonly accountId: string
-  readonly scope: Scope
-  readonly expiresAt: number | null
-  readonly revoked: boolean
-  readonly plan: Plan
-  readonly serverSideKeys: boolean
-  /** The key's own limits, and its account's; a call must pass both. */
-  readonly limits: Limits
-  readonly accountLimits: Limits
-  /** The account's detection policy: what a verdict does, its threshold and allow phrases. */
-  readonly detection: AccountDetection
-}
 
 /** A key's verdict: the caller, or the 401 that says what is wrong with the key. */
 export type KeyVerdict = KeyInfo | TracegateError

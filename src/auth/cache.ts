@@ -8,7 +8,7 @@
 // miss that would hold every request behind one store round trip (a latency spike every TTL that
 // showed in the fixed-rate benchmark), and a change is still seen within the TTL.
 import { LRUCache } from 'lru-cache'
-import type { KeyInfo } from './authenticate.js'
+import type { KeyInfo } from '../domain/key-info.js'
 
 const MISSING = Symbol('missing')
 type Entry = KeyInfo | typeof MISSING

@@ -2,10 +2,9 @@
 // account comes from the session or the read key, never from the request.
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { listItem, type TraceDetail, type TraceListItem, type UsageMeasures } from '../store/trace-types.js'
+import { listItem, type TraceDetail, type TraceListItem, type TraceTotals, type UsageMeasures } from '../store/trace-types.js'
 import type { SessionBody, SessionList, TtftMeasures, UsageAnswer } from '../store/insight-types.js'
 import { bucketMs, chEpoch, encodeCursor, encodeListCursor, encodeSessionCursor, sessionCallsQuery, sessionListFilter, traceFilter, usageScope, usageWindow, UUID } from './params.js'
-import type { TraceTotals } from '../store/worker/trace-totals.js'
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */
 function parsed (text: string): unknown {

@@ -4,12 +4,12 @@
 // so the dashboard and the CLI refuse the same values, and the key cache drops the account's keys, so
 // the proxy applies the change from its next call.
 import type { AdminOps } from '../admin/ops.js'
-import type { AccountDetection, DetectionPolicy, PiiAtRest } from '../detection/policy.js'
 import { parseDetectionPatch, UI_NAMES, UI_PII_NAMES } from '../detection/policy.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
 import type { Guards } from './guards.js'
 import type { Reply, Req } from './http.js'
+import type { AccountDetection, DetectionPolicy, PiiAtRest } from '../domain/detection-policy.js'
 
 /** The policy under the JSON members an update takes, so what is read can be sent back. */
 export interface DetectionView {

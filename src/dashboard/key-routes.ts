@@ -5,12 +5,14 @@
 import type { AdminOps } from '../admin/ops.js'
 import { TracegateError } from '../errors.js'
 import type { Limiter, LimitUsage } from '../limits/limiter.js'
-import { parseLimitsPatch, type Limits } from '../limits/types.js'
+import { parseLimitsPatch } from '../limits/types.js'
 import type { StoreClient } from '../store/client.js'
-import { SCOPES, type KeyRow, type Scope } from '../store/protocol.js'
 import type { Guards } from './guards.js'
 import type { Reply, Req } from './http.js'
 import { chEpoch, UUID } from './params.js'
+import type { Limits } from '../domain/limits.js'
+import { SCOPES, type Scope } from '../domain/scope.js'
+import type { KeyRow } from '../domain/accounts.js'
 
 /** Limits under the JSON members a create or an update takes, so what is read can be sent back. */
 export interface LimitsView {

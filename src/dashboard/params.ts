@@ -2,14 +2,12 @@
 // invalid_parameter naming it. An empty value means the parameter was not given (a form's empty filter).
 import { PROVIDERS } from '../providers/index.js'
 import { TracegateError } from '../errors.js'
-import { SORT_KEYS, type ListCursor, type SortKey, type TraceCursor, type TraceFilter } from '../store/worker/trace-queries.js'
-import type { ExportFormat } from '../store/worker/trace-export.js'
-import type { Bucket } from '../store/worker/usage-queries.js'
+import { OUTCOMES } from '../domain/outcome.js'
+import { SORT_KEYS, type SortKey } from '../domain/sort-key.js'
 import type { UsersOrder } from '../store/insight-types.js'
-import type { SessionCallsQuery, SessionCursor, SessionListFilter } from '../store/worker/session-queries.js'
+import type { Bucket, ExportFormat, ListCursor, SessionCallsQuery, SessionCursor, SessionListFilter, TraceCursor, TraceFilter } from '../store/query-types.js'
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const OUTCOMES: readonly string[] = ['ok', 'blocked', 'limited', 'provider_error', 'provider_stream_error', 'client_aborted', 'rejected', 'proxy_error']
 const CH_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,3})?$/
 
 /** The longest user, session and tag a trace can hold (the proxy refuses longer label headers). */

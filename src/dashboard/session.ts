@@ -7,6 +7,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { appendFileSync, chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { loadResets, recordPasswordReset } from '../password-resets.js'
 
 export const COOKIE_NAME = 'tg_session'
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000
@@ -48,32 +49,6 @@ export function cookieValue (header: string | undefined, name: string): string |
   return null
 }
 
-function resetsFile (dataDir: string): string {
-  return join(dataDir, 'dashboard-resets')
-}
-
-/**
- * Ends every session of a user issued until `at`, for the next server that starts on `dataDir` (a
- * running server learns it through Sessions.endUser).
- */
-export function recordPasswordReset (dataDir: string, userId: string, at = Date.now()): void {
-  appendFileSync(resetsFile(dataDir), `${userId} ${at}\n`, { mode: 0o600 })
-}
-
-/** The resets in the file that still matter (a session issued before one has not expired yet), newest per user. */
-function loadResets (file: string, now: number): Map<string, number> {
-  const resets = new Map<string, number>()
-  let text = ''
-  try { text = readFileSync(file, 'utf8') } catch { /* none yet */ }
-  for (const line of text.split('\n')) {
-    const [user, at] = line.split(' ')
-    if (user === undefined || user === '' || !(Number(at) + SESSION_TTL_MS > now)) continue
-    resets.set(user, Math.max(resets.get(user) ?? 0, Number(at)))
-  }
-  writeFileSync(file, [...resets].map(([u, at]) => `${u} ${at}\n`).join(''), { mode: 0o600 })
-  return resets
-}
-
 export class Sessions {
   readonly #secret: Buffer
   readonly #signoutFile: string
@@ -88,7 +63,7 @@ export class Sessions {
     this.#signoutFile = join(dataDir, 'dashboard-signouts')
     this.#dataDir = dataDir
     const now = Date.now()
-    this.#resets = loadResets(resetsFile(dataDir), now)
+    this.#resets = loadResets(dataDir, now, SESSION_TTL_MS)
     let text = ''
     try { text = readFileSync(this.#signoutFile, 'utf8') } catch { /* none yet */ }
     for (const line of text.split('\n')) {

@@ -3,9 +3,9 @@
 // them or gets 404, so no path from a URL ever reaches the file system. Contents are read per request,
 // so a rebuilt UI shows on reload.
 //
-// The browser build (src/dashboard/ui/tsconfig.json) compiles the UI and the pure provider modules it
-// imports into dist/browser. The UI imports them as `./providers/…` (tsconfig rootDirs), so they are
-// served under `providers/` beside the UI scripts.
+// The browser build (src/dashboard/ui/tsconfig.json) compiles the UI and the pure provider and domain
+// modules it imports into dist/browser. The UI imports them as `./providers/…` and `./domain/…` (tsconfig
+// rootDirs), so they are served under `providers/` and `domain/` beside the UI scripts.
 import { readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
@@ -31,6 +31,7 @@ const TYPES: Readonly<Record<string, string>> = {
 const BROWSER_BUILD = repoFile('dist/browser/')
 const COMPILED_UI = fileURLToPath(new URL('dashboard/ui/', BROWSER_BUILD))
 const COMPILED_PROVIDERS = fileURLToPath(new URL('providers/', BROWSER_BUILD))
+const COMPILED_DOMAIN = fileURLToPath(new URL('domain/', BROWSER_BUILD))
 const STATIC_UI = fileURLToPath(repoFile('src/dashboard/ui/static/'))
 const SHELL = join(STATIC_UI, 'index.html')
 const NOT_FOUND = join(STATIC_UI, 'not-found.html')
@@ -65,6 +66,7 @@ export class Assets {
     const script = (n: string): boolean => n.endsWith('.js') || n.endsWith('.js.map')
     walk(COMPILED_UI, script, this.#files)
     walk(COMPILED_PROVIDERS, script, this.#files, 'providers/')
+    walk(COMPILED_DOMAIN, script, this.#files, 'domain/')
     walk(STATIC_UI, () => true, this.#files)
     const uplot = dirname(createRequire(import.meta.url).resolve('uplot'))
     this.#files.set('vendor/uPlot.esm.js', join(uplot, 'uPlot.esm.js'))

@@ -1,47 +1,11 @@
 // Per-account detection policy (issues 16 and 22): what a verdict does (block, monitor, off), the score at
 // which it blocks, the score at which a data span (what the model is handed to read) blocks, the phrases that never count as injection for that account, and whether the PII and secrets
-// found in its calls are masked in the stored prompt and response. The values, how a change is read from
-// loose input (the CLI, the admin socket, the dashboard), and the front thread's decision.
+// found in its calls are masked in the stored prompt and response. How a change is read from loose input
+// (the CLI, the admin socket, the dashboard), and the front thread's decision; the values are in
+// domain/detection-policy.ts.
 import { givenName, isNone, refuse, type Code } from '../limits/types.js'
 import type { Verdict } from './types.js'
-
-/**
- * `block`: an injection is answered 403 and nothing is forwarded. `monitor`: detection runs and its
- * verdict is recorded, and the call is forwarded anyway. `off`: the account's calls are not judged.
- */
-export type DetectionPolicy = 'block' | 'monitor' | 'off'
-export const DETECTION_POLICIES: readonly DetectionPolicy[] = ['block', 'monitor', 'off']
-
-/**
- * `keep`: the prompt and response are stored as sent. `mask`: the store worker replaces every e-mail,
- * phone number, card number, IBAN, SSN and secret in them with a placeholder before the row is written.
- */
-export type PiiAtRest = 'keep' | 'mask'
-export const PII_AT_REST: readonly PiiAtRest[] = ['keep', 'mask']
-
-export interface AccountDetection {
-  readonly policy: DetectionPolicy
-  /** Injection at or above this score (0 < t <= 1); null = the detector's own threshold. */
-  readonly threshold: number | null
-  /** Injection in a data span (tool results, documents, pasted text) at or above this score; null = `threshold`. */
-  readonly dataThreshold: number | null
-  /** Matched case-insensitively as whole phrases and blanked before injection scoring; [] = none. */
-  readonly allowPhrases: readonly string[]
-  /** What the stored prompt and response keep of the PII and secrets in them. */
-  readonly piiAtRest: PiiAtRest
-}
-
-/** What an account without a setting has: today's behaviour. Rows from before migrations 010, 011 and 012 read as this. */
-export const DEFAULT_DETECTION: AccountDetection = Object.freeze({ policy: 'block', threshold: null, dataThreshold: null, allowPhrases: Object.freeze([]), piiAtRest: 'keep' })
-
-/** A change: a member absent = unchanged; threshold null = the detector's own; dataThreshold null = the threshold; allowPhrases [] = none. */
-export interface DetectionPatch {
-  policy?: DetectionPolicy
-  threshold?: number | null
-  dataThreshold?: number | null
-  allowPhrases?: readonly string[]
-  piiAtRest?: PiiAtRest
-}
+import { DETECTION_POLICIES, PII_AT_REST, type AccountDetection, type DetectionPatch } from '../domain/detection-policy.js'
 
 /** Bounded so the worker's per-list expression stays small and a list fits the admin socket's 64 KiB. */
 export const MAX_ALLOW_PHRASES = 50

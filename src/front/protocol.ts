@@ -2,8 +2,8 @@
 // `import type`; nothing here runs.
 import type { MessagePort } from 'node:worker_threads'
 import type { Config } from '../config.js'
-import type { LimitsMode } from '../limits/front.js'
 import type { NotReady } from '../server/proxy-app.js'
+import type { LimitsMode } from '../domain/limits-mode.js'
 
 export interface FrontWorkerData {
   /** 0 … N-1: the label of its metrics. */

@@ -5,8 +5,7 @@
 // note sent every NOTE_MS (no limit depends on it, so it need not wake the main thread every turn).
 import type { Hub } from '../front/hub.js'
 import { hasCounters, Limiter, type LimitCall, type Refusal } from './limiter.js'
-
-export type LimitsMode = 'local' | 'shared' | 'fallback'
+import type { LimitsMode } from '../domain/limits-mode.js'
 
 const NOTE_MS = 100
 

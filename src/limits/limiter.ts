@@ -9,7 +9,9 @@ import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
-import { modelMatcher, type LimitUsageRow, type Limits } from './types.js'
+import { modelMatcher } from './types.js'
+import type { LimitUsageRow, Limits } from '../domain/limits.js'
+import type { LimitsMode } from '../domain/limits-mode.js'
 
 /** Spend is counted in micro-dollars: budgets have at most 6 decimals, so a comparison is exact. */
 const MICRO = 1_000_000
@@ -34,7 +36,7 @@ export interface LimitCall {
 /** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
 export interface Admission {
   admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null | Promise<Refusal | null>
-  readonly mode: 'local' | 'shared' | 'fallback'
+  readonly mode: LimitsMode
 }
 
 export interface Refusal {
@@ -123,7 +125,7 @@ export class Limiter {
   }
 
   /** 'local' (no Redis configured), 'shared' (synced), 'fallback' (Redis configured but away, or not yet answered). */
-  get mode (): 'local' | 'shared' | 'fallback' {
+  get mode (): LimitsMode {
     return this.#sync === null ? 'local' : this.#sync.mode
   }
 

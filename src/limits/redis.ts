@@ -3,6 +3,7 @@
 // fail at once when not connected (no offline queue) and after a bounded time when Redis stops answering;
 // the client reconnects in the background. The URL's password never reaches a log or an error.
 import { Redis } from 'ioredis'
+import { redisUrlProblem } from '../domain/redis-url.js'
 import type { SharedCounters, SyncBatch, SyncResult } from './shared.js'
 
 /** Every key tracegate writes starts with this; the rest is ids and window starts, never a tracegate key. */
@@ -44,19 +45,6 @@ return {v, raised}
 
 interface CountPipeline {
   tracegateCount (key: string, add: number, floor: number, expireAtMs: number): unknown
-}
-
-/** What is wrong with a Redis URL, or null; never repeats the URL (it may carry a password). */
-export function redisUrlProblem (url: string): string | null {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    return 'is not a URL (expected redis://[:password@]host:port[/db])'
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return 'must start with redis:// or rediss://'
-  if (parsed.hostname === '') return 'has no host'
-  return null
 }
 
 export class RedisCounters implements SharedCounters {

@@ -4,7 +4,7 @@
 // budget or tpm holds this for each call in flight, so parallel calls cannot all pass an exhausted limit.
 import type { Dialect } from '../providers/index.js'
 import { Kind, type Member } from '../proxy/scan.js'
-import type { Limits } from './types.js'
+import type { Limits } from '../domain/limits.js'
 
 /** Output tokens held for a call that names no cap of its own. */
 export const DEFAULT_OUTPUT_TOKENS = 4096

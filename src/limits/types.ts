@@ -1,38 +1,8 @@
-// Per-key and per-account limits: the values, how a change is read from loose input (the CLI,
-// the admin socket, the dashboard), and the model allowlist's matcher. Shared by the limiter and the store.
+// Per-key and per-account limits (their values are in domain/limits.ts): how a change is read from loose
+// input (the CLI, the admin socket, the dashboard), and the model allowlist's matcher. Shared by the limiter
+// and the store.
 import { TracegateError } from '../errors.js'
-
-export interface Limits {
-  /** Requests per minute: a whole number >= 1, or null = no limit. */
-  readonly rpm: number | null
-  /** Tokens (input + output) per minute: a whole number >= 1. */
-  readonly tpm: number | null
-  /** USD per UTC day: > 0, at most 6 decimals. */
-  readonly budgetDayUsd: number | null
-  /** USD per UTC month. */
-  readonly budgetMonthUsd: number | null
-  /** Allowed models (exact names and `*` patterns): null = any model, otherwise a non-empty list. */
-  readonly models: readonly string[] | null
-  /** Keys only (always null on an account): a whole number of bytes >= 1. */
-  readonly maxBodyBytes: number | null
-}
-
-export const NO_LIMITS: Limits = Object.freeze({
-  rpm: null, tpm: null, budgetDayUsd: null, budgetMonthUsd: null, models: null, maxBodyBytes: null,
-})
-
-/** A change: a field absent = unchanged; null = remove that limit. */
-export type LimitsPatch = { -readonly [K in keyof Limits]?: Limits[K] }
-
-/** One key's use in the current windows, as stored (for seeding the limiter on start). */
-export interface LimitUsageRow {
-  readonly accountId: string
-  readonly keyId: string
-  readonly minuteRequests: number
-  readonly minuteTokens: number
-  readonly dayUsd: number
-  readonly monthUsd: number
-}
+import type { Limits, LimitsPatch } from '../domain/limits.js'
 
 /** rpm is stored as UInt32; the other whole numbers must stay exact in a double. */
 const MAX_RPM = 4_294_967_295

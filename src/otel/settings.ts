@@ -1,7 +1,7 @@
 // OpenTelemetry's settings, from the standard OTEL_* variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
 // and .../protocol/exporter/). Read once with the rest of the configuration; null when no OTLP endpoint
 // is set or OTEL_SDK_DISABLED=true, and then nothing of OpenTelemetry is loaded at all.
-import { ConfigError } from '../config.js'
+import { ConfigError } from '../domain/config-error.js'
 
 type Env = Record<string, string | undefined>
 

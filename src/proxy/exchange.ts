@@ -10,10 +10,9 @@ import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
 import type { Verdict } from '../detection/types.js'
-import type { AccountDetection } from '../detection/policy.js'
 import type { CallLabels } from '../store/trace-types.js'
-
-export type Outcome = 'ok' | 'blocked' | 'limited' | 'rejected' | 'provider_error' | 'provider_stream_error' | 'client_aborted' | 'proxy_error'
+import type { Outcome } from '../domain/outcome.js'
+import type { AccountDetection } from '../domain/detection-policy.js'
 
 const NO_HEADERS: Headers = []
 

@@ -7,7 +7,7 @@ import type { OtelSettings } from '../otel/settings.js'
 import { isErrorCode, TracegateError } from '../errors.js'
 import { moduleFile, repoFile } from '../paths.js'
 import type { FrontPortsData } from './worker/ports.js'
-import type { ExportAck, ExportChunk, LiveMessage, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
+import type { ExportAck, ExportChunk, LiveMessage, OpName, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { LiveBatch, UsageFeedback } from './trace-types.js'
 
@@ -132,14 +132,9 @@ export class StoreClient {
     this.#pending.clear()
   }
 
-  call<K extends keyof StoreOps> (op: K, ...args: Parameters<StoreOps[K]>): Promise<ReturnType<StoreOps[K]>> {
-    if (this.#closed) return Promise.reject(new StoreError('the store is closed', 'store_stopped'))
-    const id = this.#nextId++
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      const msg: StoreRequest = { id, op, args: args[0] }
-      this.#worker.postMessage(msg)
-    })
+  /** Calls one operation of the table (protocol.ts): its arguments and its result are the table's. */
+  call<K extends OpName> (op: K, ...args: StoreOps[K]['args']): Promise<StoreOps[K]['result']> {
+    return this.#send(op, args, undefined)
   }
 
   /**
@@ -147,12 +142,17 @@ export class StoreClient {
    * sends the next only once it resolves, so a slow receiver holds the worker at one piece; resolving to
    * false (or rejecting) stops the stream, and the call then resolves with what was sent.
    */
-  stream<K extends 'exportTraces'> (op: K, args: Parameters<StoreOps[K]>[0], onChunk: (chunk: string) => Promise<boolean>): Promise<ReturnType<StoreOps[K]>> {
+  stream<K extends 'exportTraces'> (op: K, args: StoreOps[K]['args'][0], onChunk: (chunk: string) => Promise<boolean>): Promise<StoreOps[K]['result']> {
+    return this.#send(op, [args], onChunk)
+  }
+
+  #send<K extends OpName> (op: K, args: StoreOps[K]['args'], chunk: PendingCall['chunk']): Promise<StoreOps[K]['result']> {
     if (this.#closed) return Promise.reject(new StoreError('the store is closed', 'store_stopped'))
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, chunk: onChunk })
-      const msg: StoreRequest = { id, op, args }
+      // The worker answers request `id` with op K's result (the table's), so the reply resolves this promise.
+      this.#pending.set(id, chunk === undefined ? { resolve, reject } : { resolve, reject, chunk })
+      const msg: StoreRequest<K> = { id, op, args }
       this.#worker.postMessage(msg)
     })
   }

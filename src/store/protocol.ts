@@ -1,25 +1,20 @@
-// Messages between the front thread and the store worker. Both sides import these with `import type`.
+// The contract between the front thread(s) and the store worker: the operation table (StoreOps, one
+// entry per operation with its arguments and result; src/domain/rpc.ts gives it its shape) and the
+// messages beside it. Both sides import it with `import type`; it imports no worker module, so what the
+// contract names is what the shared types say (query-types.ts, trace-types.ts, insight-types.ts, domain/).
 import type { ClickHouseServerConfig, TraceConfig } from '../config.js'
+import type { AccountRow, KeyRow, UserRow } from '../domain/accounts.js'
+import type { DetectionPatch } from '../domain/detection-policy.js'
+import type { KeyInfo } from '../domain/key-info.js'
+import type { LimitUsageRow, Limits, LimitsPatch } from '../domain/limits.js'
+import type { Plan } from '../domain/plan.js'
+import type { Op, Request, Response } from '../domain/rpc.js'
+import type { Scope } from '../domain/scope.js'
 import type { OtelSettings } from '../otel/settings.js'
-import type { EncodedTraces } from './trace-codec.js'
-import type { TraceStats } from './trace-types.js'
-import type { TraceFilter, TracePage } from './worker/trace-queries.js'
-import type { TraceTotals } from './worker/trace-totals.js'
-import type { ExportArgs } from './worker/trace-export.js'
-import type { UsageReport } from './worker/usage-report.js'
-import type { Breakdown, Bucket, UsageRange } from './worker/usage-queries.js'
-import type { TraceRow, UsageMeasures } from './trace-types.js'
-import type { KeyInfo } from '../auth/authenticate.js'
-import type { LimitUsageRow, Limits, LimitsPatch } from '../limits/types.js'
-import type { AccountDetection, DetectionPatch } from '../detection/policy.js'
 import type { UsageGroupRow, UsersOrder } from './insight-types.js'
-import type { UsageExtras, UsageScope } from './worker/usage-extra-queries.js'
-import type { SessionCalls, SessionCallsQuery, SessionListFilter, SessionPage } from './worker/session-queries.js'
-
-export type Plan = 'free' | 'pro' | 'enterprise'
-export const PLANS: readonly Plan[] = ['free', 'pro', 'enterprise']
-export type Scope = 'proxy' | 'read'
-export const SCOPES: readonly Scope[] = ['proxy', 'read']
+import type { Breakdown, Bucket, ExportArgs, SessionCalls, SessionCallsQuery, SessionListFilter, SessionPage, TraceFilter, TracePage, UsageExtras, UsageRange, UsageReport, UsageScope } from './query-types.js'
+import type { EncodedTraces } from './trace-codec.js'
+import type { TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
 
 export interface StoreWorkerData {
   readonly dataDir: string
@@ -33,100 +28,71 @@ export interface StoreWorkerData {
   readonly testSeams: boolean
 }
 
-export interface AccountRow {
-  readonly id: string
-  readonly name: string
-  readonly plan: Plan
-  readonly server_side_keys: boolean
-  readonly created_at: string
-  /** Limits on all the account's keys together (maxBodyBytes is always null here). */
-  readonly limits: Limits
-  /** What detection does with the account's calls (block, monitor, off), its threshold and allow phrases. */
-  readonly detection: AccountDetection
-}
-
-export interface KeyRow {
-  readonly id: string
-  readonly account_id: string
-  readonly name: string
-  readonly prefix: string
-  readonly scope: Scope
-  readonly created_at: string
-  readonly expires_at: string | null
-  readonly revoked_at: string | null
-  readonly limits: Limits
-}
-
-
-export interface UserRow {
-  readonly id: string
-  readonly account_id: string
-  readonly email: string
-  readonly role: string
-  readonly disabled: boolean
-}
-
+/**
+ * Every operation the store worker answers: name → [arguments], result. The client's `call` and the
+ * worker's handler object (worker/main.ts) are both typed from this table.
+ */
 export interface StoreOps {
-  ping (): boolean
-  migrate (): string[]
-  lookupKey (args: { hash: string }): KeyInfo | null
-  countAccounts (): number
-  createAccount (args: { id: string; name: string; plan: Plan; serverSideKeys: boolean }): AccountRow
-  getAccount (args: { id: string }): AccountRow | null
-  createUser (args: { id: string; accountId: string; email: string; passwordHash: string; role: string }): { id: string; email: string }
-  createKey (args: { id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null; limits?: Limits }): KeyRow
+  ping: Op<[], boolean>
+  migrate: Op<[], string[]>
+  lookupKey: Op<[{ hash: string }], KeyInfo | null>
+  countAccounts: Op<[], number>
+  createAccount: Op<[{ id: string; name: string; plan: Plan; serverSideKeys: boolean }], AccountRow>
+  getAccount: Op<[{ id: string }], AccountRow | null>
+  createUser: Op<[{ id: string; accountId: string; email: string; passwordHash: string; role: string }], { id: string; email: string }>
+  createKey: Op<[{ id: string; accountId: string; hash: string; prefix: string; name: string; scope: Scope; expiresAt: number | null; limits?: Limits }], KeyRow>
   /** A new version of the key's row with the patch applied; 'key_not_found' when there is no such key. */
-  updateKeyLimits (args: { id: string; patch: LimitsPatch }): KeyRow
+  updateKeyLimits: Op<[{ id: string; patch: LimitsPatch }], KeyRow>
   /**
    * The same for an account ('unknown_account'); a patch with maxBodyBytes is refused. `detection`, when
    * given, patches the account's detection policy in the same row version.
    */
-  updateAccountLimits (args: { id: string; patch: LimitsPatch; detection?: DetectionPatch }): AccountRow
+  updateAccountLimits: Op<[{ id: string; patch: LimitsPatch; detection?: DetectionPatch }], AccountRow>
   /** Per key used this month: its use in the minute, UTC day and UTC month containing `now` (epoch ms). */
-  limitUsage (args: { now: number }): LimitUsageRow[]
-  revokeKey (args: { id: string }): { key: KeyRow; hash: string } | null
-  listKeys (args: { accountId: string }): KeyRow[]
+  limitUsage: Op<[{ now: number }], LimitUsageRow[]>
+  revokeKey: Op<[{ id: string }], { key: KeyRow; hash: string } | null>
+  listKeys: Op<[{ accountId: string }], KeyRow[]>
   /** Sign-in: the user with that (lower-case) email, with the password hash. */
-  findUserByEmail (args: { email: string }): (UserRow & { password_hash: string }) | null
-  getUser (args: { accountId: string; id: string }): UserRow | null
+  findUserByEmail: Op<[{ email: string }], (UserRow & { password_hash: string }) | null>
+  getUser: Op<[{ accountId: string; id: string }], UserRow | null>
   /** The dashboard's trace list: filters, newest first, keyset pages. */
-  listTraces (args: TraceFilter): TracePage
+  listTraces: Op<[TraceFilter], TracePage>
   /** Totals of the list's filter (its cursor and order aside), the rows in memory included, each once. */
-  traceTotals (args: TraceFilter): TraceTotals
+  traceTotals: Op<[TraceFilter], TraceTotals>
   /**
    * The filter's rows as CSV or JSONL, sent as ExportChunk messages before the reply (the rows sent);
    * each next chunk waits for the front thread's ExportAck (StoreClient.stream).
    */
-  exportTraces (args: ExportArgs): { rows: number }
+  exportTraces: Op<[ExportArgs], { rows: number }>
   /** Per key of the account, the last minute it was used in (from the usage rollup). */
-  keysLastUsed (args: { accountId: string }): Array<{ key_id: string; last_used_at: string }>
+  keysLastUsed: Op<[{ accountId: string }], Array<{ key_id: string; last_used_at: string }>>
   /** Inserts what is queued now (tests and shutdown; the timer does it otherwise). */
-  flushTraces (): TraceStats
-  traceStats (): TraceStats
-  getTrace (args: { accountId: string; traceId: string }): TraceRow | null
-  usageTotals (args: UsageRange): UsageMeasures
-  usageSeries (args: UsageRange & { bucket: Bucket }): Array<UsageMeasures & { t: string }>
-  usageBreakdown (args: UsageRange & { by: Breakdown }): Array<UsageMeasures & { group: string }>
+  flushTraces: Op<[], TraceStats | null>
+  traceStats: Op<[], TraceStats | null>
+  getTrace: Op<[{ accountId: string; traceId: string }], TraceRow | null>
+  usageTotals: Op<[UsageRange], UsageMeasures>
+  usageSeries: Op<[UsageRange & { bucket: Bucket }], Array<UsageMeasures & { t: string }>>
+  usageBreakdown: Op<[UsageRange & { by: Breakdown }], Array<UsageMeasures & { group: string }>>
   /** Totals, series and breakdowns from one query (one snapshot, so they always agree). */
-  usageReport (args: UsageRange & { bucket: Bucket; keyId?: string | null }): UsageReport
+  usageReport: Op<[UsageRange & { bucket: Bucket; keyId?: string | null }], UsageReport>
   /** From the traces: TTFT (and the whole report when a user is named), one query. */
-  usageExtras (args: UsageScope): UsageExtras
+  usageExtras: Op<[UsageScope], UsageExtras>
   /** From the traces: the busiest users of the scope, and how many users it has. */
-  usageByUser (args: UsageScope & { order: UsersOrder }): { users: number; top: UsageGroupRow[] }
+  usageByUser: Op<[UsageScope & { order: UsersOrder }], { users: number; top: UsageGroupRow[] }>
   /** Sessions with calls in a window, most recently active first. */
-  listSessions (args: SessionListFilter): SessionPage
+  listSessions: Op<[SessionListFilter], SessionPage>
   /** One session's totals and a page of its calls, oldest first. */
-  sessionCalls (args: SessionCallsQuery): SessionCalls
+  sessionCalls: Op<[SessionCallsQuery], SessionCalls>
   /** Test seam: point the store at another ClickHouse (null: the embedded one) at the connection level. */
-  testSwitchConnection (args: { server: ClickHouseServerConfig | null }): boolean
+  testSwitchConnection: Op<[{ server: ClickHouseServerConfig | null }], boolean>
   /** Test seam: a read query, for tests that check what was stored. */
-  testQuery (args: { query: string; params?: Record<string, unknown> }): Array<Record<string, unknown>>
+  testQuery: Op<[{ query: string; params?: Record<string, unknown> }], Array<Record<string, unknown>>>
   /** Every account, oldest first (the CLI's `account list`). */
-  listAccounts (): AccountRow[]
+  listAccounts: Op<[], AccountRow[]>
   /** A new password hash for the user with that (lower-case) email; null when there is none. */
-  setPassword (args: { email: string; passwordHash: string }): UserRow | null
+  setPassword: Op<[{ email: string; passwordHash: string }], UserRow | null>
   /** What `tracegate doctor` asks the store: the ClickHouse version and the migrations applied and shipped. */
-  storeStatus (): StoreStatus
+  storeStatus: Op<[], StoreStatus>
 }
 
 export interface StoreStatus {
@@ -164,12 +130,6 @@ export interface ExportAck {
   readonly more: boolean
 }
 
-export interface StoreRequest {
-  readonly id: number
-  readonly op: OpName
-  readonly args: unknown
-}
-
-export type StoreResponse =
-  | { readonly id: number; readonly ok: true; readonly value: unknown }
-  | { readonly id: number; readonly ok: false; readonly error: { readonly message: string; readonly code: string | null } }
+/** A call of one operation; `id` pairs it with its StoreResponse. */
+export type StoreRequest<K extends OpName = OpName> = Request<StoreOps, K>
+export type StoreResponse = Response<StoreOps>

@@ -13,8 +13,8 @@ import { stored } from '../helpers/store.js'
 import { until } from '../helpers/wait.js'
 import { repoFile } from '../../src/paths.js'
 import { Sessions } from '../../src/dashboard/session.js'
-import { NO_LIMITS } from '../../src/limits/types.js'
-import { DEFAULT_DETECTION } from '../../src/detection/policy.js'
+import { NO_LIMITS } from '../../src/domain/limits.js'
+import { DEFAULT_DETECTION } from '../../src/domain/detection-policy.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const VERSION = (JSON.parse(readFileSync(repoFile('package.json'), 'utf8')) as { version: string }).version

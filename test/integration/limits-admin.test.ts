@@ -11,7 +11,6 @@ import { AdminOps } from '../../src/admin/ops.js'
 import { AdminServer } from '../../src/admin/server.js'
 import { generateKey, hashKey, keyPrefix } from '../../src/auth/keys.js'
 import { loadConfig } from '../../src/config.js'
-import { NO_LIMITS, type Limits } from '../../src/limits/types.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { MIGRATIONS_DIR, StoreClient } from '../../src/store/client.js'
 import { Tracegate } from '../../src/tracegate.js'
@@ -20,6 +19,7 @@ import { adminCall, cliEnv, oneJson, refused, runTracegate, type CliRun } from '
 import { send } from '../helpers/http.js'
 import { tempDir, testConfig } from '../helpers/server.js'
 import { stored } from '../helpers/store.js'
+import { NO_LIMITS, type Limits } from '../../src/domain/limits.js'
 
 const dataDir = tempDir('tracegate-limits-')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })

@@ -11,7 +11,8 @@ import { migrate } from '../../src/store/worker/migrate.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { buildRecord, encodeRecord, TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import type { CallLabels, RawTrace, TraceRow } from '../../src/store/trace-types.js'
-import { emptyFilter, listTraces, type TraceFilter } from '../../src/store/worker/trace-queries.js'
+import { emptyFilter, listTraces } from '../../src/store/worker/trace-queries.js'
+import type { TraceFilter } from '../../src/store/query-types.js'
 import { TsvWriter, utf8End } from '../../src/store/worker/tsv.js'
 
 t.test('escapes: the seven TSV escapes, every other byte as is', async (t) => {

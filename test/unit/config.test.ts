@@ -1,5 +1,6 @@
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config.js'
+import { ConfigError } from '../../src/domain/config-error.js'
 
 t.test('defaults', async (t) => {
   const c = loadConfig({})

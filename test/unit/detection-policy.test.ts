@@ -2,9 +2,10 @@
 // phrase, any case, spans kept, regular-expression characters taken as text) and the verdict at an
 // account's threshold (blocked, threshold, categories).
 import t from 'tap'
-import { atThreshold, DEFAULT_DETECTION } from '../../src/detection/policy.js'
+import { atThreshold } from '../../src/detection/policy.js'
 import type { Segment, Verdict } from '../../src/detection/types.js'
 import { allowMatcher, blankAllowed } from '../../workers/allow.js'
+import { DEFAULT_DETECTION } from '../../src/domain/detection-policy.js'
 
 const seg = (text: string): Segment => ({ message: 0, role: 'user', path: 'messages[0].content', text })
 const blanked = (phrases: string[], text: string): string => blankAllowed([seg(text)], allowMatcher(phrases))[0]!.text

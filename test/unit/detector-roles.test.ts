@@ -5,7 +5,7 @@
 import t from 'tap'
 import type { Issue, Segment } from '../../src/detection/types.js'
 import type { ProviderName } from '../../src/providers/index.js'
-import { extractSegments } from '../../workers/detector/extract.js'
+import { extractSegments } from '../../src/scan/extract.js'
 import { THRESHOLD, detectInjection, isData } from '../../workers/detector/injection.js'
 import { EXPLAIN_TOP } from '../../workers/detector/model.js'
 import { matchRules, mentions } from '../../workers/detector/rules.js'

@@ -8,8 +8,8 @@ import { defaultThreads } from '../../src/config.js'
 import { Hub } from '../../src/front/hub.js'
 import { FrontLimits, type CountedNote } from '../../src/limits/front.js'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
-import { NO_LIMITS, type Limits } from '../../src/limits/types.js'
 import { until } from '../helpers/wait.js'
+import { NO_LIMITS, type Limits } from '../../src/domain/limits.js'
 
 function pair (t: Tap, handlers: Record<string, (a: never) => unknown>, notes: Record<string, (a: never) => void> = {}): { front: Hub; main: Hub; sent: () => number } {
   const c = new MessageChannel()

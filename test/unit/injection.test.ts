@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { Segment } from '../../src/detection/types.js'
 import type { ProviderName } from '../../src/providers/index.js'
-import { extractSegments } from '../../workers/detector/extract.js'
+import { extractSegments } from '../../src/scan/extract.js'
 import { THRESHOLD, detectInjection } from '../../workers/detector/injection.js'
 import { normalize, normalizeSlow, originalSpan } from '../../workers/detector/normalize.js'
 import { OTHER_GATE, PLANTED_GATE, PLANTED_RULES, RULES, SCAN_SOURCES, WORD_GATE, matchRules } from '../../workers/detector/rules.js'

@@ -2,10 +2,10 @@
 // time, refresh ahead of the TTL for keys in use, and invalidation.
 import t from 'tap'
 import { KeyCache } from '../../src/auth/cache.js'
-import type { KeyInfo } from '../../src/auth/authenticate.js'
-import { NO_LIMITS } from '../../src/limits/types.js'
-import { DEFAULT_DETECTION } from '../../src/detection/policy.js'
 import { sleep } from '../helpers/wait.js'
+import type { KeyInfo } from '../../src/domain/key-info.js'
+import { NO_LIMITS } from '../../src/domain/limits.js'
+import { DEFAULT_DETECTION } from '../../src/domain/detection-policy.js'
 
 const INFO: KeyInfo = { keyId: 'k', accountId: 'a', scope: 'proxy', expiresAt: null, revoked: false, plan: 'pro', serverSideKeys: false, limits: NO_LIMITS, accountLimits: NO_LIMITS, detection: DEFAULT_DETECTION }
 

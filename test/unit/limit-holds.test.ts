@@ -3,10 +3,10 @@
 import t from 'tap'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
 import { DEFAULT_OUTPUT_TOKENS, estimateOf, outputCap } from '../../src/limits/reserve.js'
-import { NO_LIMITS, type Limits } from '../../src/limits/types.js'
 import { Pricing } from '../../src/pricing/index.js'
 import { DIALECTS } from '../../src/providers/index.js'
 import { scanTopLevel } from '../../src/proxy/scan.js'
+import { NO_LIMITS, type Limits } from '../../src/domain/limits.js'
 
 const pricing = new Pricing()
 

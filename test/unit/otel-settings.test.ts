@@ -2,7 +2,7 @@
 // wins, the generic endpoint gets /v1/traces and the per-signal one is used as is, and a bad value
 // names its variable.
 import t from 'tap'
-import { ConfigError } from '../../src/config.js'
+import { ConfigError } from '../../src/domain/config-error.js'
 import { otelSettings } from '../../src/otel/settings.js'
 
 t.test('off unless an endpoint is set, and off when the SDK is disabled', async (t) => {

@@ -4,9 +4,9 @@
 // JSON array, plain text; what it must leave alone; and the findings' spans moved onto the placeholders.
 import t from 'tap'
 import { findMasks, mapOffset, maskRecord, maskText, type MaskCounts } from '../../src/store/worker/pii-at-rest.js'
-import type { TraceRecord } from '../../src/store/worker/rows.js'
-import { extractSegments } from '../../workers/detector/extract.js'
-import { findPii } from '../../workers/detector/pii.js'
+import type { TraceRecord } from '../../src/store/worker/trace-record.js'
+import { extractSegments } from '../../src/scan/extract.js'
+import { findPii } from '../../src/scan/pii.js'
 
 const EMAIL = 'jane.doe@example.com'
 const KEY = 'sk-proj-Ab3De5Fg7Hj9Kl1Mn3Pq5Rs7Tu9Vw1Xy3Za5Bc7De9Fg1Hi3'

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { Buffer } from 'node:buffer'
-import { findPii } from '../../workers/detector/pii.js'
-import { findSecrets } from '../../workers/detector/secrets.js'
+import { findPii } from '../../src/scan/pii.js'
+import { findSecrets } from '../../src/scan/secrets.js'
 import type { Issue, Segment } from '../../src/detection/types.js'
 import { token } from '../helpers/tokens.js'
 

@@ -1,4 +1,4 @@
-// The detector (workers/detector/extract.ts) and the dashboard's conversation view
+// The detector (src/scan/extract.ts) and the dashboard's conversation view
 // (src/dashboard/ui/conversation.ts) both walk a request through the provider module's walkRequest: the
 // detector with a sink that only takes texts, the dashboard with one that also takes labels, displays
 // and what is not text. A finding names its text by segment index, so the full walk must read exactly
@@ -6,7 +6,7 @@
 // parts, tool calls and results, images and empty parts, both ways and compares them.
 import t from 'tap'
 import { DIALECTS, type ProviderName, type RequestSink } from '../../src/providers/index.js'
-import { extractSegments } from '../../workers/detector/extract.js'
+import { extractSegments } from '../../src/scan/extract.js'
 
 interface Seen { readonly message: number; readonly role: string; readonly text: string; readonly segment: number | null }
 

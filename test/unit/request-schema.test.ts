@@ -7,7 +7,7 @@
 import t from 'tap'
 import { DIALECTS, type ProviderName, type RequestSink } from '../../src/providers/index.js'
 import type { SpanSource } from '../../src/providers/types.js'
-import { extractSegments } from '../../workers/detector/extract.js'
+import { extractSegments } from '../../src/scan/extract.js'
 import { sourceOf } from '../../workers/detector/spans.js'
 
 type Node =

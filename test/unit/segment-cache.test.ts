@@ -3,8 +3,8 @@
 // appears this time, and the bound holds whatever is sent.
 import t from 'tap'
 import type { Segment } from '../../src/detection/types.js'
-import { findPii } from '../../workers/detector/pii.js'
-import { findSecrets } from '../../workers/detector/secrets.js'
+import { findPii } from '../../src/scan/pii.js'
+import { findSecrets } from '../../src/scan/secrets.js'
 import { findPiiAndSecrets, setSegmentCache } from '../../workers/detector/segment-cache.js'
 import { TextCache } from '../../workers/detector/text-cache.js'
 

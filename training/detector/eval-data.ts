@@ -4,7 +4,7 @@
 // training (the model refitted without them, threshold chosen on dev as train.ts does).
 import type { Segment } from '../../src/detection/types.js'
 import { DATA_MODEL_ONLY, detectInjection, isData, segmentScore } from '../../workers/detector/injection.js'
-import { extractSegments } from '../../workers/detector/extract.js'
+import { extractSegments } from '../../src/scan/extract.js'
 import { STRONG_RULE, analyze, decodeModel, encodeModel, type Model } from '../../workers/detector/model.js'
 import { dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { documents, isHeldOutDocument, type DocumentRow } from './documents.js'

@@ -3,8 +3,8 @@
 // keeps, a call pays the scans only for text not seen before. Findings are a pure function of the text;
 // the segment index and message number they carry are set for each request that uses them.
 import type { Issue, Segment } from '../../src/detection/types.js'
-import { findPii } from './pii.js'
-import { findSecrets } from './secrets.js'
+import { findPii } from '../../src/scan/pii.js'
+import { findSecrets } from '../../src/scan/secrets.js'
 import { TextCache } from './text-cache.js'
 
 interface Found {

@@ -6,16 +6,14 @@ import { withQuery, type Query } from './api.js'
 import { h, options, replace } from './dom.js'
 import { int, ms, percent, usd } from './format.js'
 import { PROVIDERS } from './providers/index.js'
+import { OUTCOMES as OUTCOME_VALUES, outcomeLabel } from './domain/outcome.js'
 import type { TraceTotals } from '../../store/trace-types.js'
 
 export const RANGES: ReadonlyArray<readonly [string, string]> = [
   ['hour', 'Last hour'], ['day', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['all', 'All time'], ['custom', 'Custom…'],
 ]
 const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
-const OUTCOMES: ReadonlyArray<readonly [string, string]> = [
-  ['ok', 'ok'], ['blocked', 'blocked'], ['limited', 'limited'], ['rejected', 'rejected'], ['provider_error', 'provider error'],
-  ['provider_stream_error', 'provider stream error'], ['client_aborted', 'client aborted'], ['proxy_error', 'proxy error'],
-]
+const OUTCOMES: ReadonlyArray<readonly [string, string]> = OUTCOME_VALUES.map((o) => [o, outcomeLabel(o)])
 const STATUSES: ReadonlyArray<readonly [string, string]> = [['2xx', '2xx'], ['4xx', '4xx'], ['5xx', '5xx']]
 export type SortKey = 'time' | 'latency' | 'cost' | 'tokens'
 

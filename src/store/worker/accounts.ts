@@ -2,13 +2,16 @@
 // (ReplacingMergeTree by updated_at) and read with FINAL.
 import { TracegateError } from '../../errors.js'
 import { chTime } from './connect.js'
-import type { KeyInfo } from '../../auth/authenticate.js'
-import { applyDetectionPatch, DEFAULT_DETECTION, DETECTION_POLICIES, type AccountDetection, type DetectionPolicy, type PiiAtRest } from '../../detection/policy.js'
-import { applyPatch, NO_LIMITS, type Limits } from '../../limits/types.js'
-import type { AccountRow, KeyRow, StoreOps, UserRow } from '../protocol.js'
+import { applyDetectionPatch } from '../../detection/policy.js'
+import { applyPatch } from '../../limits/types.js'
+import type { StoreOps } from '../protocol.js'
 import type { ClientHolder } from './trace-writer.js'
+import type { KeyInfo } from '../../domain/key-info.js'
+import { DEFAULT_DETECTION, DETECTION_POLICIES, type AccountDetection, type DetectionPolicy, type PiiAtRest } from '../../domain/detection-policy.js'
+import { NO_LIMITS, type Limits } from '../../domain/limits.js'
+import type { AccountRow, KeyRow, UserRow } from '../../domain/accounts.js'
 
-type Args<K extends keyof StoreOps> = Parameters<StoreOps[K]>[0]
+type Args<K extends keyof StoreOps> = StoreOps[K]['args'][0]
 
 // UUIDs and DateTime64 values come out of JSONEachRow as strings already.
 const LIMIT_COLUMNS = 'limit_rpm, limit_tpm, budget_day_usd, budget_month_usd, allowed_models'

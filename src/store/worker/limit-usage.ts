@@ -1,8 +1,8 @@
 // The use each key already has in the limits' current windows, for the limiter to start from after a
 // restart: the usage_minute rollup for tokens and cost, the current minute's traces for requests.
 import type { ClickHouseClient } from '@clickhouse/client'
-import type { LimitUsageRow } from '../../limits/types.js'
 import { chTime } from './connect.js'
+import type { LimitUsageRow } from '../../domain/limits.js'
 
 /**
  * Per account and key with any use this UTC month: requests and input + output tokens in the minute

@@ -10,7 +10,9 @@ import { AccountStore } from './accounts.js'
 import { connect } from './connect.js'
 import { migrate } from './migrate.js'
 import { lowerStoreThreads } from './priority.js'
-import type { ExportAck, LiveMessage, OpName, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from '../protocol.js'
+import type { ClickHouseClient } from '@clickhouse/client'
+import type { Handlers } from '../../domain/rpc.js'
+import type { ExportAck, LiveMessage, OpName, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from '../protocol.js'
 import { applyRetention } from './retention.js'
 import { Spool } from './spool.js'
 import { HANDOFF_FILE } from '../handoff.js'
@@ -22,10 +24,10 @@ import { decodeTraces } from '../trace-codec.js'
 import type { SpanExport } from './spans.js'
 import { listItem, type LiveBatch, type TraceListItem, type TraceSummary } from '../trace-types.js'
 import { keysLastUsed } from './key-last-used.js'
-import { listTraces, type TraceFilter } from './trace-queries.js'
+import { listTraces } from './trace-queries.js'
 import { recentPage, recentTrace } from './recent-traces.js'
 import { heldColumns, traceTotals } from './trace-totals.js'
-import { exportTraces, type ExportArgs } from './trace-export.js'
+import { exportTraces } from './trace-export.js'
 import { usageBreakdown, usageSeries, usageTotals } from './usage-queries.js'
 import { usageReport } from './usage-report.js'
 import { storeStatus } from './status.js'
@@ -119,88 +121,90 @@ function sendChunk (id: number, chunk: string): Promise<boolean> {
   })
 }
 
-async function run (op: OpName, args: unknown, id: number): Promise<unknown> {
+/** What a handler works with: the open ClickHouse client, the account store, and its request's id. */
+interface Call {
+  readonly ch: ClickHouseClient
+  readonly store: AccountStore
+  readonly id: number
+}
+
+/** One handler per operation of the table (protocol.ts); tsc refuses a missing, extra or mistyped one. */
+const handlers: Handlers<StoreOps, Call> = {
+  ping: async ({ ch }) => (await ch.ping()).success,
+  migrate: async ({ ch }) => {
+    const applied = await migrate(ch, data.migrationsDir)
+    await applyRetention(ch, data.traces.bodyTtlDays, data.traces.rowTtlDays)
+    return applied
+  },
+  lookupKey: ({ store }, a) => store.lookupKey(a),
+  countAccounts: ({ store }) => store.countAccounts(),
+  createAccount: ({ store }, a) => store.createAccount(a),
+  getAccount: ({ store }, a) => store.getAccount(a),
+  createUser: ({ store }, a) => store.createUser(a),
+  createKey: ({ store }, a) => store.createKey(a),
+  revokeKey: ({ store }, a) => store.revokeKey(a),
+  updateKeyLimits: ({ store }, a) => store.updateKeyLimits(a),
+  updateAccountLimits: ({ store }, a) => store.updateAccountLimits(a),
+  limitUsage: ({ ch }, a) => limitUsage(ch, a.now),
+  listKeys: ({ store }, a) => store.listKeys(a),
+  findUserByEmail: ({ store }, a) => store.findUserByEmail(a),
+  getUser: ({ store }, a) => store.getUser(a),
+  // The rows in memory are read before ClickHouse is asked: a row inserted in between is then in both
+  // answers (and shown once), never in neither.
+  listTraces: ({ ch }, f) => listTraces(ch, f, traces === null ? null : recentPage(traces.held(), f)),
+  // Read before ClickHouse is asked, as for the list: a row inserted in between is counted from memory.
+  traceTotals: ({ ch }, f) => traceTotals(ch, f, traces === null ? null : heldColumns(traces.held(), f)),
+  exportTraces: ({ ch, id }, a) => exportTraces(ch, a, (chunk) => sendChunk(id, chunk)),
+  keysLastUsed: ({ ch }, a) => keysLastUsed(ch, a.accountId),
+  flushTraces: async () => {
+    await traces?.flush()
+    return statsWithSpans()
+  },
+  traceStats: () => statsWithSpans(),
+  getTrace: async ({ ch }, a) => {
+    // A row leaves memory only once ClickHouse has it, so one not found here is asked of ClickHouse.
+    const recent = traces === null ? null : recentTrace(traces.held(), a.accountId, a.traceId)
+    if (recent !== null) return recent
+    const rs = await ch.query({
+      // The bloom filter on trace_id finds the granule; account_id keeps it the caller's.
+      query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',
+      query_params: a,
+      format: 'JSONEachRow',
+    })
+    return (await rs.json<TraceRow>())[0] ?? null
+  },
+  usageTotals: ({ ch }, a) => usageTotals(ch, a),
+  usageSeries: ({ ch }, a) => usageSeries(ch, a),
+  usageBreakdown: ({ ch }, a) => usageBreakdown(ch, a),
+  usageReport: ({ ch }, a) => usageReport(ch, a),
+  usageExtras: ({ ch }, a) => usageExtras(ch, a),
+  usageByUser: ({ ch }, a) => usageByUser(ch, a),
+  listSessions: ({ ch }, a) => listSessions(ch, a),
+  sessionCalls: ({ ch }, a) => sessionCalls(ch, a),
+  testSwitchConnection: async (_, a) => {
+    seam()
+    const old = holder!.client
+    holder!.client = await connect(data.dataDir, a.server)
+    await old.close().catch(() => {})
+    return true
+  },
+  testQuery: async ({ ch }, a) => {
+    seam()
+    const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow' })
+    return rs.json<Record<string, unknown>>()
+  },
+  listAccounts: ({ store }) => store.listAccounts(),
+  setPassword: ({ store }, a) => store.setPassword(a),
+  storeStatus: ({ ch }) => storeStatus(ch, data.clickhouse?.url ?? null, data.migrationsDir),
+}
+
+/**
+ * Runs request `id`'s operation once the store is open. Generic in K, so the operation's arguments and its
+ * handler are checked as a pair: the request came from StoreClient.call, which the same table types.
+ */
+async function run<K extends OpName> (op: K, args: StoreOps[K]['args'], id: number): Promise<StoreOps[K]['result']> {
   await open()
-  const ch = holder!.client
-  const store = accounts!
-  switch (op) {
-    case 'ping': {
-      const r = await ch.ping()
-      return r.success
-    }
-    case 'migrate': {
-      const applied = await migrate(ch, data.migrationsDir)
-      await applyRetention(ch, data.traces.bodyTtlDays, data.traces.rowTtlDays)
-      return applied
-    }
-    case 'lookupKey': return store.lookupKey(args as never)
-    case 'countAccounts': return store.countAccounts()
-    case 'createAccount': return store.createAccount(args as never)
-    case 'getAccount': return store.getAccount(args as never)
-    case 'createUser': return store.createUser(args as never)
-    case 'createKey': return store.createKey(args as never)
-    case 'revokeKey': return store.revokeKey(args as never)
-    case 'updateKeyLimits': return store.updateKeyLimits(args as never)
-    case 'updateAccountLimits': return store.updateAccountLimits(args as never)
-    case 'limitUsage': return limitUsage(ch, (args as { now: number }).now)
-    case 'listKeys': return store.listKeys(args as never)
-    case 'findUserByEmail': return store.findUserByEmail(args as never)
-    case 'getUser': return store.getUser(args as never)
-    case 'listTraces': {
-      const f = args as TraceFilter
-      // The rows in memory are read before ClickHouse is asked: a row inserted in between is then in both
-      // answers (and shown once), never in neither.
-      return listTraces(ch, f, traces === null ? null : recentPage(traces.held(), f))
-    }
-    case 'traceTotals': {
-      const f = args as TraceFilter
-      // Read before ClickHouse is asked, as for the list: a row inserted in between is counted from memory.
-      return traceTotals(ch, f, traces === null ? null : heldColumns(traces.held(), f))
-    }
-    case 'exportTraces': return exportTraces(ch, args as ExportArgs, (chunk) => sendChunk(id, chunk))
-    case 'keysLastUsed': return keysLastUsed(ch, (args as { accountId: string }).accountId)
-    case 'flushTraces':
-      await traces?.flush()
-      return statsWithSpans()
-    case 'traceStats': return statsWithSpans()
-    case 'getTrace': {
-      const a = args as { accountId: string; traceId: string }
-      // A row leaves memory only once ClickHouse has it, so one not found here is asked of ClickHouse.
-      const recent = traces === null ? null : recentTrace(traces.held(), a.accountId, a.traceId)
-      if (recent !== null) return recent
-      const rs = await ch.query({
-        // The bloom filter on trace_id finds the granule; account_id keeps it the caller's.
-        query: 'SELECT * FROM traces WHERE account_id = {accountId:UUID} AND trace_id = {traceId:UUID} LIMIT 1',
-        query_params: a,
-        format: 'JSONEachRow',
-      })
-      return (await rs.json<TraceRow>())[0] ?? null
-    }
-    case 'usageTotals': return usageTotals(ch, args as never)
-    case 'usageSeries': return usageSeries(ch, args as never)
-    case 'usageBreakdown': return usageBreakdown(ch, args as never)
-    case 'usageReport': return usageReport(ch, args as never)
-    case 'usageExtras': return usageExtras(ch, args as never)
-    case 'usageByUser': return usageByUser(ch, args as never)
-    case 'listSessions': return listSessions(ch, args as never)
-    case 'sessionCalls': return sessionCalls(ch, args as never)
-    case 'testSwitchConnection': {
-      seam()
-      const old = holder!.client
-      holder!.client = await connect(data.dataDir, (args as { server: StoreWorkerData['clickhouse'] }).server)
-      await old.close().catch(() => {})
-      return true
-    }
-    case 'testQuery': {
-      seam()
-      const a = args as { query: string; params?: Record<string, unknown> }
-      const rs = await ch.query({ query: a.query, query_params: a.params ?? {}, format: 'JSONEachRow' })
-      return rs.json()
-    }
-    case 'listAccounts': return store.listAccounts()
-    case 'setPassword': return store.setPassword(args as never)
-    case 'storeStatus': return storeStatus(ch, data.clickhouse?.url ?? null, data.migrationsDir)
-  }
+  return handlers[op]({ ch: holder!.client, store: accounts!, id }, ...args)
 }
 
 /** Tokens and cost of the rows built, for the front thread's limits. */
@@ -292,8 +296,8 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     }
     return
   }
-  const exec = (): Promise<unknown> => run(msg.op, msg.args, msg.id)
-  let p: Promise<unknown>
+  const exec = (): Promise<StoreOps[OpName]['result']> => run(msg.op, msg.args, msg.id)
+  let p: Promise<StoreOps[OpName]['result']>
   if (SERIAL.has(msg.op)) {
     p = writes.then(exec, exec)
     writes = p.catch(() => {})

@@ -1,7 +1,7 @@
 // PII at rest: for an account whose setting is `mask`, the e-mails, phone numbers, card numbers,
 // IBANs, SSNs and secrets in the stored prompt and response become placeholders before the row is written.
-// The scanners are the detector's own (workers/detector/pii.ts, secrets.ts), so what is masked is what
-// detection finds. Pure: runs in the store worker, never on the front thread.
+// The scanners are the detector's own (src/scan/pii.ts, secrets.ts, which the detection worker runs too),
+// so what is masked is what detection finds. Pure: runs in the store worker, never on the front thread.
 //
 // JSON stays valid: masking works on decoded string values, and a changed value is written back as one
 // JSON string, so a placeholder never cuts an escape or a quote; every other byte is kept. A stream is
@@ -11,10 +11,10 @@
 import type { Issue, Segment } from '../../detection/types.js'
 import type { ProviderName } from '../../providers/index.js'
 import { forEachDataLine } from '../../providers/sse.js'
-import { extractSegments } from '../../../workers/detector/extract.js'
-import { findPii } from '../../../workers/detector/pii.js'
-import { findSecrets } from '../../../workers/detector/secrets.js'
-import type { TraceRecord } from './rows.js'
+import { extractSegments } from '../../scan/extract.js'
+import { findPii } from '../../scan/pii.js'
+import { findSecrets } from '../../scan/secrets.js'
+import type { TraceRecord } from './trace-record.js'
 
 /** One value to mask: [start, end) in a text, and what stands in its place. */
 export interface Mask {

@@ -7,7 +7,7 @@
 // skip these rows instead.
 import { readRow, readSummary } from './tsv-read.js'
 import { HeldRow, heldBytes, heldTests, listOrder, SORTS, type HeldTest } from './trace-filters.js'
-import type { TraceFilter } from './trace-queries.js'
+import type { TraceFilter } from '../query-types.js'
 import type { TraceRow, TraceSummary } from '../trace-types.js'
 
 /** Rows in memory: their TabSeparated bytes back to back and where each ends (trace-writer.ts). */

@@ -10,30 +10,7 @@ import { TsvWriter, utf8End } from './tsv.js'
 import { promptText, readResponse } from './token-usage.js'
 import { maskRecord } from './pii-at-rest.js'
 import { issuesOnScrubbed, withoutTracegateKeys } from './key-scrub.js'
-
-/** A built trace, waiting in the writer's queue: what the live list shows, and the rest of the row. */
-export interface TraceRecord {
-  readonly summary: TraceSummary
-  readonly endpoint: string
-  readonly prompt: Uint8Array
-  readonly promptTruncated: boolean
-  readonly response: Uint8Array
-  readonly responseTruncated: boolean
-  readonly requestBytes: number
-  readonly responseBytes: number
-  readonly ttfbMs: number | null
-  readonly ttftMs: number | null
-  readonly providerMs: number | null
-  readonly overheadMs: number
-  readonly costStatus: TraceRow['cost_status']
-  readonly errorCause: string
-  readonly detection: string
-  readonly issues: string
-  /** The caller sent labels (else user, session, tags and metadata are all empty). */
-  readonly labelled: boolean
-  /** The caller's metadata (its user, session and tags are in the summary). */
-  readonly metadata: Readonly<Record<string, string>>
-}
+import type { TraceRecord } from './trace-record.js'
 
 /**
  * The columns rows were written with before the caller's labels (migration 005): batches spooled by that

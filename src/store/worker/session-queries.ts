@@ -4,50 +4,9 @@
 // (session_idx), which skips every granule that cannot hold that id. Every value is a query parameter.
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { SessionCall, SessionSummary } from '../insight-types.js'
+import type { CallCursor, SessionCalls, SessionCallsQuery, SessionCursor, SessionListFilter, SessionPage } from '../query-types.js'
 import { chTime } from './connect.js'
 import { ERROR_OUTCOMES_SQL } from './usage-rollup.js'
-
-export interface SessionCursor {
-  /** The last_time (ClickHouse's DateTime64(3) text) and id of the last session shown. */
-  readonly last: string
-  readonly session: string
-}
-
-export interface SessionListFilter {
-  readonly accountId: string
-  /** Epoch ms, inclusive. */
-  readonly from: number
-  /** Epoch ms, exclusive. */
-  readonly to: number
-  readonly user: string | null
-  readonly limit: number
-  readonly cursor: SessionCursor | null
-}
-
-export interface SessionPage {
-  readonly sessions: SessionSummary[]
-  readonly next: SessionCursor | null
-}
-
-export interface CallCursor {
-  readonly time: string
-  readonly traceId: string
-}
-
-export interface SessionCallsQuery {
-  readonly accountId: string
-  readonly session: string
-  readonly limit: number
-  /** Calls strictly after this one (the last call of the previous page). */
-  readonly cursor: CallCursor | null
-}
-
-export interface SessionCalls {
-  /** Null when the account has no call with this session id. */
-  readonly totals: SessionSummary | null
-  readonly calls: SessionCall[]
-  readonly next: CallCursor | null
-}
 
 /** How much of a call's last message and of its response a session page carries. */
 export const EXCERPT_BYTES = 65_536

@@ -5,17 +5,9 @@
 // clause, as for the list. Rows still waiting in memory for their insert are not exported.
 import type { ClickHouseClient } from '@clickhouse/client'
 import { orderBy, where } from './trace-filters.js'
-import { cursorOf, type TraceFilter } from './trace-queries.js'
+import { cursorOf } from './trace-queries.js'
+import type { ExportArgs, TraceFilter } from '../query-types.js'
 import type { TraceSummary } from '../trace-types.js'
-
-export type ExportFormat = 'csv' | 'jsonl'
-
-export interface ExportArgs {
-  readonly filter: TraceFilter
-  readonly format: ExportFormat
-  /** At most this many rows (the caller bounds it). */
-  readonly maxRows: number
-}
 
 /** Rows per ClickHouse page (and per chunk sent). */
 export const EXPORT_PAGE = 1000

@@ -5,7 +5,8 @@
 import { chTime } from './connect.js'
 import { EncodedRow, unescapeInto } from './tsv-read.js'
 import { TsvWriter } from './tsv.js'
-import type { SortKey, TraceFilter } from './trace-queries.js'
+import type { SortKey } from '../../domain/sort-key.js'
+import type { TraceFilter } from '../query-types.js'
 import type { TraceSummary } from '../trace-types.js'
 
 /** A String column's value as a held row holds it (escaped as tsv.ts writes it), for comparing bytes. */

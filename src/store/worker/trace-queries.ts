@@ -4,57 +4,8 @@
 // value, time, trace_id) when sorted by latency, cost or tokens.
 import type { ClickHouseClient } from '@clickhouse/client'
 import { listOrder, orderBy, SORTS, where } from './trace-filters.js'
+import type { ListCursor, TraceFilter, TracePage } from '../query-types.js'
 import type { TraceSummary } from '../trace-types.js'
-
-export interface TraceCursor {
-  /** ClickHouse's DateTime64(3) text of the last row shown. */
-  readonly time: string
-  readonly traceId: string
-}
-
-/** The last row shown under the list's order: its sort value too (null when sorted by time). */
-export interface ListCursor extends TraceCursor {
-  readonly value: number | null
-}
-
-export type SortKey = 'time' | 'latency' | 'cost' | 'tokens'
-export const SORT_KEYS: readonly SortKey[] = ['time', 'latency', 'cost', 'tokens']
-
-/** The list's filters; each is described once, for ClickHouse and for rows in memory, in trace-filters.ts. */
-export interface TraceFilter {
-  readonly accountId: string
-  /** Epoch ms, inclusive; null: no bound. */
-  readonly from: number | null
-  /** Epoch ms, exclusive; null: no bound. */
-  readonly to: number | null
-  readonly provider: string | null
-  readonly model: string | null
-  /** Any of these outcomes. */
-  readonly outcomes: readonly string[] | null
-  /** Any of these status classes (2 for 2xx…). */
-  readonly statusClasses: readonly number[] | null
-  /** Latency in ms and cost in USD, both bounds inclusive; an unpriced call is in no cost range. */
-  readonly latencyMin: number | null
-  readonly latencyMax: number | null
-  readonly costMin: number | null
-  readonly costMax: number | null
-  readonly streaming: boolean | null
-  readonly confidential: boolean | null
-  readonly keyId: string | null
-  /** The caller's labels: exactly this user, this session, and a trace whose tags hold this one. */
-  readonly user: string | null
-  readonly session: string | null
-  readonly tag: string | null
-  /** A metadata key holding exactly this value (a key the trace lacks reads as ''). */
-  readonly meta: { readonly key: string; readonly value: string } | null
-  /** Case-insensitive text in the prompt or the response. */
-  readonly q: string | null
-  readonly sort: SortKey
-  readonly order: 'asc' | 'desc'
-  readonly limit: number
-  /** Rows strictly after this one in the list's order (the last row of the previous page). */
-  readonly cursor: ListCursor | null
-}
 
 /** No filter but the account: every trace, newest first. */
 export function emptyFilter (accountId: string, limit = 50): TraceFilter {
@@ -68,12 +19,6 @@ export function emptyFilter (accountId: string, limit = 50): TraceFilter {
 /** The cursor after a row under the filter's order. */
 export function cursorOf (f: Pick<TraceFilter, 'sort'>, row: TraceSummary): ListCursor {
   return { value: f.sort === 'time' ? null : SORTS[f.sort].summary(row), time: row.time, traceId: row.trace_id }
-}
-
-export interface TracePage {
-  readonly traces: TraceSummary[]
-  /** The cursor of the next page, or null when this page is the last. */
-  readonly next: ListCursor | null
 }
 
 // The columns of TraceSummary (trace-types.ts), the live list's shape.

@@ -5,11 +5,9 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { HeldRow, heldTests, where, type HeldTest } from './trace-filters.js'
 import { passes, type HeldRows } from './recent-traces.js'
-import { ERROR_OUTCOMES } from './usage-rollup.js'
-import type { TraceFilter } from './trace-queries.js'
+import { ERROR_OUTCOMES } from '../../domain/outcome.js'
+import type { TraceFilter } from '../query-types.js'
 import type { TraceTotals } from '../trace-types.js'
-
-export type { TraceTotals }
 
 
 

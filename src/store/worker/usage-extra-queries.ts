@@ -8,16 +8,8 @@ import type { TtftMeasures, UsageGroupRow, UsersOrder } from '../insight-types.j
 import type { UsageMeasures } from '../trace-types.js'
 import { chTime } from './connect.js'
 import { ERROR_OUTCOMES_SQL } from './usage-rollup.js'
-import { measures, type Bucket, type Raw, type UsageRange } from './usage-queries.js'
-import type { UsageReport } from './usage-report.js'
-
-export interface UsageScope extends UsageRange {
-  readonly bucket: Bucket
-  /** One key of the account, or null for all. */
-  readonly keyId: string | null
-  /** One `user` label, or null for all calls. */
-  readonly user: string | null
-}
+import { measures, type Raw } from './usage-queries.js'
+import type { Bucket, UsageExtras, UsageReport, UsageScope } from '../query-types.js'
 
 /** The most users a breakdown lists. */
 export const TOP_USERS = 50
@@ -69,17 +61,6 @@ function ttft (r: TtftRaw): TtftMeasures {
   const q = streams > 0 && Array.isArray(r.ttft) ? r.ttft : []
   const at = (i: number): number | null => (q[i] === undefined || Number.isNaN(Number(q[i])) ? null : Math.round(Number(q[i]) * 1000) / 1000)
   return { streams, ttft_p50_ms: at(0), ttft_p95_ms: at(1), ttft_p99_ms: at(2) }
-}
-
-export interface UsageExtras {
-  readonly totals: TtftMeasures
-  /** Only buckets that have calls; `t` as in UsageReport's series. */
-  readonly series: Array<TtftMeasures & { t: string }>
-  /**
-   * The whole report read from the traces, when the scope names a user (the rollup has no user);
-   * null otherwise (the caller reads the rollup).
-   */
-  readonly report: UsageReport | null
 }
 
 type Row = Raw & TtftRaw & { t: string | null; key_id: string | null; model: string | null; provider: string | null }

@@ -1,19 +1,9 @@
 // The dashboard's usage queries, all from the usage_minute rollup (never the raw traces), all
 // parameterised and filtered by the caller's account.
 import type { ClickHouseClient } from '@clickhouse/client'
+import type { Breakdown, Bucket, UsageRange } from '../query-types.js'
 import type { UsageMeasures } from '../trace-types.js'
 import { chTime } from './connect.js'
-
-export interface UsageRange {
-  readonly accountId: string
-  /** Epoch ms, inclusive. */
-  readonly from: number
-  /** Epoch ms, exclusive. */
-  readonly to: number
-}
-
-export type Bucket = 'minute' | 'hour' | 'day'
-export type Breakdown = 'key' | 'model' | 'provider'
 
 export const MEASURES = `sum(requests) AS requests, sum(blocked) AS blocked, sum(errors) AS errors,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,

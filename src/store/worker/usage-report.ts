@@ -4,17 +4,9 @@
 // queries could straddle an insert and disagree by the rows it brought).
 import type { ClickHouseClient } from '@clickhouse/client'
 import { chTime } from './connect.js'
-import { BUCKETS, MEASURES, measures, type Bucket, type Raw, type UsageRange } from './usage-queries.js'
+import { BUCKETS, MEASURES, measures, type Raw } from './usage-queries.js'
+import type { Bucket, UsageRange, UsageReport } from '../query-types.js'
 import type { UsageMeasures } from '../trace-types.js'
-
-export interface UsageReport {
-  readonly totals: UsageMeasures
-  /** Only the buckets that have rows, oldest first; `t` is ClickHouse's `YYYY-MM-DD hh:mm:ss` (UTC). */
-  readonly series: Array<UsageMeasures & { t: string }>
-  readonly byKey: Array<UsageMeasures & { group: string }>
-  readonly byModel: Array<UsageMeasures & { group: string }>
-  readonly byProvider: Array<UsageMeasures & { group: string }>
-}
 
 const ZERO: Raw = { q: [] }
 

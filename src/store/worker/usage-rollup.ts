@@ -5,12 +5,11 @@
 // the batch sums its rows' shares and keeps their latencies, from which ClickHouse builds the quantile
 // state (migration 007). The rollup batch carries the trace batch's deduplication token, so a replayed
 // batch is counted once in usage_minute as in traces.
+import { ERROR_OUTCOMES } from '../../domain/outcome.js'
 import type { TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
 
-/** The outcomes counted as errors (as the view counted them, migration 002); every error count reads this list. */
-export const ERROR_OUTCOMES: readonly string[] = ['rejected', 'provider_error', 'provider_stream_error', 'proxy_error']
-/** ERROR_OUTCOMES as a ClickHouse tuple, for `outcome IN …` in query text. */
+/** ERROR_OUTCOMES (the ones the view counted as errors, migration 002) as a ClickHouse tuple, for `outcome IN …`. */
 export const ERROR_OUTCOMES_SQL = `(${ERROR_OUTCOMES.map((o) => `'${o}'`).join(', ')})`
 const ERRORS: ReadonlySet<string> = new Set(ERROR_OUTCOMES)
 

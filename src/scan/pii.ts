@@ -3,7 +3,7 @@
 // or bounded regexes found by a cheap prefilter, validated in plain code, so a 32,000-character prompt
 // costs well under a millisecond.
 import { findPhoneNumbersInText } from 'libphonenumber-js/min'
-import type { Issue, Segment, Severity } from '../../src/detection/types.js'
+import type { Issue, Segment, Severity } from '../detection/types.js'
 import { digitsOf, maskEmail } from './mask.js'
 
 export function findPii (segments: readonly Segment[]): Issue[] {

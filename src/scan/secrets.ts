@@ -2,7 +2,7 @@
 // of literal prefixes finds where a key could start; only there does a sticky, bounded regex for that
 // provider run, so the cost on ordinary prose is one linear pass.
 import { Buffer } from 'node:buffer'
-import type { Issue, Segment, Severity } from '../../src/detection/types.js'
+import type { Issue, Segment, Severity } from '../detection/types.js'
 import { maskKey, tail } from './mask.js'
 
 interface Rule {

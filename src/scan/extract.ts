@@ -1,10 +1,10 @@
 // The texts a request carries, as segments with their message index, role, JSON path and who wrote them
 // (application, user or data), in the order the provider module walks them (src/providers/<name>.ts
 // walkRequest). The dashboard walks the same function, so a finding's segment index names the same text there.
-import { DIALECTS, type ProviderName, type RequestSink } from '../../src/providers/index.js'
-import { asObject } from '../../src/providers/json.js'
-import { roleSource, type SpanSource } from '../../src/providers/types.js'
-import type { Segment } from '../../src/detection/types.js'
+import { DIALECTS, type ProviderName, type RequestSink } from '../providers/index.js'
+import { asObject } from '../providers/json.js'
+import { roleSource, type SpanSource } from '../providers/types.js'
+import type { Segment } from '../detection/types.js'
 
 class Segments implements RequestSink {
   readonly full = false
