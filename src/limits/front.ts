@@ -1,10 +1,11 @@
 // The limits on a front thread (TRACEGATE_THREADS above 1). The counts live in the main thread's Limiter,
 // so N threads admit what one would: a call whose key or account has a counted limit (requests, tokens,
 // spend) asks the main thread, which judges and counts it in one step; any other call is judged here (the
-// models and body limits need no count) and only counted there, for the dashboard's use figures, in a
+// models and body limits need no count, rules.ts) and only counted there, for the dashboard's use figures, in a
 // note sent every NOTE_MS (no limit depends on it, so it need not wake the main thread every turn).
 import type { Hub } from '../front/hub.js'
-import { hasCounters, Limiter, type LimitCall, type Refusal } from './limiter.js'
+import type { LimitCall } from './limiter.js'
+import { checkRules, hasCounters, type Refusal } from './rules.js'
 
 export type LimitsMode = 'local' | 'shared' | 'fallback'
 
@@ -15,8 +16,6 @@ export type CountedNote = ReadonlyArray<readonly [keyId: string, accountId: stri
 
 export class FrontLimits {
   readonly #hub: Hub
-  /** Only its checks that need no count are used: its counts stay empty. */
-  readonly #rules = new Limiter()
   #counted = new Map<string, [string, string, number]>()
   #timer: NodeJS.Timeout | null = null
   /** The main thread's mode, as its last readiness answer said. */
@@ -34,7 +33,7 @@ export class FrontLimits {
 
   /** null = admitted; a promise when the main thread's counts decide. */
   admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null | Promise<Refusal | null> {
-    const refused = this.#rules.check(call, model, bodyBytes)
+    const refused = checkRules(call.key, call.account, model, bodyBytes)
     if (refused !== null) return refused
     if (hasCounters(call.key) || hasCounters(call.account)) return this.#hub.request<Refusal | null>('admit', call)
     const seen = this.#counted.get(call.keyId)
@@ -47,6 +46,6 @@ export class FrontLimits {
   /** Sends what is counted and not yet told. */
   close (): Promise<void> {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#send() }
-    return this.#rules.close()
+    return Promise.resolve()
   }
 }
