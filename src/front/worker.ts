@@ -16,7 +16,7 @@ import { StoreClient } from '../store/client.js'
 import { createUpstreamAgent } from '../upstream/client.js'
 import { DetectionClient } from './detection.js'
 import { Hub } from './hub.js'
-import type { FrontWorkerData, LogNote, Readiness, Started } from './protocol.js'
+import type { FrontSide, FrontWorkerData, LogNote, MainSide } from './protocol.js'
 
 const data = workerData as FrontWorkerData
 const config = data.config
@@ -27,23 +27,23 @@ const upstream = createUpstreamAgent(config)
 const sink = traceSinkFor(config, (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) }, (msg, fields) => { log.warn(fields, msg) })
 const metrics = new Metrics({ traceStats: null, pricing, accountLabels: config.metrics.accountLabels, thread: String(data.index) })
 let listenSocket: unknown = null
-let drained: Promise<boolean> | null = null
+let drained: Promise<true> | null = null
 
-const hub = new Hub(parentPort!, {
-  invalidate: (a: { hash: string }) => { keys.invalidate(a.hash); return true },
-  invalidateAccount: (a: { accountId: string }) => { keys.invalidateAccount(a.accountId); return true },
+const hub: Hub<FrontSide, MainSide> = new Hub(parentPort!, {
+  invalidate: (a) => { keys.invalidate(a.hash); return true },
+  invalidateAccount: (a) => { keys.invalidateAccount(a.accountId); return true },
   metricsJson: () => metrics.registry.getMetricsAsJSON(),
-  drain: (a: { graceMs: number }) => (drained ??= drain(a.graceMs)),
+  drain: (a) => (drained ??= drain(a.graceMs)),
 }, {})
 
 /** Log lines go to the main thread's logger (its level, its destination). */
 function forward (level: LogNote['level']) {
-  return (fields: object, msg: string): void => { hub.note('log', { level, fields, msg } satisfies LogNote) }
+  return (fields: object, msg: string): void => { hub.note('log', { level, fields, msg }) }
 }
 const log: CallLog = { error: forward('error'), warn: forward('warn'), info: forward('info') }
 
 const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog, inflightCell: { cells: new Int32Array(data.inflight), at: data.index } })
-const limiter = new FrontLimits(hub)
+const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), counted: (note) => { hub.note('counted', note) } })
 metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight })
 
 /**
@@ -51,7 +51,7 @@ metrics.attach({ keyCache: keys, upstream: () => upstream.stats, inflight: () =>
  * its calls finish within the grace, and hands every trace to the store worker: the answer to a request
  * sent after them on the same port means the worker took them.
  */
-async function drain (graceMs: number): Promise<boolean> {
+async function drain (graceMs: number): Promise<true> {
   const done = calls.drain(graceMs)
   if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never)
   listenSocket = null
@@ -60,7 +60,7 @@ async function drain (graceMs: number): Promise<boolean> {
   // TemplatedApp.close, which its typings leave out.)
   ;(app as unknown as { close (): void }).close()
   sink?.close()
-  await limiter.close()
+  limiter.close()
   await store.call('traceStats').catch(() => null)
   await upstream.destroy().catch(() => {})
   hub.flush()
@@ -70,19 +70,19 @@ async function drain (graceMs: number): Promise<boolean> {
 const app = createProxyApp({
   metrics: config.metrics.token === null
     ? null
-    : { render: () => hub.request<string>('metrics'), contentType: metrics.contentType, token: config.metrics.token },
+    : { render: () => hub.request('metrics', null), contentType: metrics.contentType, token: config.metrics.token },
   config,
   keys,
   upstream,
   captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
-  detection: config.detection.enabled ? new DetectionClient(hub) : null,
+  detection: config.detection.enabled ? new DetectionClient((args, moved) => hub.request('detect', args, moved)) : null,
   isClosing: calls.isClosing,
   onStart: calls.started,
   onFinish: calls.finished,
   spans: config.otel !== null,
   limiter,
   ready: async () => {
-    const r = await hub.request<Readiness>('ready')
+    const r = await hub.request('ready', null)
     limiter.mode = r.limits
     return r.not
   },
@@ -104,9 +104,9 @@ async function listenShared (): Promise<number> {
 }
 
 listenShared().then((port) => {
-  hub.note('started', { port } satisfies Started)
+  hub.note('started', { port })
 }, (err: unknown) => {
-  hub.note('started', { error: err instanceof Error ? err.message : String(err) } satisfies Started)
+  hub.note('started', { error: err instanceof Error ? err.message : String(err) })
 })
 
 // A fault nothing caught must not end this thread while its app listens (that aborts the whole process):
