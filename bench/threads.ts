@@ -16,7 +16,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { DetectionPool, type DetectionOutcome } from '../src/detection/pool.js'
 import { DetectionClient } from '../src/front/detection.js'
 import { Hub } from '../src/front/hub.js'
-import type { DetectArgs } from '../src/front/detection.js'
+import type { MainSide } from '../src/front/protocol.js'
 import { alternate, MESSAGES, processCpuUs, proxyBody, skipped, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
@@ -99,10 +99,15 @@ async function timeChecks (check: () => Promise<DetectionOutcome>, n: number, ba
   return { seq_us: Math.round(seq), batch_us: Math.round(par * 10) / 10 }
 }
 
+/** The hop's two sides: the main thread's pool answers `detect`, and hears the front thread's times. */
+interface HopTimes { seq_us: number; batch_us: number }
+type HopMain = { serves: Pick<MainSide['serves'], 'detect'>; hears: { done: HopTimes } }
+type HopFront = { serves: Record<never, never>; hears: Record<never, never> }
+
 /** A front thread's side of the hop: the same checks through the hub (this file, started as a worker). */
 async function hopWorker (): Promise<void> {
-  const hub = new Hub(parentPort!, {}, {})
-  const client = new DetectionClient(hub)
+  const hub = new Hub<HopFront, HopMain>(parentPort!, {}, {})
+  const client = new DetectionClient((args, moved) => hub.request('detect', args, moved))
   const r = await timeChecks(() => client.check('alpha', BODY), HOP_CHECKS, HOP_BATCH)
   hub.note('done', r)
   hub.flush()
@@ -114,11 +119,11 @@ async function detectionHop (): Promise<void> {
   try {
     const direct = await timeChecks(() => pool.check('alpha', BODY), HOP_CHECKS, HOP_BATCH)
     const worker = new Worker(new URL(import.meta.url), { workerData: { hop: true } })
-    const hopped = await new Promise<{ seq_us: number; batch_us: number }>((resolve, reject) => {
+    const hopped = await new Promise<HopTimes>((resolve, reject) => {
       // The main thread's side, as front/threads.ts serves it.
-      new Hub(worker, {
-        detect: (a: DetectArgs) => pool.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow),
-      }, { done: (r: { seq_us: number; batch_us: number }) => { resolve(r) } })
+      new Hub<HopMain, HopFront>(worker, {
+        detect: (a) => pool.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow),
+      }, { done: (r) => { resolve(r) } })
       worker.once('error', reject)
     })
     await worker.terminate()

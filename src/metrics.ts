@@ -206,40 +206,32 @@ export class Metrics {
       help: 'Proxy key lookups in the front thread\'s cache: hit (answered from it) or miss (asked the store).',
       labelNames: ['result'],
       registers,
-      collect () {
-        const cache = late()?.keyCache
-        if (cache === undefined) return
-        this.reset()
-        this.inc({ result: 'hit' }, cache.hits)
-        this.inc({ result: 'miss' }, cache.misses)
-      },
+      collect: refill(() => late()?.keyCache, (metric, cache) => {
+        metric.inc({ result: 'hit' }, cache.hits)
+        metric.inc({ result: 'miss' }, cache.misses)
+      }),
     })
+    const origins = (): ReturnType<NonNullable<LateSources['upstream']>> | undefined => late()?.upstream?.()
     new Gauge({
       name: 'tracegate_upstream_connections',
       help: 'Connections to each provider origin: open, and busy (a request running on it).',
       labelNames: ['origin', 'state'],
       registers,
-      collect () {
-        const upstream = late()?.upstream
-        if (upstream === undefined) return
-        this.reset()
-        for (const [origin, s] of Object.entries(upstream())) {
-          this.set({ origin, state: 'open' }, Number(s.connected))
-          this.set({ origin, state: 'busy' }, s.running)
+      collect: refill(origins, (metric, all) => {
+        for (const [origin, s] of Object.entries(all)) {
+          metric.set({ origin, state: 'open' }, Number(s.connected))
+          metric.set({ origin, state: 'busy' }, s.running)
         }
-      },
+      }),
     })
     new Gauge({
       name: 'tracegate_upstream_requests_pending',
       help: 'Requests waiting for a connection to each provider origin.',
       labelNames: ['origin'],
       registers,
-      collect () {
-        const upstream = late()?.upstream
-        if (upstream === undefined) return
-        this.reset()
-        for (const [origin, s] of Object.entries(upstream())) this.set({ origin }, s.pending)
-      },
+      collect: refill(origins, (metric, all) => {
+        for (const [origin, s] of Object.entries(all)) metric.set({ origin }, s.pending)
+      }),
     })
     // The limits are the main thread's: counted there only, or the threads' sum would say `local` N times.
     if (!front) new Gauge({
@@ -327,6 +319,19 @@ export class Metrics {
   }
 
   get contentType (): string { return this.registry.contentType }
+}
+
+/**
+ * A scrape's collect() for what a late source (LateSources) tells: the metric is emptied and filled anew
+ * from it, and left as it was while the source does not exist on this thread.
+ */
+function refill<M extends { reset (): void }, S> (read: () => S | undefined, fill: (metric: M, source: S) => void): (this: M) => void {
+  return function (this: M) {
+    const source = read()
+    if (source === undefined) return
+    this.reset()
+    fill(this, source)
+  }
 }
 
 function counterOf (registers: Registry[], name: string, help: string, stats: () => Promise<TraceStats | null>, read: (s: TraceStats) => number): void {

@@ -1,23 +1,22 @@
-// One tracegate server: the store worker, the key cache, the upstream pool, the proxy port, the dashboard
+// One tracegate server: the store worker, the limits and the detection pool, the proxy port (this thread's
+// own proxy stack, proxy/stack.ts, or the front threads each running one), the metrics port, the dashboard
 // port and the local admin socket, started in that order and closed in the reverse one.
 import { randomBytes } from 'node:crypto'
-import type { Agent } from 'undici'
 import { AdminOps } from './admin/ops.js'
+import type { KeyInfo } from './domain/key-info.js'
 import { KeyCache } from './auth/cache.js'
 import type { Config, ProviderConfig } from './config.js'
 import { PROVIDERS, type ProviderName } from './providers/index.js'
 import type { Logger } from './log.js'
 import { startMockProvider, type MockProvider } from './mock-provider/index.js'
-import { Calls } from './proxy/calls.js'
 import { AdminServer } from './admin/server.js'
-import { createProxyApp, type NotReady } from './server/proxy-app.js'
+import type { NotReady } from './server/proxy-app.js'
 import { createMetricsApp, type MetricsEndpoint } from './server/metrics-app.js'
 import { listen, uws } from './server/uws.js'
 import { StoreClient } from './store/client.js'
-import { createUpstreamAgent } from './upstream/client.js'
 import { ConfigError } from './domain/config-error.js'
 import { Pricing, PricingError } from './pricing/index.js'
-import { traceSinkFor, type TraceSink } from './proxy/trace-sink.js'
+import { ProxyStack } from './proxy/stack.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
@@ -48,6 +47,12 @@ export interface FirstStart {
   readonly proxyKey: string
 }
 
+/** What serves the proxy port: the front threads, or the main thread's own stack. */
+type ProxySide = { readonly fronts: FrontThreads; readonly stack: null } | { readonly fronts: null; readonly stack: ProxyStack }
+
+/** `stopping`: shutdown() began (every /readyz says shutting_down); `closing`: close() began (the dashboard answers 503). */
+interface Lifecycle { stopping: boolean; closing: boolean }
+
 function withMock (config: Config, mock: MockProvider): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
@@ -69,65 +74,57 @@ export class Tracegate {
   readonly metricsPort: number | null
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
-  /** The main thread's own proxy app's pool; null when front threads serve the proxy. */
-  readonly #upstream: Agent | null
-  readonly #sink: TraceSink | null
-  /** The front threads (TRACEGATE_THREADS above 1), or null: the main thread serves the proxy. */
-  readonly #threads: FrontThreads | null
+  /** What serves the proxy port: the front threads (TRACEGATE_THREADS above 1), or this thread's own stack. */
+  readonly #proxy: ProxySide
   readonly #detection: DetectionPool | null
   readonly metrics: Metrics
   readonly #adminServer: AdminServer
   readonly #dashboard: DashboardServer
-  readonly #listenSocket: unknown
   readonly #metricsSocket: unknown
   readonly #log: Logger | null
-  readonly #calls: Calls
   /** The per-key and per-account limits: their counts (`usage`) and how they are shared (`mode`). */
   readonly limiter: Limiter
   #closed: Promise<void> | null = null
-  /** Whether shutdown began (readiness reads it), the shutdown under way, and the end of its delay. */
-  readonly #stopping: { begun: boolean }
+  /** Whether shutdown began (readiness reads it) and whether close began (the dashboard answers 503). */
+  readonly #state: Lifecycle
   #shutdown: Promise<void> | null = null
   #endDelay: (() => void) | null = null
 
   private constructor (parts: {
-    config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; upstream: Agent | null
-    threads: FrontThreads | null; mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; sink: TraceSink | null; metrics: Metrics
-    detection: DetectionPool | null; dashboard: DashboardServer; calls: Calls; limiter: Limiter; stopping: { begun: boolean }
-  }, listen: { socket: unknown; port: number } | null, proxyPort: number, adminPort: number, metricsListen: { socket: unknown; port: number } | null) {
+    config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; proxy: ProxySide; proxyPort: number
+    mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; metrics: Metrics; detection: DetectionPool | null
+    dashboard: DashboardServer; limiter: Limiter; state: Lifecycle; adminPort: number; metricsListen: { socket: unknown; port: number } | null
+  }) {
     this.config = parts.config
     this.store = parts.store
     this.keys = parts.keys
     this.admin = parts.admin
     this.#adminServer = parts.adminServer
     this.#dashboard = parts.dashboard
-    this.#upstream = parts.upstream
-    this.#threads = parts.threads
-    this.#sink = parts.sink
+    this.#proxy = parts.proxy
     this.#detection = parts.detection
-    this.#calls = parts.calls
     this.limiter = parts.limiter
-    this.#stopping = parts.stopping
+    this.#state = parts.state
     this.metrics = parts.metrics
     this.mock = parts.mock
     this.firstStart = parts.firstStart
     this.#log = parts.log
-    this.#listenSocket = listen?.socket ?? null
-    this.proxyPort = proxyPort
+    this.proxyPort = parts.proxyPort
     this.dashboardPort = parts.dashboard.port
-    this.adminPort = adminPort
-    this.#metricsSocket = metricsListen?.socket ?? null
-    this.metricsPort = metricsListen?.port ?? null
+    this.adminPort = parts.adminPort
+    this.#metricsSocket = parts.metricsListen?.socket ?? null
+    this.metricsPort = parts.metricsListen?.port ?? null
   }
 
-  /** Calls in flight on the main thread and every front thread. */
+  /** Calls in flight on the thread or threads serving the proxy. */
   get inflight (): number {
-    return this.#calls.inflight + (this.#threads?.inflight ?? 0)
+    const p = this.#proxy
+    return p.fronts !== null ? p.fronts.inflight : p.stack.calls.inflight
   }
 
   /** The threads serving the proxy port: 1 is the main thread itself. */
   get threads (): number {
-    return this.#threads?.count ?? 1
+    return this.#proxy.fronts?.count ?? 1
   }
 
   static async start (baseConfig: Config, options: ServeOptions = {}): Promise<Tracegate> {
@@ -142,8 +139,9 @@ export class Tracegate {
       if (err instanceof PricingError) throw new ConfigError('TRACEGATE_PRICING_FILE', err.message)
       throw err
     }
-    // With front threads, each gets its own channel to the store worker, made before the worker starts.
-    const channels = baseConfig.threads > 1 ? FrontThreads.channels(baseConfig.threads) : null
+    // Front threads serve the proxy port (TRACEGATE_THREADS above 1), each with its own channel to the
+    // store worker, made before the worker starts; null: the main thread serves it with its own stack.
+    const frontPorts = baseConfig.threads > 1 ? FrontThreads.channels(baseConfig.threads) : null
     const store = new StoreClient({
       dataDir: baseConfig.dataDir,
       clickhouse: baseConfig.clickhouse,
@@ -152,12 +150,13 @@ export class Tracegate {
       pricingFile: baseConfig.pricingFile,
       testSeams: options.testSeams === true,
       warn: (msg, fields) => { log?.warn(fields, msg) },
-      ...(channels === null ? {} : { frontPorts: channels.worker }),
+      ...(frontPorts === null ? {} : { frontPorts: frontPorts.worker }),
     })
     let mock: MockProvider | null = null
     let detection: DetectionPool | null = null
     let limiter: Limiter | null = null
-    let threads: FrontThreads | null = null
+    let fronts: FrontThreads | null = null
+    let stack: ProxyStack | null = null
     try {
       const applied = await store.call('migrate')
       if (applied.length > 0) log?.info({ applied }, 'migrations applied')
@@ -170,7 +169,6 @@ export class Tracegate {
       // The proxy's cache learns of revocations made through this process at once: the main thread's (the
       // read API's, and the proxy's without front threads) and every front thread's, before the change returns.
       let keys: KeyCache | null = null
-      let fronts: FrontThreads | null = null
       // A password reset ends the user's sessions: through the dashboard once it runs, before that in the
       // file the dashboard reads when it starts.
       let endSessions = (userId: string): void => { recordPasswordReset(config.dataDir, userId) }
@@ -179,16 +177,10 @@ export class Tracegate {
         async (hash) => { keys?.invalidate(hash); await fronts?.invalidate(hash) },
         (userId) => { endSessions(userId) },
         async (accountId) => { keys?.invalidateAccount(accountId); await fronts?.invalidateAccount(accountId) })
-      keys = new KeyCache((hash) => store.call('lookupKey', { hash }), config.keyCache)
       const firstStart = options.bootstrap === false ? null : await bootstrap(store, admin)
       const adminServer = new AdminServer(admin)
       const endpoint = await adminServer.start(config.dataDir)
-      const local = channels === null
-      const upstream = local ? createUpstreamAgent(config) : null
-      // With traces off the sink still carries spans when they are exported (the store worker builds them).
-      const sink = local ? traceSinkFor(config, (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) }, (msg, fields) => { log?.warn(fields, msg) }) : null
-      const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels, thread: local ? '0' : null })
-      const calls = new Calls(metrics, sink, log, { accessLog: config.accessLog })
+      const metrics = new Metrics({ traceStats: () => store.call('traceStats'), pricing, accountLabels: config.metrics.accountLabels, thread: frontPorts === null ? '0' : null })
       // The limits count from what is already stored (a restart keeps them), then from each built trace.
       const now = options.limitsClock ?? Date.now
       limiter = new Limiter({
@@ -205,70 +197,68 @@ export class Tracegate {
         for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
         limits.settle(settled)
       })
-      metrics.attach(upstream === null
-        ? { inflight: () => calls.inflight, limitsMode: () => limits.mode }
-        : { keyCache: keys, upstream: () => upstream.stats, inflight: () => calls.inflight, limitsMode: () => limits.mode })
       const dc = config.detection
       detection = dc.enabled
         ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, maxBytes: dc.maxBytes, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
         : null
       const pool = detection
-      // Set by shutdown(): from then on every thread's /readyz says shutting_down.
-      const stopping = { begun: false }
-      // With front threads, a scrape sums the main thread's metrics and every thread's.
+      // Set by shutdown(): from then on every thread's /readyz says shutting_down; set by close(): the dashboard answers 503.
+      const state: Lifecycle = { stopping: false, closing: false }
+      const ready = (): Promise<NotReady | null> => state.stopping ? Promise.resolve(SHUTTING_DOWN) : readiness(store, pool)
+      // With front threads, a scrape sums the main thread's metrics and every started thread's.
       const render = (): Promise<string> => fronts === null ? metrics.render() : metrics.json().then((json) => fronts!.aggregate(json))
-      const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
       // A pool that cannot warm up still starts: requests it cannot judge follow the failure mode.
       await detection?.warm().catch((err: unknown) => { log?.warn({ err }, 'detection workers did not warm up') })
-      let bound: { socket: unknown; port: number } | null = null
-      if (upstream === null) {
-        threads = fronts = await FrontThreads.start(config, channels!.threads, {
+      const lookupKey = (hash: string): Promise<KeyInfo | null> => store.call('lookupKey', { hash })
+      let proxy: ProxySide
+      let proxyPort: number
+      if (frontPorts !== null) {
+        // The read API's own cache: the threads' proxies each keep theirs.
+        keys = new KeyCache(lookupKey, config.keyCache)
+        metrics.attach({ inflight: () => 0, limitsMode: () => limits.mode })
+        fronts = await FrontThreads.start(config, frontPorts.threads, {
           detection, limiter: limits, log, metrics: render,
-          ready: async () => ({ not: stopping.begun ? SHUTTING_DOWN : await readiness(store, pool), limits: limits.mode }),
+          ready: async () => ({ not: await ready(), limits: limits.mode }),
         })
+        proxy = { fronts, stack: null }
+        proxyPort = fronts.port
       } else {
-        const app = createProxyApp({
-          // Never open on the proxy port: only behind the bearer token.
-          metrics: config.metrics.token === null ? null : scrape,
-          config,
-          keys,
-          upstream,
-          captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
-          detection,
-          isClosing: calls.isClosing,
-          onStart: calls.started,
-          onFinish: calls.finished,
-          spans: config.otel !== null,
-          limiter,
-          ready: () => stopping.begun ? Promise.resolve(SHUTTING_DOWN) : readiness(store, pool),
-          pricing,
+        stack = new ProxyStack(config, pricing, {
+          lookupKey,
+          postTraces: (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) },
+          limiter: limits, detection, ready, render, log, metrics,
         })
-        bound = await listen(app, config.host, config.proxyPort)
+        keys = stack.keys
+        proxy = { fronts: null, stack }
+        proxyPort = await stack.listen(config.proxyPort)
       }
-      const proxyPort = bound?.port ?? threads!.port
+      const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
       let dashboard: DashboardServer
       let metricsBound: { socket: unknown; port: number } | null = null
       try {
         if (config.metrics.port !== null) metricsBound = await listen(createMetricsApp(scrape), config.host, config.metrics.port)
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
-          isClosing: calls.isClosing, limiter: limits,
+          isClosing: () => state.closing, limiter: limits,
           proxy: { port: proxyPort, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKey !== null) },
         }, config.host, config.dashboardPort)
       } catch (err) {
-        if (bound !== null) uws.us_listen_socket_close(bound.socket as never)
         if (metricsBound !== null) uws.us_listen_socket_close(metricsBound.socket as never)
         adminServer.close()
         throw err
       }
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
-      const self = new Tracegate({ config, store, keys, admin, adminServer, upstream, threads, mock, firstStart, log, sink, metrics, detection, dashboard, calls, limiter: limits, stopping }, bound, proxyPort, endpoint.port, metricsBound)
+      const self = new Tracegate({
+        config, store, keys, admin, adminServer, proxy, proxyPort, mock, firstStart, log, metrics, detection, dashboard,
+        limiter: limits, state, adminPort: endpoint.port, metricsListen: metricsBound,
+      })
       log?.info({ host: config.host, port: proxyPort, threads: self.threads }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
       return self
     } catch (err) {
-      await threads?.close(0)
+      await fronts?.close(0)
+      await stack?.close()
       await detection?.close()
       await limiter?.close()
       await store.close()
@@ -287,7 +277,7 @@ export class Tracegate {
       this.#endDelay?.()
       return this.#shutdown
     }
-    this.#stopping.begun = true
+    this.#state.stopping = true
     const delay = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, this.config.shutdownDelayMs)
       this.#endDelay = () => { clearTimeout(timer); resolve() }
@@ -306,20 +296,20 @@ export class Tracegate {
 
   /** Stop accepting (503), let in-flight calls finish within the grace period, then close the rest. */
   close (): Promise<void> {
-    this.#stopping.begun = true
+    this.#state.stopping = true
+    this.#state.closing = true
     this.#closed ??= (async () => {
-      const drained = this.#calls.drain(this.config.shutdownGraceMs)
-      if (this.#listenSocket !== null) uws.us_listen_socket_close(this.#listenSocket as never)
-      // Every thread stops listening at once, finishes its calls and hands over its traces.
-      await Promise.all([drained, this.#threads?.close(this.config.shutdownGraceMs)])
+      const { fronts, stack } = this.#proxy
+      const grace = this.config.shutdownGraceMs
+      // Every thread serving the port stops listening at once, finishes its calls and hands over its traces.
+      await (fronts !== null ? fronts.close(grace) : stack.drain(grace))
       this.#adminServer.close()
       this.#dashboard.close()
       if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
-      await this.#upstream?.destroy().catch(() => {})
       await this.#detection?.close().catch(() => {})
       await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.
-      this.#sink?.close()
+      await stack?.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

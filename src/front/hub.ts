@@ -1,8 +1,27 @@
 // Calls between the main thread and a front thread over one port, both ways: requests answered by a
 // promise, and notes that want no answer. What a side sends in one turn of its event loop leaves as one
 // message (a postMessage costs tens of µs; a burst of requests pays it once), moved buffers included.
+// Each side is typed by its table (protocol.ts): what it answers and the notes it takes, so tsc checks
+// that a side answers every operation the other may ask, with the types the asker expects.
 import type { MessagePort, Worker } from 'node:worker_threads'
 
+/** One side of a hub: the operations it answers (name → argument and result) and the notes it takes (name → argument). */
+export interface Side {
+  readonly serves: Readonly<Record<string, { readonly args: unknown; readonly result: unknown }>>
+  readonly hears: Readonly<Record<string, unknown>>
+}
+
+/** A handler for each operation a side answers: its result, or a promise of it. */
+export type Handlers<S extends Side> = {
+  readonly [K in keyof S['serves']]: (args: S['serves'][K]['args']) => S['serves'][K]['result'] | Promise<S['serves'][K]['result']>
+}
+
+/** A handler for each note a side takes. */
+export type NoteHandlers<S extends Side> = {
+  readonly [K in keyof S['hears']]: (args: S['hears'][K]) => void
+}
+
+/** What crosses the port: operation names are checked by the tables on both ends, not here. */
 type Item =
   | { readonly k: 'req'; readonly id: number; readonly op: string; readonly args: unknown }
   | { readonly k: 'ok'; readonly id: number; readonly value: unknown }
@@ -14,8 +33,7 @@ export interface HubMessage {
   readonly hub: readonly Item[]
 }
 
-export type Handler = (args: never) => unknown
-export type NoteHandler = (args: never) => void
+type Untyped = Readonly<Record<string, ((args: unknown) => unknown) | undefined>>
 
 interface Pending {
   resolve (value: unknown): void
@@ -29,10 +47,11 @@ export class HubError extends Error {
   }
 }
 
-export class Hub {
+/** `Mine`: what this side answers and hears; `Theirs`: what the other side does, so what this one may ask and tell. */
+export class Hub<Mine extends Side, Theirs extends Side> {
   readonly #port: MessagePort | Worker
-  readonly #handlers: Readonly<Record<string, Handler>>
-  readonly #notes: Readonly<Record<string, NoteHandler>>
+  readonly #handlers: Untyped
+  readonly #notes: Untyped
   readonly #pending = new Map<number, Pending>()
   #nextId = 1
   #out: Item[] = []
@@ -41,26 +60,26 @@ export class Hub {
   #gone: string | null = null
   readonly #flush = (): void => { this.flush() }
 
-  constructor (port: MessagePort | Worker, handlers: Record<string, Handler>, notes: Record<string, NoteHandler>) {
+  constructor (port: MessagePort | Worker, handlers: Handlers<Mine>, notes: NoteHandlers<Mine>) {
     this.#port = port
-    this.#handlers = handlers
-    this.#notes = notes
+    this.#handlers = handlers as Untyped
+    this.#notes = notes as Untyped
     port.on('message', (msg: unknown) => {
       if (typeof msg === 'object' && msg !== null && 'hub' in msg) this.#receive((msg as HubMessage).hub)
     })
   }
 
   /** Asks the other side; rejects when it answers with an error or is gone. */
-  request<T> (op: string, args: unknown = null, transfer?: ArrayBuffer): Promise<T> {
+  request<K extends keyof Theirs['serves'] & string> (op: K, args: Theirs['serves'][K]['args'], transfer?: ArrayBuffer): Promise<Theirs['serves'][K]['result']> {
     if (this.#gone !== null) return Promise.reject(new HubError(this.#gone))
     const id = this.#nextId++
-    return new Promise<T>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
       this.#push({ k: 'req', id, op, args }, transfer)
     })
   }
 
-  note (op: string, args: unknown = null): void {
+  note<K extends keyof Theirs['hears'] & string> (op: K, args: Theirs['hears'][K]): void {
     if (this.#gone === null) this.#push({ k: 'note', op, args })
   }
 
@@ -99,7 +118,7 @@ export class Hub {
     for (const item of items) {
       switch (item.k) {
         case 'req': this.#serve(item.id, item.op, item.args); break
-        case 'note': this.#notes[item.op]?.(item.args as never); break
+        case 'note': this.#notes[item.op]?.(item.args); break
         case 'ok': this.#settle(item.id)?.resolve(item.value); break
         case 'err': this.#settle(item.id)?.reject(new HubError(item.message)); break
       }
@@ -117,7 +136,7 @@ export class Hub {
     if (handler === undefined) { this.#push({ k: 'err', id, message: `no such call: ${op}` }); return }
     let value: unknown
     try {
-      value = handler(args as never)
+      value = handler(args)
     } catch (err) {
       this.#push({ k: 'err', id, message: err instanceof Error ? err.message : String(err) })
       return

@@ -6,13 +6,11 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import { AggregatorRegistry } from 'prom-client'
 import type { Config } from '../config.js'
 import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
-import type { CountedNote } from '../limits/front.js'
-import type { LimitCall, Limiter, Refusal } from '../limits/limiter.js'
+import type { Limiter } from '../limits/limiter.js'
 import type { Logger } from '../log.js'
 import { moduleFile } from '../paths.js'
-import type { DetectArgs } from './detection.js'
 import { Hub } from './hub.js'
-import type { FrontWorkerData, LogNote, Readiness, Started } from './protocol.js'
+import type { FrontSide, FrontWorkerData, MainSide, Readiness, Started } from './protocol.js'
 
 export interface FrontServices {
   readonly detection: DetectionPool | null
@@ -27,7 +25,7 @@ const UNJUDGED: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' }
 
 class FrontThread {
   readonly worker: Worker
-  readonly hub: Hub
+  readonly hub: Hub<MainSide, FrontSide>
   readonly exited: Promise<void>
   readonly started: Promise<Started>
 
@@ -37,16 +35,16 @@ class FrontThread {
     this.started = new Promise((resolve) => { started = resolve })
     const { detection, limiter, log } = services
     this.hub = new Hub(this.worker, {
-      detect: (a: DetectArgs) => detection === null
+      detect: (a) => detection === null
         ? UNJUDGED
         : detection.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow, a.account),
-      admit: (call: LimitCall): Refusal | null => limiter.count(call),
+      admit: (call) => limiter.count(call),
       ready: () => services.ready(),
       metrics: () => services.metrics(),
     }, {
-      counted: (note: CountedNote) => { for (const [keyId, accountId, n] of note) limiter.counted(keyId, accountId, n) },
-      log: (l: LogNote) => { log?.[l.level](l.fields, l.msg) },
-      started: (s: Started) => { started(s) },
+      counted: (note) => { for (const [keyId, accountId, n] of note) limiter.counted(keyId, accountId, n) },
+      log: (l) => { log?.[l.level](l.fields, l.msg) },
+      started: (s) => { started(s) },
     })
     this.exited = new Promise((resolve) => {
       this.worker.once('exit', (code) => {
@@ -126,9 +124,9 @@ export class FrontThreads {
     return this.#all('invalidateAccount', { accountId })
   }
 
-  /** Every thread's metrics, as prom-client's JSON, for AggregatorRegistry.aggregate. */
-  metricsJson (): Promise<object[]> {
-    return Promise.all(this.#threads.map((t) => t.hub.request<object>('metricsJson').catch(() => [])))
+  /** Every thread's metrics, one prom-client JSON array per thread, for AggregatorRegistry.aggregate. */
+  metricsJson (): Promise<object[][]> {
+    return Promise.all(this.#threads.map((t) => t.hub.request('metricsJson', null).catch(() => [])))
   }
 
   /** The main thread's registry and every thread's, summed series by series. */
@@ -150,7 +148,7 @@ export class FrontThreads {
     return this.#closed
   }
 
-  async #all (op: string, args: unknown): Promise<void> {
+  async #all<K extends 'invalidate' | 'invalidateAccount'> (op: K, args: FrontSide['serves'][K]['args']): Promise<void> {
     // A thread that stopped has no cache left to clear.
     await Promise.all(this.#threads.map((t) => t.hub.request(op, args).catch(() => {})))
   }

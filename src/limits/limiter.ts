@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks'
 import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
+import { checkRules, NO_HEADERS, refusal, type Refusal } from './rules.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher } from './types.js'
 import type { LimitUsageRow, Limits } from '../domain/limits.js'
@@ -37,18 +38,6 @@ export interface LimitCall {
 export interface Admission {
   admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null | Promise<Refusal | null>
   readonly mode: LimitsMode
-}
-
-export interface Refusal {
-  readonly code: 'rate_limited' | 'budget_exceeded' | 'model_not_allowed' | 'model_not_priced' | 'body_too_large'
-  /** Names the limit ("the key's limit of 60 requests per minute"), never a key. */
-  readonly message: string
-  readonly param: string | null
-  readonly period: 'day' | 'month' | null
-  readonly limitUsd: number | null
-  readonly retryAfterMs: number | null
-  /** The 429 headers ({} for a 403 or a 413). */
-  readonly headers: Readonly<Record<string, string>>
 }
 
 export interface LimitUsage {
@@ -82,13 +71,6 @@ interface Held { tok: number; micro: number }
 /** One call's hold. */
 interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number }
 
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
-
-/** True when a call under these limits must be counted to be judged (requests, tokens or spend). */
-export function hasCounters (l: Limits): boolean {
-  return l.rpm !== null || l.tpm !== null || l.budgetDayUsd !== null || l.budgetMonthUsd !== null
-}
-
 const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 
 const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
@@ -104,7 +86,6 @@ export class Limiter {
   readonly #w = new Windows()
   readonly #keys = new Map<string, Subject>()
   readonly #accounts = new Map<string, Subject>()
-  readonly #matchers = new WeakMap<readonly string[], (model: string) => boolean>()
   readonly #pricing: Pricing | null
   readonly #holding: boolean
   /** Held per key ('k:' id) and account ('a:' id), and per call by its trace id. */
@@ -136,22 +117,7 @@ export class Limiter {
 
   /** O(1) (plus the model matcher); counts the request when admitted. null = admitted. */
   admit (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null {
-    return this.check(call, model, bodyBytes) ?? this.count(call)
-  }
-
-  /** The limits that need no count: the models allowed and the key's body size. null = they pass. */
-  check (call: LimitCall, model: string | null, bodyBytes: number): Refusal | null {
-    const key = call.key
-    const account = call.account
-    // No model named (nothing to check it against): the allowlist does not apply.
-    if (model !== null) {
-      if (key.models !== null && !this.#allows(key.models, model)) return modelRefusal('key', model)
-      if (account.models !== null && !this.#allows(account.models, model)) return modelRefusal('account', model)
-    }
-    if (key.maxBodyBytes !== null && bodyBytes > key.maxBodyBytes) {
-      return refusal('body_too_large', `The request body is ${bodyBytes} bytes, over the key's limit of ${key.maxBodyBytes} bytes.`, null, null, null, null, NO_HEADERS)
-    }
-    return null
+    return checkRules(call.key, call.account, model, bodyBytes) ?? this.count(call)
   }
 
   /**
@@ -316,15 +282,6 @@ export class Limiter {
     if (this.#sync !== null) await this.#sync.close()
   }
 
-  #allows (patterns: readonly string[], model: string): boolean {
-    let match = this.#matchers.get(patterns)
-    if (match === undefined) {
-      match = modelMatcher(patterns)
-      this.#matchers.set(patterns, match)
-    }
-    return match(model)
-  }
-
   #subject (map: Map<string, Subject>, id: string, prefix: string): Subject {
     let s = map.get(id)
     if (s === undefined) {
@@ -455,18 +412,9 @@ function tightest (keyLimit: number | null, keyCount: number, accountLimit: numb
   return a.limit < k.limit ? a : k
 }
 
-function modelRefusal (whose: 'key' | 'account', model: string): Refusal {
-  const shown = model.length > 100 ? `${model.slice(0, 100)}…` : model
-  return refusal('model_not_allowed', `The model ${JSON.stringify(shown)} is not among the ${whose}'s allowed models.`, 'model', null, null, null, NO_HEADERS)
-}
-
 function unpricedRefusal (model: string | null): Refusal {
   const shown = model === null ? 'named by this request' : JSON.stringify(model.length > 100 ? `${model.slice(0, 100)}…` : model)
   return refusal('model_not_priced', `The model ${shown} has no price, and this key or its account has a spend budget: a call to it could not be counted against the budget.`, 'model', null, null, null, NO_HEADERS)
-}
-
-function refusal (code: Refusal['code'], message: string, param: string | null, period: 'day' | 'month' | null, limitUsd: number | null, retryAfterMs: number | null, headers: Readonly<Record<string, string>>): Refusal {
-  return { code, message, param, period, limitUsd, retryAfterMs, headers }
 }
 
 /** OpenAI's duration format for x-ratelimit-reset-*: `20ms`, `1s`, `59.5s`, `6m0s`, `1h2m3s`. */

@@ -16,10 +16,12 @@ import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { atThreshold } from '../detection/policy.js'
-import type { Admission, Refusal } from '../limits/limiter.js'
+import type { Admission } from '../limits/limiter.js'
+import type { Refusal } from '../limits/rules.js'
 import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
+import { planRefusal } from './plan-rule.js'
 import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
 import { cutMembers, Kind, stringValue, type Member } from './scan.js'
 import { checkSchema, HEADER_VALUE, readNativeBody, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
@@ -270,7 +272,8 @@ class ProxyRoute {
     let out: Outbound
     let checked: CheckedRequest
     try {
-      if (verdict.plan !== 'pro' && verdict.plan !== 'enterprise') throw new TracegateError('plan_required')
+      const unplanned = planRefusal(verdict)
+      if (unplanned !== null) throw unplanned
       checked = checkSchema(raw, got.members, dialect, head.path)
       // Known from here on, also for the trace of a call refused below (a confidential one stays so).
       x.model = checked.model

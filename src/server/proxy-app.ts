@@ -1,13 +1,14 @@
 // The proxy port: each provider's contract route and its native routes (the provider's own paths, for
 // SDKs), the models lists, health and readiness, and JSON 404/405 for the rest. Every route refuses a
 // head with ambiguous framing (head.ts); the provider routes check it themselves.
-import { authenticate } from '../auth/authenticate.js'
+import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import type { Pricing } from '../pricing/index.js'
 import { dialectForRequest, DIALECTS, modelsRouteOwners, PROVIDERS, type Dialect } from '../providers/index.js'
 import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
+import { planRefusal } from '../proxy/plan-rule.js'
 import { framed } from './head.js'
 import { metricsNotHere, metricsRoute, type MetricsEndpoint } from './metrics-app.js'
 import { asTracegateError, nativeShape, sendError, sendJson, TRACEGATE_SHAPE, type ErrorShape, type Headers } from './respond.js'
@@ -43,7 +44,8 @@ function modelsDialect (path: string, req: HttpRequest): Dialect | null {
 
 /**
  * GET the models list in the provider's shape: the models tracegate can price. It needs a valid proxy
- * key, sent as the SDK sends it, and never calls the provider.
+ * key, sent as the SDK sends it, of an account whose plan has the proxy (plan-rule.ts), and never calls
+ * the provider.
  */
 function modelsRoute (deps: ProxyAppDeps, path: string) {
   return (res: HttpResponse, req: HttpRequest): void => {
@@ -54,9 +56,11 @@ function modelsRoute (deps: ProxyAppDeps, path: string) {
     const keys = readNativeKeys(dialect, req, query === '' ? null : new URLSearchParams(query))
     let aborted = false
     res.onAborted(() => { aborted = true })
-    const answer = (verdict: Awaited<ReturnType<typeof authenticate>>): void => {
+    const answer = (verdict: KeyVerdict): void => {
       if (aborted) return
-      if (verdict instanceof TracegateError) { sendError(res, verdict, id, false, [], shape); return }
+      // The list is the proxy's: a key that may not call (its plan) may not list either.
+      const refused = verdict instanceof TracegateError ? verdict : planRefusal(verdict)
+      if (refused !== null) { sendError(res, refused, id, false, [], shape); return }
       sendJson(res, 200, dialect.native.modelList(deps.pricing.models(dialect.name)), id)
     }
     if (keys.tracegateKey === null) { sendError(res, 'missing_tracegate_key', id, false, [], shape); return }

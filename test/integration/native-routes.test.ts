@@ -469,6 +469,37 @@ t.test('the models lists', async (t) => {
     }
   })
 
+  await t.test('a models list needs an account whose plan has the proxy, as a call does', async (t) => {
+    const keyOf = async (plan: 'free' | 'enterprise', serverSideKeys: boolean): Promise<string> => {
+      const account = await admin.createAccount({ name: `${plan}-${String(serverSideKeys)}`, plan, serverSideKeys })
+      const key = (await admin.createKey({ account: account.id, scope: 'proxy' })).key
+      SECRETS.push(key)
+      return key
+    }
+    const free = await keyOf('free', false)
+    // Server-side provider keys do not stand in for the plan: the list needs no provider key at all.
+    const freeServerSide = await keyOf('free', true)
+    const enterprise = await keyOf('enterprise', false)
+    const headersOf = (p: Provider, key: string): Record<string, string> =>
+      ({ [NATIVE[p].authHeader]: NATIVE[p].authValue(key), ...(p === 'beta' ? { 'anthropic-version': '2023-06-01' } : {}) })
+    for (const p of PROVIDER_NAMES) {
+      for (const [who, key] of [['free', free], ['free with server-side keys', freeServerSide]] as const) {
+        await t.test(`${p}, ${who}: 403 plan_required in the SDK's shape, for the list and for a call`, async (t) => {
+          const listed = await get(DIALECTS[p].native.modelsRoute, headersOf(p, key))
+          checkNativeError(t, p, listed, 'plan_required')
+          noSecrets(t, listed)
+          const called = await call(p, { headers: headersOf(p, key) })
+          checkNativeError(t, p, called, 'plan_required')
+        })
+      }
+      await t.test(`${p}, enterprise: the list`, async (t) => {
+        const r = await get(DIALECTS[p].native.modelsRoute, headersOf(p, enterprise))
+        t.equal(r.status, 200)
+        t.same(json(r), JSON.parse(DIALECTS[p].native.modelList(pricedModels(p).map((m) => ({ id: m.model, asOf: m.as_of })))))
+      })
+    }
+  })
+
   await t.test('POST /v1beta/models is 405 in Gemini\'s shape', async (t) => {
     const r = await send(s.url + '/v1beta/models', { body: '{}', headers: { 'x-goog-api-key': K } })
     checkNativeError(t, 'gamma', r, 'method_not_allowed')

@@ -2,43 +2,53 @@
 // the limits a front thread judges (src/limits/front.ts): a turn's requests leave in one message, answers
 // and errors come back to their callers, a side that is gone fails what waits for it; a call whose key has
 // a counted limit is judged by the main thread's Limiter, any other is judged locally and counted there.
+// The protocol's tables are checked by tsc: the `@ts-expect-error` lines below fail the build the day a
+// missing handler, a mistyped argument or an unknown operation gets through.
 import t from 'tap'
-import { MessageChannel } from 'node:worker_threads'
+import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { defaultThreads } from '../../src/config.js'
-import { Hub } from '../../src/front/hub.js'
+import { Hub, type Handlers, type NoteHandlers, type Side } from '../../src/front/hub.js'
+import type { FrontSide, MainSide } from '../../src/front/protocol.js'
 import { FrontLimits, type CountedNote } from '../../src/limits/front.js'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
 import { until } from '../helpers/wait.js'
 import { NO_LIMITS, type Limits } from '../../src/domain/limits.js'
 
-function pair (t: Tap, handlers: Record<string, (a: never) => unknown>, notes: Record<string, (a: never) => void> = {}): { front: Hub; main: Hub; sent: () => number } {
+/** A side that answers nothing and hears nothing. */
+type Mute = { serves: Record<never, never>; hears: Record<never, never> }
+
+function pair<M extends Side> (t: Tap, handlers: Handlers<M>, notes: NoteHandlers<M>): { front: Hub<Mute, M>; main: Hub<M, Mute>; sent: () => number } {
   const c = new MessageChannel()
   t.teardown(() => { c.port1.close() })
-  const main = new Hub(c.port1, handlers, notes)
+  const main = new Hub<M, Mute>(c.port1, handlers, notes)
   const post = c.port2.postMessage.bind(c.port2)
   let sent = 0
   c.port2.postMessage = (msg: unknown, transfer?: readonly ArrayBuffer[]) => { sent++; post(msg, transfer as ArrayBuffer[]) }
-  return { front: new Hub(c.port2, {}, {}), main, sent: () => sent }
+  return { front: new Hub<Mute, M>(c.port2, {}, {}), main, sent: () => sent }
 }
+
+type Arith = { serves: { double: { args: number; result: number }; later: { args: number; result: number } }; hears: Record<never, never> }
+type Faulty = { serves: { fail: { args: null; result: never }; slow: { args: null; result: never } }; hears: Record<never, never> }
 
 interface Tap { teardown (fn: () => unknown): void }
 
 t.test('a turn\'s requests leave in one message and each gets its own answer', async (t) => {
-  const { front, sent } = pair(t, { double: (n: number) => n * 2, later: async (n: number) => { await new Promise((r) => setTimeout(r, 5)); return n + 1 } })
+  const { front, sent } = pair<Arith>(t, { double: (n) => n * 2, later: async (n) => { await new Promise((r) => setTimeout(r, 5)); return n + 1 } }, {})
   const answers = await Promise.all([front.request('double', 1), front.request('double', 2), front.request('later', 3)])
   t.same(answers, [2, 4, 4])
   t.equal(sent(), 1, 'three requests, one postMessage')
 })
 
 t.test('an error, an unknown call and a side that is gone reject the caller', async (t) => {
-  const { front } = pair(t, { fail: () => { throw new Error('no such key') }, slow: () => new Promise(() => {}) })
-  await t.rejects(front.request('fail'), { name: 'HubError', message: 'no such key' })
-  await t.rejects(front.request('nothing'), { message: 'no such call: nothing' })
-  const waiting = front.request('slow')
+  const { front } = pair<Faulty>(t, { fail: () => { throw new Error('no such key') }, slow: () => new Promise(() => {}) }, {})
+  await t.rejects(front.request('fail', null), { name: 'HubError', message: 'no such key' })
+  // What the other side may send is not typed at run time: an unknown name is answered with an error.
+  await t.rejects(front.request('nothing' as never, null as never), { message: 'no such call: nothing' })
+  const waiting = front.request('slow', null)
   await new Promise((r) => setImmediate(r))
   front.gone('the main thread stopped')
   await t.rejects(waiting, { message: 'the main thread stopped' })
-  await t.rejects(front.request('fail'), { message: 'the main thread stopped' }, 'and so does any later request')
+  await t.rejects(front.request('fail', null), { message: 'the main thread stopped' }, 'and so does any later request')
 })
 
 const limits = (l: Partial<Limits>): Limits => ({ ...NO_LIMITS, ...l })
@@ -48,10 +58,11 @@ t.test('counted limits are judged by the main thread\'s Limiter; the rest locall
   const limiter = new Limiter()
   t.teardown(() => limiter.close())
   const counted: CountedNote[] = []
-  const { front } = pair(t, { admit: (c: LimitCall) => limiter.count(c) }, {
-    counted: (note: CountedNote) => { counted.push(note); for (const [k, a, n] of note) limiter.counted(k, a, n) },
+  type Counts = { serves: Pick<MainSide['serves'], 'admit'>; hears: Pick<MainSide['hears'], 'counted'> }
+  const { front } = pair<Counts>(t, { admit: (c) => limiter.count(c) }, {
+    counted: (note) => { counted.push(note); for (const [k, a, n] of note) limiter.counted(k, a, n) },
   })
-  const fl = new FrontLimits(front)
+  const fl = new FrontLimits({ admit: (call) => front.request('admit', call), counted: (note) => { front.note('counted', note) } })
   t.teardown(() => fl.close())
   // rpm 3 on the key: asked of the main thread, exact.
   const asked = [fl.admit(callOf('k1', { rpm: 3 }), 'gpt-4o', 10), fl.admit(callOf('k1', { rpm: 3 }), 'gpt-4o', 10),
@@ -71,6 +82,39 @@ t.test('counted limits are judged by the main thread\'s Limiter; the rest locall
   await until(() => limiter.usage({ keyId: 'k3' }).minuteRequests === 2, { ms: 1000, what: 'k3 counted on the main thread' })
   t.same(counted, [[['k3', 'acct', 2]]], 'one note for the turn, the key\'s calls summed')
   t.equal(limiter.usage({ accountId: 'acct' }).minuteRequests, 3 + 1 + 2, 'the account counts every admitted call')
+})
+
+/**
+ * Never run: it only has to build. Each `@ts-expect-error` line must be an error, or tsc fails the build
+ * (an unused directive is an error itself).
+ */
+function tablesChecked (port: MessagePort): void {
+  const noop = (): void => {}
+  const notes: NoteHandlers<MainSide> = { counted: noop, log: noop, started: noop }
+  const main = new Hub<MainSide, FrontSide>(port, {
+    detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, limits: 'local' }), metrics: () => '',
+  }, notes)
+  // @ts-expect-error the main thread must answer every operation of its table (`metrics` is missing)
+  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, limits: 'local' }) }, notes)
+  // @ts-expect-error with the result its table says (`ready` answers a Readiness, not a string)
+  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => 'ready', metrics: () => '' }, notes)
+  // @ts-expect-error and take every note (`started` is missing)
+  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, limits: 'local' }), metrics: () => '' }, { counted: noop, log: noop })
+  const front = new Hub<FrontSide, MainSide>(port, { invalidate: () => true, invalidateAccount: () => true, metricsJson: () => [], drain: () => true }, {})
+  // @ts-expect-error a front thread cannot ask what the main thread does not answer
+  void front.request('invalidate', { hash: 'h' })
+  // @ts-expect-error nor send an argument of another type
+  void front.request('admit', { keyId: 'k' })
+  // @ts-expect-error nor a note the main thread does not take
+  front.note('drain', { graceMs: 1 })
+  // @ts-expect-error and the main thread cannot ask a front thread for detection
+  void main.request('detect', null)
+  // An answer has its table's type: a Readiness here, so `.limits` reads.
+  void front.request('ready', null).then((r) => r.limits satisfies 'local' | 'shared' | 'fallback')
+}
+
+t.test('the protocol\'s tables are checked on both sides by tsc', async (t) => {
+  t.equal(typeof tablesChecked, 'function', 'this file built: tsc caught each @ts-expect-error in tablesChecked')
 })
 
 t.test('the default number of front threads follows the cores', async (t) => {

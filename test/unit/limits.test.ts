@@ -4,7 +4,8 @@
 // in-memory store of shared counters (the real Redis is in test/integration/limits-redis.test.ts).
 import t from 'tap'
 import { TracegateError } from '../../src/errors.js'
-import { formatDuration, Limiter, type LimitCall, type Refusal } from '../../src/limits/limiter.js'
+import { formatDuration, Limiter, type LimitCall } from '../../src/limits/limiter.js'
+import type { Refusal } from '../../src/limits/rules.js'
 import type { SharedCounters, SyncBatch, SyncResult } from '../../src/limits/shared.js'
 import { applyPatch, modelMatcher, parseLimitsPatch } from '../../src/limits/types.js'
 import { sleep, until } from '../helpers/wait.js'
