@@ -312,16 +312,14 @@ function familyTerm (model: Model, mask: number): number {
   return z
 }
 // Features count once per window whatever their repetition (binary, not term frequency): a text
-// repeated k times must not score sqrt(k) times higher. A stamp per bucket marks "seen in this window":
-// one byte each, so the marks (a quarter of the cache an Int32Array takes) and the weights stay in the
-// core's cache together; clearing them every 255 windows costs less than the misses it saves.
-const seen = new Uint8Array(DIM)
-let stamp = 0
+// repeated k times must not score sqrt(k) times higher. One bit per bucket marks "seen in this window":
+// the marks fit the core's nearest cache beside the weights, and each pass clears the words it set.
+const seen = new Int32Array(DIM >>> 5)
 
-/** A stamp no bucket carries yet. */
-function nextStamp (): number {
-  if (++stamp === 256) { seen.fill(0); stamp = 1 }
-  return stamp
+/** Clears the marks of features [from, to) of `buckets`: word by word, or at once for a long run. */
+function unmark (buckets: Int32Array, from: number, to: number): void {
+  if (to - from > seen.length >>> 2) { seen.fill(0); return }
+  for (let k = from; k < to; k++) seen[(buckets[k] as number) >>> 5] = 0
 }
 
 /**
@@ -368,7 +366,6 @@ function embeddingsOf (d: Deep | undefined): Int8Array | undefined {
 
 /** Sum of the weights of the distinct buckets among features [from, to), how many there were, and their embedding bag (embAcc). */
 function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number, bag = false): { sum: number; count: number } {
-  nextStamp()
   const d = bag ? model.deep : undefined
   const e = embeddingsOf(d)
   const acc = embAcc
@@ -379,8 +376,10 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
   let count = 0
   for (let k = from; k < to; k++) {
     const b = buckets[k] as number
-    if (seen[b] === stamp) continue
-    seen[b] = stamp
+    const word = b >>> 5, bit = 1 << (b & 31)
+    const marks = seen[word] as number
+    if ((marks & bit) !== 0) continue
+    seen[word] = marks | bit
     sum += w[b] as number
     if (e !== undefined && words[k] === 1) {
       const row = (b & emask) * dim
@@ -388,26 +387,29 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
     }
     count++
   }
+  unmark(buckets, from, to)
   return { sum, count }
 }
 
 /** distinctSum of a whole text that also fills posCredit (see above). */
 function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, positions: Int32Array, to: number, len: number): { sum: number; count: number } {
-  nextStamp()
   if (posCredit.length < len) posCredit = new Float64Array(len)
   posCredit.fill(0, 0, len)
   let sum = 0
   let count = 0
   for (let k = 0; k < to; k++) {
     const b = buckets[k] as number
-    if (seen[b] === stamp) continue
-    seen[b] = stamp
+    const word = b >>> 5, bit = 1 << (b & 31)
+    const marks = seen[word] as number
+    if ((marks & bit) !== 0) continue
+    seen[word] = marks | bit
     const wb = w[b] as number
     sum += wb
     const at = positions[k] as number
     posCredit[at] = (posCredit[at] as number) + wb
     count++
   }
+  unmark(buckets, 0, to)
   return { sum, count }
 }
 
@@ -580,17 +582,19 @@ function explainWindow (model: Model, text: string, start: number, end: number):
     const weights: Int8Array | Float32Array = q ?? model.weights
     if (posCredit.length < len) posCredit = new Float64Array(len)
     posCredit.fill(0, 0, len)
-    nextStamp()
     count = 0
     for (let k = 0; k < feats.count; k++) {
       const pos = feats.positions[k] as number
       if (pos < start || pos >= end) continue
       const b = feats.buckets[k] as number
-      if (seen[b] === stamp) continue
-      seen[b] = stamp
+      const word = b >>> 5, bit = 1 << (b & 31)
+      const marks = seen[word] as number
+      if ((marks & bit) !== 0) continue
+      seen[word] = marks | bit
       count++
       posCredit[pos - start] = (posCredit[pos - start] as number) + (weights[b] as number)
     }
+    unmark(feats.buckets, 0, feats.count)
   }
   const unit = (q !== undefined ? model.scale ?? 1 : 1) * Math.pow(Math.max(1, count), -LENGTH_POWER)
   // A feature is credited to the word it ends in; one that ends between words, to the word before.
