@@ -304,6 +304,15 @@ export const DATA_WINDOW = 512
 export const DATA_STRIDE = 256
 
 const feats = createBuffers()
+/** The text whose features `feats` holds: a data span's second reading of a text reuses the first one's. */
+let featsOf: string | null = null
+
+/** Fills `feats` with the features of `text`, unless they are there already. */
+function featuresOf (text: string): void {
+  if (featsOf === text) return
+  extractFeatures(text, feats)
+  featsOf = text
+}
 
 /** The rule-family indicator features: each family that fired adds its learned weight. */
 function familyTerm (model: Model, mask: number): number {
@@ -427,7 +436,7 @@ function deepTerm (d: Deep, count: number): number {
  * none and is never explained, does not pay for it.
  */
 export function windowLogit(model: Model, text: string, mask: number, credit = false): { logit: number, start: number, end: number } {
-  extractFeatures(text, feats)
+  featuresOf(text)
   const base = model.bias + familyTerm(model, mask)
   const n = feats.count
   const buckets = feats.buckets
@@ -472,7 +481,7 @@ function bestWindow (len: number, window: number, stride: number, score: (from: 
  * text; `mask` its rule families). Without a head, the linear logit of the best window.
  */
 function dataWindowLogit (model: Model, text: string, mask: number): number {
-  extractFeatures(text, feats)
+  featuresOf(text)
   creditOf = null
   const base = model.bias + familyTerm(model, mask)
   const q = model.quantized
