@@ -46,6 +46,24 @@ t.test('a body that extends a recent one reuses its messages and parses as JSON.
   t.equal(e.messages[5], again.messages[5], 'the messages before the edit are reused')
 })
 
+t.test('conversations with the same system prompt, called in turn, each reuse their own history', async (t) => {
+  setBodyReuse(true)
+  const system = { role: 'system', content: 'You are the support assistant of a bookshop.' }
+  const history: Record<string, Array<{ role: string, content: string }>> = { a: [], b: [], c: [] }
+  const last: Record<string, { messages: unknown[] } | undefined> = {}
+  for (let call = 0; call < 6; call++) {
+    for (const name of ['a', 'b', 'c']) {
+      const h = history[name] as Array<{ role: string, content: string }>
+      h.push({ role: 'user', content: `${name}: question ${call}` })
+      const got = same(t, JSON.stringify({ model: 'm', messages: [system, ...h] }), `${name}, call ${call}`) as { messages: unknown[] }
+      const before = last[name]
+      if (before !== undefined) t.equal(got.messages[1], before.messages[1], `${name}, call ${call}: its first question comes from its previous call`)
+      last[name] = got
+      h.push({ role: 'assistant', content: `${name}: answer ${call}` })
+    }
+  }
+})
+
 t.test('whatever follows the reused messages, the result is what JSON.parse gives', async (t) => {
   setBodyReuse(true)
   const base = '{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}'

@@ -57,18 +57,23 @@ function parseWhole (text: string): unknown {
   }
 }
 
-/** The body parsed with a recent body's messages, or undefined when none shares a whole message with it. */
+/** The body parsed with the recent body that shares the most messages with it, or undefined when none shares one. */
 function reuse (text: string): unknown {
+  let best = -1
+  let shared = 0
   for (let r = 0; r < recent.length; r++) {
-    const old = recent[r] as Parsed
-    const k = sharedElements(old, text)
-    if (k === 0) continue
-    // The new body takes the old one's place: the conversation has moved on.
-    recent.splice(r, 1)
-    held -= old.text.length
-    return parseRest(old, text, k)
+    const k = sharedElements(recent[r] as Parsed, text)
+    if (k > shared) { shared = k; best = r }
   }
-  return undefined
+  if (best < 0) return undefined
+  const old = recent[best] as Parsed
+  // A body that continues the old one takes its place; one that shares less (another conversation with
+  // the same system prompt, an edited turn) leaves it to the conversation it belongs to.
+  if (shared === old.ends.length) {
+    recent.splice(best, 1)
+    held -= old.text.length
+  }
+  return parseRest(old, text, shared)
 }
 
 /** How many of `old`'s elements, from the first, `text` starts with (their bytes and all before them). */
