@@ -62,8 +62,11 @@ function reuse (text: string): unknown {
   let best = -1
   let shared = 0
   for (let r = 0; r < recent.length; r++) {
-    const k = sharedElements(recent[r] as Parsed, text)
+    const old = recent[r] as Parsed
+    const k = sharedElements(old, text)
     if (k > shared) { shared = k; best = r }
+    // The most recent body this one continues: the usual next call of a conversation.
+    if (k === old.ends.length) break
   }
   if (best < 0) return undefined
   const old = recent[best] as Parsed
