@@ -13,8 +13,8 @@
 /** Top-level keys whose array is a conversation: `messages` (alpha, beta) and `contents` (gamma). */
 const LISTS: ReadonlySet<string> = new Set(['messages', 'contents'])
 
-/** How many recent bodies are kept, and the characters they may hold together. */
-const RECENT = 16
+/** How many recent bodies are kept (conversations in flight on one worker), and the characters they may hold together. */
+const RECENT = 64
 const BUDGET = 4_000_000
 
 /** A parsed body and where its message array's elements end. */
@@ -85,9 +85,23 @@ function sharedElements (old: Parsed, text: string): number {
   // The whole history, or one or two messages fewer (a retried or edited turn). The shortest is tried
   // first: a body of another conversation fails it, so each recent body costs one comparison.
   const least = Math.max(1, ends.length - 2)
-  if (!startsWithPrefix(text, old, least)) return 0
+  if (!probesAgree(text, old, ends[least - 1] as number) || !startsWithPrefix(text, old, least)) return 0
   for (let k = ends.length; k > least; k--) if (startsWithPrefix(text, old, k)) return k
   return least
+}
+
+/**
+ * A few characters of the second message and the one before `end` compared first: conversations with
+ * the same system prompt differ there, so a recent body of another one is passed over without building
+ * the substrings. Agreeing probes prove nothing; a disagreeing one rules the body out.
+ */
+function probesAgree (text: string, old: Parsed, end: number): boolean {
+  if (end > text.length) return false
+  const second = old.ends[0] as number
+  for (const at of [second + 16, second + 32, second + 64, end - 1]) {
+    if (at < end && text.charCodeAt(at) !== old.text.charCodeAt(at)) return false
+  }
+  return true
 }
 
 /** Whether `text` starts with `old`'s text up to the end of its `k`th element. */
