@@ -46,13 +46,14 @@ t.test('a body that extends a recent one reuses its messages and parses as JSON.
   t.equal(e.messages[5], again.messages[5], 'the messages before the edit are reused')
 })
 
-t.test('conversations with the same system prompt, called in turn, each reuse their own history', async (t) => {
+t.test('40 conversations with the same system prompt, called in turn, each reuse their own history', async (t) => {
   setBodyReuse(true)
   const system = { role: 'system', content: 'You are the support assistant of a bookshop.' }
-  const history: Record<string, Array<{ role: string, content: string }>> = { a: [], b: [], c: [] }
+  const names = Array.from({ length: 40 }, (_, i) => `c${i}`)
+  const history: Record<string, Array<{ role: string, content: string }>> = Object.fromEntries(names.map((n) => [n, []]))
   const last: Record<string, { messages: unknown[] } | undefined> = {}
-  for (let call = 0; call < 6; call++) {
-    for (const name of ['a', 'b', 'c']) {
+  for (let call = 0; call < 4; call++) {
+    for (const name of names) {
       const h = history[name] as Array<{ role: string, content: string }>
       h.push({ role: 'user', content: `${name}: question ${call}` })
       const got = same(t, JSON.stringify({ model: 'm', messages: [system, ...h] }), `${name}, call ${call}`) as { messages: unknown[] }
