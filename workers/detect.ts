@@ -1,12 +1,14 @@
 // The detection worker (run by piscina in src/detection/pool.ts): for each body of a batch, parses it,
 // takes the text its dialect carries, and runs every detector over it. Injection decides the verdict;
 // PII and secrets are recorded as issues and never block. What each segment text gave is kept
-// (injection.ts, detector/segment-cache.ts), so a chat's resent history costs lookups, not scans.
+// (injection.ts, detector/segment-cache.ts), and a body that resends a recent one's messages reuses
+// their parse (detector/body-parse.ts), so a chat's resent history costs lookups, not scans.
 import { performance } from 'node:perf_hooks'
 import type { DetectTask, Verdict } from '../src/detection/types.js'
 import type { ProviderName } from '../src/providers/index.js'
 import { allowMatcher, blankAllowed } from './allow.js'
 import { extractSegments } from '../src/scan/extract.js'
+import { parseBody } from './detector/body-parse.js'
 import { detectInjection, THRESHOLD } from './detector/injection.js'
 import { findPiiAndSecrets } from './detector/segment-cache.js'
 
@@ -18,13 +20,8 @@ const NO_CATEGORIES: readonly string[] = Object.freeze([])
  */
 export function detectBody (provider: ProviderName, json: string, allow: readonly string[] | null = null): Verdict {
   const t0 = performance.now()
-  let body: unknown = null
-  try {
-    body = JSON.parse(json)
-  } catch {
-    // The front thread only forwards valid JSON; an unreadable body has no text to judge.
-  }
-  const segments = extractSegments(provider, body)
+  // The front thread only forwards valid JSON; an unreadable body (null) has no text to judge.
+  const segments = extractSegments(provider, parseBody(json))
   const matcher = allow === null || allow.length === 0 ? null : allowMatcher(allow)
   const scored = matcher === null ? segments : blankAllowed(segments, matcher)
   const injection = detectInjection(scored)

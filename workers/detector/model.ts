@@ -304,6 +304,15 @@ export const DATA_WINDOW = 512
 export const DATA_STRIDE = 256
 
 const feats = createBuffers()
+/** The text whose features `feats` holds: a data span's second reading of a text reuses the first one's. */
+let featsOf: string | null = null
+
+/** Fills `feats` with the features of `text`, unless they are there already. */
+function featuresOf (text: string): void {
+  if (featsOf === text) return
+  extractFeatures(text, feats)
+  featsOf = text
+}
 
 /** The rule-family indicator features: each family that fired adds its learned weight. */
 function familyTerm (model: Model, mask: number): number {
@@ -312,9 +321,15 @@ function familyTerm (model: Model, mask: number): number {
   return z
 }
 // Features count once per window whatever their repetition (binary, not term frequency): a text
-// repeated k times must not score sqrt(k) times higher. A stamp per bucket marks "seen in this window".
-const seen = new Int32Array(DIM)
-let stamp = 0
+// repeated k times must not score sqrt(k) times higher. One bit per bucket marks "seen in this window":
+// the marks fit the core's nearest cache beside the weights, and each pass clears the words it set.
+const seen = new Int32Array(DIM >>> 5)
+
+/** Clears the marks of features [from, to) of `buckets`: word by word, or at once for a long run. */
+function unmark (buckets: Int32Array, from: number, to: number): void {
+  if (to - from > seen.length >>> 2) { seen.fill(0); return }
+  for (let k = from; k < to; k++) seen[(buckets[k] as number) >>> 5] = 0
+}
 
 /**
  * For a text scored as one window (at most WINDOW characters) with `credit` (windowLogit), the sum of
@@ -360,7 +375,6 @@ function embeddingsOf (d: Deep | undefined): Int8Array | undefined {
 
 /** Sum of the weights of the distinct buckets among features [from, to), how many there were, and their embedding bag (embAcc). */
 function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32Array, from: number, to: number, bag = false): { sum: number; count: number } {
-  if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
   const d = bag ? model.deep : undefined
   const e = embeddingsOf(d)
   const acc = embAcc
@@ -371,8 +385,10 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
   let count = 0
   for (let k = from; k < to; k++) {
     const b = buckets[k] as number
-    if (seen[b] === stamp) continue
-    seen[b] = stamp
+    const word = b >>> 5, bit = 1 << (b & 31)
+    const marks = seen[word] as number
+    if ((marks & bit) !== 0) continue
+    seen[word] = marks | bit
     sum += w[b] as number
     if (e !== undefined && words[k] === 1) {
       const row = (b & emask) * dim
@@ -380,26 +396,29 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
     }
     count++
   }
+  unmark(buckets, from, to)
   return { sum, count }
 }
 
 /** distinctSum of a whole text that also fills posCredit (see above). */
 function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, positions: Int32Array, to: number, len: number): { sum: number; count: number } {
-  if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
   if (posCredit.length < len) posCredit = new Float64Array(len)
   posCredit.fill(0, 0, len)
   let sum = 0
   let count = 0
   for (let k = 0; k < to; k++) {
     const b = buckets[k] as number
-    if (seen[b] === stamp) continue
-    seen[b] = stamp
+    const word = b >>> 5, bit = 1 << (b & 31)
+    const marks = seen[word] as number
+    if ((marks & bit) !== 0) continue
+    seen[word] = marks | bit
     const wb = w[b] as number
     sum += wb
     const at = positions[k] as number
     posCredit[at] = (posCredit[at] as number) + wb
     count++
   }
+  unmark(buckets, 0, to)
   return { sum, count }
 }
 
@@ -417,7 +436,7 @@ function deepTerm (d: Deep, count: number): number {
  * none and is never explained, does not pay for it.
  */
 export function windowLogit(model: Model, text: string, mask: number, credit = false): { logit: number, start: number, end: number } {
-  extractFeatures(text, feats)
+  featuresOf(text)
   const base = model.bias + familyTerm(model, mask)
   const n = feats.count
   const buckets = feats.buckets
@@ -462,7 +481,7 @@ function bestWindow (len: number, window: number, stride: number, score: (from: 
  * text; `mask` its rule families). Without a head, the linear logit of the best window.
  */
 function dataWindowLogit (model: Model, text: string, mask: number): number {
-  extractFeatures(text, feats)
+  featuresOf(text)
   creditOf = null
   const base = model.bias + familyTerm(model, mask)
   const q = model.quantized
@@ -572,17 +591,19 @@ function explainWindow (model: Model, text: string, start: number, end: number):
     const weights: Int8Array | Float32Array = q ?? model.weights
     if (posCredit.length < len) posCredit = new Float64Array(len)
     posCredit.fill(0, 0, len)
-    if (++stamp === 0x7fffffff) { seen.fill(0); stamp = 1 }
     count = 0
     for (let k = 0; k < feats.count; k++) {
       const pos = feats.positions[k] as number
       if (pos < start || pos >= end) continue
       const b = feats.buckets[k] as number
-      if (seen[b] === stamp) continue
-      seen[b] = stamp
+      const word = b >>> 5, bit = 1 << (b & 31)
+      const marks = seen[word] as number
+      if ((marks & bit) !== 0) continue
+      seen[word] = marks | bit
       count++
       posCredit[pos - start] = (posCredit[pos - start] as number) + (weights[b] as number)
     }
+    unmark(feats.buckets, 0, feats.count)
   }
   const unit = (q !== undefined ? model.scale ?? 1 : 1) * Math.pow(Math.max(1, count), -LENGTH_POWER)
   // A feature is credited to the word it ends in; one that ends between words, to the word before.

@@ -312,8 +312,12 @@ function gateRegex (words: readonly string[]): RegExp {
   const groups = [...byFirst].map(([c, rest]) => (rest.length === 1 ? c + (rest[0] as string) : `${c}(?:${rest.join('|')})`))
   return new RegExp(`\\b(?:${bounded.join('|')})|${groups.join('|')}`)
 }
-/** The other rules start at a delimiter ("<", "[", "#", a newline, a "system:" line) or at "new …". */
-export const OTHER_GATE = /[<[#:\n]|new /
+/**
+ * The other rules need a delimiter ("<", "[", "#", a newline) or "new …"; a "system:" line needs a
+ * newline before it unless it opens the text. A colon alone (a time, a URL, "Note: …") is not enough,
+ * so most one-line chat turns skip that scan.
+ */
+export const OTHER_GATE = /[<[#\n]|new |^\[?(?:sys|admin|developer)/
 
 function scan(text: string, re: RegExp, rules: readonly Rule[], out: RuleMatch[], quoted: ReadonlyArray<readonly [number, number]>): void {
   re.lastIndex = 0

@@ -5,6 +5,7 @@
 // injection split over several parts is read whole, and a tiny part is judged in its context.
 import { roleSource, type SpanSource } from '../../src/providers/types.js'
 import type { Segment } from '../../src/detection/types.js'
+import { TextCache } from './text-cache.js'
 
 /** Who wrote a segment: as the walker said, else by its role (a document's text source is data). */
 export function sourceOf (seg: Pick<Segment, 'role' | 'path' | 'source'>): SpanSource {
@@ -71,6 +72,12 @@ export function pastedRanges (text: string): Array<readonly [number, number]> {
 }
 
 /**
+ * Pasted ranges by text: a chat resends its earlier user turns with every call, and the framing scan
+ * is a large expression run over each of them; the ranges are a pure function of the text.
+ */
+const RANGES = new TextCache<Array<readonly [number, number]>>(4_000_000, 65_536)
+
+/**
  * The request's spans in order. A user segment with pasted text gives a user piece, a data piece and,
  * after a closed fence, another user piece. Pieces of one message and label in a row are joined by a
  * space into one span, as the model reads consecutive parts (the space keeps two fields' words apart).
@@ -82,7 +89,7 @@ export function spansOf (segments: readonly Segment[]): Span[] {
     const text = seg.text
     if (source !== 'user' || seg.role !== 'user') { b.add(i, seg.message, source, text, 0, text.length); return }
     let at = 0
-    for (const [s, e] of pastedRanges(text)) {
+    for (const [s, e] of RANGES.get(text, pastedRanges)) {
       b.add(i, seg.message, 'user', text, at, s)
       b.add(i, seg.message, 'data', text, s, e)
       at = e

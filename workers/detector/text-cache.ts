@@ -1,5 +1,5 @@
 // A bounded cache of values computed from a text, for the detection worker's per-segment work
-// (injection.ts analyses, segment-cache.ts PII and secret findings).
+// (injection.ts analyses, segment-cache.ts PII and secret findings, spans.ts pasted ranges).
 
 /**
  * Values by text, bounded by the characters held: two generations instead of an exact LRU, whose
