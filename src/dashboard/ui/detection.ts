@@ -3,6 +3,7 @@
 // invalid_parameter shown beside the field it names. The server checks every value (the CLI's rules).
 import { ApiError, get, post } from './api.js'
 import { h, options, replace } from './dom.js'
+import { score } from './format.js'
 
 type Policy = 'block' | 'monitor' | 'off'
 
@@ -48,9 +49,9 @@ export function detectionCard (): DetectionCard {
       h('div', null, h('dt', null, title), h('dd', null, h('span', { 'data-testid': testid }, value), sub !== undefined ? h('span', { class: 'muted sub' }, sub) : null))
     replace(facts,
       row('Policy', 'detection-policy', label(policy), describe(policy)),
-      row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : String(threshold),
+      row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : score(threshold),
         'A score at or above it counts as injection; from 0 to 1, lower catches more prompts, higher fewer.'),
-      row('Data threshold', 'detection-data-threshold', dataThreshold === null ? 'the threshold' : String(dataThreshold),
+      row('Data threshold', 'detection-data-threshold', dataThreshold === null ? 'the threshold' : score(dataThreshold),
         'The same for text the model is handed to read: tool results, documents, search results, pasted text.'),
       row('Allow phrases', 'detection-allow',
         phrases.length === 0
@@ -96,6 +97,13 @@ function detectionDialog (): DetectionDialog {
   const threshold = h('input', { name: 'threshold', inputmode: 'decimal', placeholder: 'the detector\'s own', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-threshold' })
   const dataThreshold = h('input', { name: 'data_threshold', inputmode: 'decimal', placeholder: 'the threshold', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-data_threshold' })
   const phrases = h('textarea', { name: 'allow_phrases', rows: 4, placeholder: 'none, e.g. developer mode', spellcheck: 'false', 'aria-describedby': 'detection-error-allow_phrases' })
+  // The thresholds as the dialog opened with them: shown rounded, and saved exactly as they were unless edited.
+  let shown: AccountDetection['detection'] | null = null
+  const kept = (input: HTMLInputElement, was: number | null): string | number | null => {
+    const v = input.value.trim()
+    if (v === '') return null
+    return was !== null && v === score(was) ? was : v
+  }
   const errors = new Map<Field, HTMLElement>()
   const inputs = new Map<Field, HTMLElement>([['policy', policy], ['threshold', threshold], ['data_threshold', dataThreshold], ['allow_phrases', phrases]])
   const errorEl = (f: Field): HTMLElement => {
@@ -153,8 +161,8 @@ function detectionDialog (): DetectionDialog {
     clearErrors()
     const values = {
       policy: policy.value,
-      threshold: threshold.value.trim() === '' ? null : threshold.value.trim(),
-      data_threshold: dataThreshold.value.trim() === '' ? null : dataThreshold.value.trim(),
+      threshold: kept(threshold, shown?.threshold ?? null),
+      data_threshold: kept(dataThreshold, shown?.data_threshold ?? null),
       allow_phrases: phrases.value.split('\n').map((p) => p.trim()).filter((p) => p !== ''),
     }
     onSave(values)
@@ -169,8 +177,9 @@ function detectionDialog (): DetectionDialog {
     open (d, saveFn) {
       policy.value = d.policy
       hint()
-      threshold.value = d.threshold === null ? '' : String(d.threshold)
-      dataThreshold.value = d.data_threshold === null ? '' : String(d.data_threshold)
+      shown = d
+      threshold.value = d.threshold === null ? '' : score(d.threshold)
+      dataThreshold.value = d.data_threshold === null ? '' : score(d.data_threshold)
       phrases.value = d.allow_phrases.join('\n')
       clearErrors()
       save.disabled = false

@@ -3,7 +3,7 @@
 import { ApiError, get } from './api.js'
 import { conversation, messages, type Part } from './conversation.js'
 import { h, replace, type Child } from './dom.js'
-import { bytes, fullTime, int, ms, usd } from './format.js'
+import { bytes, fullTime, int, ms, usd, usdTitle } from './format.js'
 import { parse, prettyJson } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
@@ -96,8 +96,8 @@ function conversationEl (t: TraceDetail, findings: readonly Finding[], ids: Map<
   return box
 }
 
-function stat (label: string, testid: string, value: string, sub?: Child): HTMLElement {
-  return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), sub))
+function stat (label: string, testid: string, value: string, sub?: Child, title: string | null = null): HTMLElement {
+  return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid, title }, value), sub))
 }
 
 /** What the caller said about the call (x-tracegate-* headers), or null when it said nothing. */
@@ -304,7 +304,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
         stat('Output tokens', 'tokens-output', int(t.output_tokens)),
         stat('Cached input tokens', 'tokens-cached', int(t.cached_input_tokens)),
         stat('Counted by', 'tokens-source', t.token_source),
-        stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null))),
+        stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null, usdTitle(t.cost_usd)))),
       h('section', { class: 'card' }, h('h2', null, 'Latency'), h('dl', { class: 'stats' },
         stat('End to end', 'latency-total', ms(t.latency_ms)),
         stat('First byte', 'latency-ttfb', ms(t.ttfb_ms)),
