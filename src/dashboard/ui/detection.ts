@@ -97,13 +97,6 @@ function detectionDialog (): DetectionDialog {
   const threshold = h('input', { name: 'threshold', inputmode: 'decimal', placeholder: 'the detector\'s own', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-threshold' })
   const dataThreshold = h('input', { name: 'data_threshold', inputmode: 'decimal', placeholder: 'the threshold', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'detection-error-data_threshold' })
   const phrases = h('textarea', { name: 'allow_phrases', rows: 4, placeholder: 'none, e.g. developer mode', spellcheck: 'false', 'aria-describedby': 'detection-error-allow_phrases' })
-  // The thresholds as the dialog opened with them: shown rounded, and saved exactly as they were unless edited.
-  let shown: AccountDetection['detection'] | null = null
-  const kept = (input: HTMLInputElement, was: number | null): string | number | null => {
-    const v = input.value.trim()
-    if (v === '') return null
-    return was !== null && v === score(was) ? was : v
-  }
   const errors = new Map<Field, HTMLElement>()
   const inputs = new Map<Field, HTMLElement>([['policy', policy], ['threshold', threshold], ['data_threshold', dataThreshold], ['allow_phrases', phrases]])
   const errorEl = (f: Field): HTMLElement => {
@@ -161,8 +154,8 @@ function detectionDialog (): DetectionDialog {
     clearErrors()
     const values = {
       policy: policy.value,
-      threshold: kept(threshold, shown?.threshold ?? null),
-      data_threshold: kept(dataThreshold, shown?.data_threshold ?? null),
+      threshold: threshold.value.trim() === '' ? null : threshold.value.trim(),
+      data_threshold: dataThreshold.value.trim() === '' ? null : dataThreshold.value.trim(),
       allow_phrases: phrases.value.split('\n').map((p) => p.trim()).filter((p) => p !== ''),
     }
     onSave(values)
@@ -177,9 +170,8 @@ function detectionDialog (): DetectionDialog {
     open (d, saveFn) {
       policy.value = d.policy
       hint()
-      shown = d
-      threshold.value = d.threshold === null ? '' : score(d.threshold)
-      dataThreshold.value = d.data_threshold === null ? '' : score(d.data_threshold)
+      threshold.value = d.threshold === null ? '' : String(d.threshold)
+      dataThreshold.value = d.data_threshold === null ? '' : String(d.data_threshold)
       phrases.value = d.allow_phrases.join('\n')
       clearErrors()
       save.disabled = false
