@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { Session } from 'chdb'
+import { answerError, runQuery } from '../test/fixtures/clickhouse-http.js'
 
 const dir = process.argv[2]
 if (dir === undefined) throw new Error('usage: clickhouse-sink DATA_DIR')
@@ -18,16 +19,7 @@ const session = new Session(dir)
 /** What the trace inserts brought: wire bytes as sent, bytes and rows once decoded. */
 const stats = { inserts: 0, rows: 0, wireBytes: 0, bytes: 0, compressedInserts: 0, refused: 0 }
 
-/** URL parameters that belong to the HTTP interface, not to the query's settings. */
-const NOT_SETTINGS = new Set(['query', 'database', 'query_id', 'session_id', 'session_timeout', 'role', 'default_format',
-  'enable_http_compression', 'wait_end_of_query', 'user', 'password', 'send_progress_in_http_headers',
-  'http_headers_progress_interval_ms', 'add_http_cors_header'])
-
 const TRACES_INSERT = /^\s*INSERT\s+INTO\s+traces\b/i
-
-function literal (v: string): string {
-  return /^-?\d+(\.\d+)?$/.test(v) ? v : `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
-}
 
 /** The request body as sent, decoded as ClickHouse decodes a Content-Encoding it accepts. */
 function decoded (req: IncomingMessage): Readable {
@@ -67,39 +59,6 @@ async function swallow (req: IncomingMessage): Promise<void> {
   if (body !== req) stats.compressedInserts++
 }
 
-/** Runs one request the way the HTTP interface would: the query in the URL (then the body is data) or the body. */
-async function run (url: URL, body: Buffer): Promise<Uint8Array> {
-  const params: Record<string, string> = {}
-  const settings: string[] = []
-  for (const [k, v] of url.searchParams) {
-    if (k.startsWith('param_')) params[k.slice(6)] = v
-    else if (!NOT_SETTINGS.has(k)) settings.push(`${k} = ${literal(v)}`)
-  }
-  const inUrl = url.searchParams.get('query')
-  let sql = (inUrl ?? body.toString('utf8')).trim().replace(/;$/, '')
-  let format = 'TabSeparated'
-  const m = /\s+FORMAT\s+(\w+)\s*$/i.exec(sql)
-  if (m !== null) {
-    format = m[1]!
-    sql = sql.slice(0, m.index)
-  }
-  const clause = settings.length === 0 ? '' : ` SETTINGS ${settings.join(', ')}`
-  if (inUrl !== null && /^\s*INSERT\b/i.test(sql)) {
-    const r = await session.queryAsync(`${sql}${clause} FORMAT ${format}\n${body.toString('utf8')}`, { format: 'TabSeparated' })
-    return r.bytes()
-  }
-  const isSelect = /^\s*(SELECT|WITH)\b/i.test(sql)
-  const r = await session.queryBindAsync(isSelect ? sql + clause : sql, params, { format })
-  return r.bytes()
-}
-
-function fail (res: import('node:http').ServerResponse, err: unknown): void {
-  const message = (err as Error).message
-  const code = /Code: (\d+)/.exec(message)?.[1] ?? '1001'
-  res.writeHead(500, { 'content-type': 'text/plain; charset=UTF-8', 'x-clickhouse-exception-code': code })
-  res.end(message.startsWith('Code:') ? message : `Code: ${code}. DB::Exception: ${message}`)
-}
-
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://sink')
   if (url.pathname === '/ping') {
@@ -116,7 +75,7 @@ const server = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8', 'x-clickhouse-summary': '{}' }).end()
     }, (err: unknown) => {
       stats.refused++
-      fail(res, err)
+      answerError(res, err)
     })
     return
   }
@@ -124,13 +83,13 @@ const server = createServer((req, res) => {
   try {
     body = decoded(req)
   } catch (err) {
-    fail(res, err)
+    answerError(res, err)
     return
   }
-  readAll(body).then((b) => run(url, b)).then((out) => {
+  readAll(body).then((b) => runQuery(session, url, b)).then((out) => {
     res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8', 'x-clickhouse-server-display-name': 'sink' })
     res.end(out)
-  }, (err: unknown) => { fail(res, err) })
+  }, (err: unknown) => { answerError(res, err) })
 })
 server.listen(0, '127.0.0.1', () => {
   const addr = server.address()

@@ -59,6 +59,17 @@ function walk (dir: string, accept: (name: string) => boolean, into: Map<string,
 const NOT_FOUND_FALLBACK = '<!doctype html><html><head><meta charset="utf-8"><title>Not found · tracegate</title></head>' +
   '<body><h1>Page not found</h1><p><a href="/">Go to the dashboard</a></p></body></html>'
 
+/** An HTML page from `file`, or `fallback` when the file cannot be read (the UI not built or not shipped). */
+async function page (file: string, fallback: string, status: number, headers: Array<[string, string]>): Promise<Reply> {
+  let body: Buffer | string
+  try {
+    body = await readFile(file)
+  } catch {
+    body = fallback
+  }
+  return { status, body, headers: [['content-type', TYPES['.html']!], ...headers] }
+}
+
 export class Assets {
   readonly #files = new Map<string, string>()
 
@@ -92,24 +103,12 @@ export class Assets {
   }
 
   /** The app's own 404 page for an address it does not have: plain HTML, the app's stylesheet, a link home. */
-  async notFoundPage (): Promise<Reply> {
-    let body: Buffer | string
-    try {
-      body = await readFile(NOT_FOUND)
-    } catch {
-      body = NOT_FOUND_FALLBACK
-    }
-    return { status: 404, body, headers: [['content-type', TYPES['.html']!]] }
+  notFoundPage (): Promise<Reply> {
+    return page(NOT_FOUND, NOT_FOUND_FALLBACK, 404, [])
   }
 
   /** Every page path answers with the same shell; the client routes. */
-  async shell (): Promise<Reply> {
-    let body: Buffer | string
-    try {
-      body = await readFile(SHELL)
-    } catch {
-      body = NOT_BUILT
-    }
-    return { status: 200, body, headers: [['content-type', TYPES['.html']!], ['cache-control', 'no-cache']] }
+  shell (): Promise<Reply> {
+    return page(SHELL, NOT_BUILT, 200, [['cache-control', 'no-cache']])
   }
 }

@@ -21,8 +21,8 @@ const HTML = '<img src=x onerror="window.__why=1">'
 const DETECTION = JSON.stringify({ ran: true, blocked: true, score: 0.97, categories: ['instruction_override', 'model'], ms: 0.3 })
 
 /** A blocked call whose stored findings are `issues`; opens its detail page. */
-async function open (issues: readonly Issue[]): Promise<void> {
-  const m = { ...traceMeta(owner, null), status: 403, outcome: 'blocked' as const, errorCode: 'prompt_injection_detected', detection: DETECTION, issues: JSON.stringify(issues) }
+async function open (issues: readonly Issue[], detection = DETECTION): Promise<void> {
+  const m = { ...traceMeta(owner, null), status: 403, outcome: 'blocked' as const, errorCode: 'prompt_injection_detected', detection, issues: JSON.stringify(issues) }
   handOver(d.tg, [m])
   await storedTrace(d.tg, owner.accountId, m.traceId)
   await page.goto(`/traces/${m.traceId}`)
@@ -74,5 +74,13 @@ t.test('no why block for findings stored without rules or words', async (t) => {
   await open([finding({}), finding({ kind: 'model', detail: 'model score 0.990' })])
   t.equal(await page.locator('[data-testid=finding]').count(), 2, 'the findings are listed')
   t.equal(await page.locator('[data-testid=detection-why]').count(), 0, 'no why block')
+  checkWatched(t, watched)
+})
+
+t.test('the threshold a call was judged against is shown to three decimals, as the detector\'s own is stored unrounded', async (t) => {
+  await open([finding({})], JSON.stringify({ ran: true, blocked: true, score: 0.97, threshold: 0.734595775604248, categories: ['model'], ms: 0.3 }))
+  const summary = (await page.locator('[data-testid=detection-summary]').textContent() ?? '').trim()
+  t.match(summary, /^Injection score 0\.970 against a threshold of 0\.735 — blocked/, `the summary (${summary})`)
+  t.notMatch(summary, /0\.7345/, 'never the unrounded threshold')
   checkWatched(t, watched)
 })

@@ -41,6 +41,41 @@ async function fits (t: Test, page: Page, what: string): Promise<void> {
   t.ok(w.scrollWidth <= w.innerWidth, `${what}: no horizontal page scroll (content ${w.scrollWidth} px, window ${w.innerWidth} px)`)
 }
 
+/** The dashboard's one cost format: cents from a dollar up, two significant digits below, `—` for no price. */
+const COST = /^(\$[\d,]+\.\d\d|\$0\.0*[1-9]\d|\$0\.00|—)$/
+
+/** Every cost shown in `selector`: in the one format, and the no-price mark always titled "not priced". */
+async function costsInFormat (t: Test, page: Page, selector: string, what: string): Promise<void> {
+  const costs = await page.locator(selector).evaluateAll((els) => els.map((e) => ({ text: (e.textContent ?? '').trim(), title: e.getAttribute('title') })))
+  t.ok(costs.length > 0, `${what}: costs to check (${costs.length})`)
+  for (const c of costs) {
+    t.match(c.text, COST, `${what}: ${JSON.stringify(c.text)} is in the one cost format`)
+    if (c.text === '—') t.equal(c.title, 'not priced', `${what}: the no-price mark says so`)
+  }
+}
+
+/** The x-axis labels of a chart: at least two, inside the chart's box, none touching another. */
+async function axisLabelsFit (t: Test, page: Page, testid: string, what: string): Promise<void> {
+  const { chart, labels } = await page.locator(`[data-testid=${testid}]`).evaluate((el) => {
+    const r = el.getBoundingClientRect()
+    return {
+      chart: { left: r.left, right: r.right },
+      labels: [...el.querySelectorAll('[data-testid=x-label]')].map((l) => {
+        const b = l.getBoundingClientRect()
+        return { text: l.textContent ?? '', left: b.left, right: b.right, width: b.width }
+      }).sort((a, b) => a.left - b.left),
+    }
+  })
+  t.ok(labels.length >= 2, `${what}: the x axis has labels (${labels.map((l) => l.text).join(', ')})`)
+  for (const l of labels) {
+    t.ok(l.width > 0 && l.left >= chart.left - 0.5 && l.right <= chart.right + 0.5,
+      `${what}: label ${JSON.stringify(l.text)} is whole inside the chart (${Math.round(l.left)}..${Math.round(l.right)} of ${Math.round(chart.left)}..${Math.round(chart.right)})`)
+  }
+  for (let i = 1; i < labels.length; i++) {
+    t.ok(labels[i - 1]!.right <= labels[i]!.left, `${what}: ${JSON.stringify(labels[i - 1]!.text)} and ${JSON.stringify(labels[i]!.text)} do not overlap`)
+  }
+}
+
 /** An element wholly inside the window, left to right. */
 async function onScreen (t: Test, page: Page, selector: string, what: string): Promise<void> {
   const loc = page.locator(selector).first()
@@ -104,7 +139,31 @@ for (const viewport of VIEWPORTS) {
       return { scroll: box.scrollWidth, client: box.clientWidth }
     })
     if (phone) t.ok(wrap.scroll <= wrap.client, `the list needs no sideways scroll even inside its box (${wrap.scroll} / ${wrap.client})`)
+    // Model names whole (wrapped, never cut to an ellipsis), and the cost in the one format.
+    for (const c of calls) {
+      const cell = await page.locator(`tr[data-trace-id="${c.traceId}"] td[data-col=model]`).evaluate((el) => ({
+        text: el.textContent ?? '', scroll: el.scrollWidth, client: el.clientWidth, overflow: getComputedStyle(el).textOverflow,
+      }))
+      t.ok(cell.scroll <= cell.client && cell.overflow !== 'ellipsis', `the model ${JSON.stringify(cell.text)} is shown whole (${cell.scroll} / ${cell.client} px, ${cell.overflow})`)
+    }
+    if (!phone) await costsInFormat(t, page, 'tr[data-testid=trace-row] td[data-col=cost]', 'the list')
     await shot('traces')
+
+    // Times on one line, in their widest form too: with the page's clock two days on, every time shows its date.
+    const later = await page.evaluate(() => Date.now() + 2 * 86_400_000)
+    await page.clock.setFixedTime(later)
+    await page.goto('/traces?range=7d')
+    await row.waitFor()
+    const times = await page.locator('tr[data-testid=trace-row] td[data-col=time] a').evaluateAll((els) => els.map((a) => ({
+      text: a.textContent ?? '', lines: a.getClientRects().length,
+    })))
+    t.ok(times.length > calls.length, `times to check (${times.length})`)
+    for (const x of times) {
+      t.match(x.text, /\d/, `a dated time (${JSON.stringify(x.text)})`)
+      t.equal(x.lines, 1, `the time ${JSON.stringify(x.text)} is on one line`)
+    }
+    await fits(t, page, 'the trace list with dated times')
+    await shot('traces-dated')
 
     // A tap on the row opens the detail with everything the list left out.
     await row.locator('td[data-col=model]').click()
@@ -112,6 +171,7 @@ for (const viewport of VIEWPORTS) {
     await page.locator('[data-testid=trace-detail]').waitFor()
     for (const id of ['tokens-input', 'tokens-output', 'cost', 'latency-total']) await onScreen(t, page, `[data-testid=${id}]`, `the detail's ${id}`)
     t.match(await text(page.locator('.facts')), /alpha/, 'the detail names the provider')
+    await costsInFormat(t, page, '[data-testid=trace-detail] [data-testid=cost]', 'the detail')
     await fits(t, page, 'a trace\'s detail')
     await shot('detail')
 
@@ -126,6 +186,8 @@ for (const viewport of VIEWPORTS) {
     await page.locator('table[data-testid=breakdown-model] tr[data-testid=breakdown-row]').first().waitFor()
     await fits(t, page, 'usage')
     for (const id of ['usage-total-requests', 'chart-requests', 'chart-latency']) await onScreen(t, page, `[data-testid=${id}]`, `usage ${id}`)
+    for (const id of ['chart-requests', 'chart-cost', 'chart-latency']) await axisLabelsFit(t, page, id, id)
+    await costsInFormat(t, page, 'table[data-testid=breakdown-model] td:nth-child(7)', 'usage by model')
     const tables = await page.locator('[data-testid^=breakdown-]').evaluateAll((els) => els.filter((e) => e.tagName === 'TABLE').map((el) => {
       const box = el.parentElement!
       return { id: el.getAttribute('data-testid'), overflow: getComputedStyle(box).overflowX, right: box.getBoundingClientRect().right }
@@ -194,6 +256,21 @@ for (const viewport of VIEWPORTS) {
     await page.context().close()
   })
 }
+
+t.test('one cost format, whatever the amount', async (t) => {
+  const { page, watched } = await newPage(browser, d.dashboard)
+  watchedPages.push(['format', watched])
+  await page.goto('/signin')
+  const shown = await page.evaluate(async () => {
+    const f = await import('/assets/format.js' as string) as { usd: (n: number | null) => string, usdTitle: (n: number | null) => string | null }
+    return [0.0003625, 0.00036, 0.0000031, 0.042, 0.5, 0.996, 1234.5, 0, null].map((n) => [f.usd(n), f.usdTitle(n)])
+  })
+  t.same(shown, [
+    ['$0.00036', null], ['$0.00036', null], ['$0.0000031', null], ['$0.042', null], ['$0.50', null], ['$1.00', null],
+    ['$1,234.50', null], ['$0.00', null], ['—', 'not priced'],
+  ], 'two significant digits under a dollar, cents from a dollar up, the no-price mark titled')
+  await page.context().close()
+})
 
 t.test('no page did what it must not', async (t) => {
   for (const [who, w] of watchedPages) checkWatched(t, w, who)

@@ -6,7 +6,8 @@
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { moduleFile } from '../../src/paths.js'
-import { cliArgs, nodeArgs } from '../helpers/cli.js'
+import { nodeArgs } from '../helpers/cli.js'
+import { ServeChild } from '../helpers/serve.js'
 import { createServer } from 'node:http'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -21,20 +22,15 @@ const STANDIN = fileURLToPath(moduleFile('../fixtures/clickhouse-standin.js', im
 interface Exit { code: number | null; signal: NodeJS.Signals | null; stderr: string; ms: number }
 
 /** Runs `tracegate serve` with the environment; it must exit by itself within 30 s. */
-function serve (t: Test, env: Record<string, string>): Promise<Exit> {
+async function serve (t: Test, env: Record<string, string>): Promise<Exit> {
   const dataDir = tempDir('tracegate-chserver-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
   const started = Date.now()
-  const child = spawn(process.execPath, cliArgs('serve'), {
-    env: { ...process.env, TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stderr = ''
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8') })
-  const timer = setTimeout(() => { child.kill('SIGKILL') }, 30_000)
-  return new Promise((resolve) => {
-    child.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stderr, ms: Date.now() - started }) })
-  })
+  const child = new ServeChild(t, { args: ['serve'], env: { ...process.env, TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', ...env } })
+  const timer = setTimeout(() => { child.child.kill('SIGKILL') }, 30_000)
+  const { code, signal } = await child.exit
+  clearTimeout(timer)
+  return { code, signal, stderr: child.stderr, ms: Date.now() - started }
 }
 
 t.test('a closed port stops the start with a message naming the URL, never its password', async (t) => {

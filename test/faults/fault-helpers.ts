@@ -6,8 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { MockProvider } from '../../src/mock-provider/index.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
-import { Tracegate } from '../../src/tracegate.js'
-import { testConfig } from '../helpers/server.js'
+import type { Tracegate } from '../../src/tracegate.js'
+import { startTracegate as startOn } from '../helpers/server.js'
 import { capturingLogger, type Logs } from '../helpers/logs.js'
 import { type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
@@ -24,11 +24,8 @@ export interface Running {
 /** A tracegate on `dataDir` with the test seams and a kept log, an account and a proxy key; closed at teardown. */
 export async function startTracegate (t: Test, dataDir: string, mock: MockProvider | null, env: Record<string, string> = {}): Promise<Running> {
   const logs = capturingLogger()
-  const tg = await Tracegate.start(testConfig(dataDir, mock, { TRACEGATE_KEY_CACHE_TTL_MS: '600000', ...env }), { bootstrap: false, testSeams: true, log: logs.log })
-  t.teardown(() => tg.close())
-  const account = await tg.admin.createAccount({ name: 'faults', plan: 'pro' })
-  const key = await tg.admin.createKey({ account: account.id, scope: 'proxy' })
-  return { tg, logs, url: `http://127.0.0.1:${tg.proxyPort}`, accountId: account.id, key: key.key }
+  const started = await startOn(t, dataDir, mock, { TRACEGATE_KEY_CACHE_TTL_MS: '600000', ...env }, { testSeams: true, log: logs.log })
+  return { ...started, logs }
 }
 
 /** The trace stats after a flush; `callMs` bounds the store's answer. */

@@ -11,7 +11,7 @@ import { startServer } from '../helpers/server.js'
 import { send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { HEAD_CASES, HELD_MAX_MS, PROMPT_MS } from './cases.js'
-import { parseResponse, rawRequest } from './raw.js'
+import { parseResponse, rawRequest } from '../helpers/raw-call.js'
 
 const s = await startServer(t)
 type Provider = keyof typeof ROUTES

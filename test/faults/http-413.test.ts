@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { DRAIN_IDLE_MS, DRAIN_MS } from '../../src/server/body.js'
 import { startServer } from '../helpers/server.js'
 import { ROUTES } from '../helpers/bodies.js'
-import { parseResponse, upload, type RawResult } from './raw.js'
+import { parseResponse, upload, type RawResult } from '../helpers/raw-call.js'
 
 const LIMIT = 1024 * 1024
 const s = await startServer(t, { TRACEGATE_MAX_BODY_BYTES: String(LIMIT) })

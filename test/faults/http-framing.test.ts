@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { HEAD_CASES, HELD_MAX_MS, HELD_MIN_MS, PROMPT_MS, type HeadCase } from './cases.js'
-import { parseResponse, rawRequest, type RawResult } from './raw.js'
+import { parseResponse, rawRequest, type RawResult } from '../helpers/raw-call.js'
 
 const s = await startServer(t)
 const proxy = s.tg.proxyPort

@@ -13,7 +13,8 @@ import { connect as tlsConnect } from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { repoFile } from '../../src/paths.js'
-import { childEnv, cliArgs } from '../helpers/cli.js'
+import { childEnv } from '../helpers/cli.js'
+import { PROXY_LISTENING, ServeChild } from '../helpers/serve.js'
 import type { Answer } from '../helpers/dashboard.js'
 import { closedPort, tempDir } from '../helpers/server.js'
 import { withTimeout } from '../helpers/wait.js'
@@ -21,7 +22,6 @@ import { withTimeout } from '../helpers/wait.js'
 export const NGINX = '/usr/sbin/nginx'
 export const OPENSSL = '/usr/bin/openssl'
 export const DEPLOY_CONF = fileURLToPath(repoFile('deploy/nginx.conf'))
-const START_TIMEOUT_MS = 30_000
 
 interface Tap {
   teardown (fn: () => unknown): void
@@ -145,34 +145,18 @@ export interface ChildTracegate {
   readonly dashboardPort: number
 }
 
-/** `tracegate serve --mock-providers` in a child process with these variables; killed at teardown. */
+/** `tracegate serve --mock-providers` in a child process with these variables; stopped at teardown. */
 export async function spawnTracegate (t: Tap, env: Record<string, string>): Promise<ChildTracegate> {
   const dataDir = tempDir('tracegate-child-')
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
+  const serve = new ServeChild(t, {
     env: childEnv({ TRACEGATE_DATA_DIR: dataDir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'warn', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    teardown: 'term',
   })
-  const exit = new Promise<void>((resolve) => { child.on('close', () => { resolve() }) })
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    await withTimeout(exit, 15_000, 'tracegate did not stop').catch(() => { child.kill('SIGKILL') })
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s })
   // serve tells where it listens on stderr (stdout is the JSON log).
-  const started = new Promise<ChildTracegate>((resolve, reject) => {
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s
-      const proxy = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-      const dashboard = /dashboard on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-      if (proxy !== undefined && dashboard !== undefined) resolve({ proxyPort: Number(proxy), dashboardPort: Number(dashboard) })
-    })
-    void exit.then(() => { reject(new Error(`serve exited before it was listening\nstdout:\n${stdout}\nstderr:\n${stderr}`)) })
-  })
-  return withTimeout(started, START_TIMEOUT_MS, `serve did not start within ${START_TIMEOUT_MS} ms\nstderr:\n${stderr}`)
+  const proxy = await serve.waitFor(PROXY_LISTENING)
+  const dashboard = await serve.waitFor(/dashboard on http:\/\/127\.0\.0\.1:(\d+)\n/)
+  return { proxyPort: Number(proxy[1]), dashboardPort: Number(dashboard[1]) }
 }
 
 /** Status, headers, text and parsed JSON, as the dashboard tests' client answers. */

@@ -1,6 +1,9 @@
-// Helpers for tests where exact bytes and connection behaviour matter: an HTTP/1.1 client over a raw
-// `net` socket (its own framing decoder, so a missing terminating chunk or a cut connection is seen as
-// it is, and the caller can pause and resume it), and a TCP relay a test can take down to make a provider unreachable.
+// Raw HTTP/1.1 clients, for tests where exact bytes and connection behaviour matter. RawCall: one POST
+// over its own socket with its own framing decoder, so a missing terminating chunk or a cut connection is
+// seen as it is, and the caller can pause and resume it. rawRequest and upload: any bytes exactly as
+// written (malformed requests, pipelined ones, large uploads), what came back, whether and when the
+// server closed, and the socket error the client saw (EPIPE, ECONNRESET); parseResponse reads the answers.
+// And a TCP relay a test can take down to make a provider unreachable.
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 
@@ -27,6 +30,27 @@ type Framing = { kind: 'chunked' } | { kind: 'length'; remaining: number } | { k
 
 const CRLF = Buffer.from('\r\n')
 const HEAD_END = Buffer.from('\r\n\r\n')
+
+/** A loopback connection with Nagle off, so each write leaves as written. */
+function open (port: number): Socket {
+  const sock = connect(port, '127.0.0.1')
+  sock.setNoDelay(true)
+  return sock
+}
+
+/** A response head's status and headers (lower-case names; repeated headers keep every value). */
+function readHead (text: string): { status: number; headers: Record<string, string[]> } {
+  const lines = text.split('\r\n')
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0)
+  const headers: Record<string, string[]> = {}
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':')
+    if (colon <= 0) continue
+    const name = line.slice(0, colon).trim().toLowerCase()
+    ;(headers[name] ??= []).push(line.slice(colon + 1).trim())
+  }
+  return { status, headers }
+}
 
 /**
  * One POST over its own connection. The caller registers `onBody` for decoded body bytes (each call
@@ -56,8 +80,7 @@ export class RawCall {
     this.head = new Promise((resolve, reject) => { this.#resolveHead = resolve; this.#rejectHead = reject })
     // A rejected head is also reported through `done`; keep it from counting as unhandled.
     this.head.catch(() => {})
-    this.socket = connect(port, '127.0.0.1')
-    this.socket.setNoDelay(true)
+    this.socket = open(port)
     let text = `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${bytes.length}\r\n`
     for (const [name, value] of Object.entries(headers)) text += `${name}: ${value}\r\n`
     this.socket.write(text + '\r\n')
@@ -94,15 +117,7 @@ export class RawCall {
   }
 
   #parseHead (text: string, at: number): void {
-    const lines = text.split('\r\n')
-    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0)
-    const headers: Record<string, string[]> = {}
-    for (const line of lines.slice(1)) {
-      const colon = line.indexOf(':')
-      if (colon <= 0) continue
-      const name = line.slice(0, colon).trim().toLowerCase()
-      ;(headers[name] ??= []).push(line.slice(colon + 1).trim())
-    }
+    const { status, headers } = readHead(text)
     const te = headers['transfer-encoding']?.join(',').toLowerCase() ?? ''
     const cl = headers['content-length']?.[0]
     if (te.includes('chunked')) this.#framing = { kind: 'chunked' }
@@ -177,6 +192,131 @@ export class RawCall {
 /** Sends a POST over a raw socket; see RawCall. */
 export function rawPost (port: number, path: string, body: string | Buffer, headers: Record<string, string> = {}): RawCall {
   return new RawCall(port, path, body, headers)
+}
+
+export interface RawResult {
+  readonly bytes: Buffer
+  /** Milliseconds from the first write until the server closed, or null when it was still open at the cap. */
+  readonly closedMs: number | null
+  readonly error: string | null
+  /** Body bytes the client managed to write (uploads). */
+  readonly sent: number
+  /** Milliseconds until the `answers` wanted had all arrived (uploads), or null. */
+  readonly answeredMs: number | null
+}
+
+export interface Parsed {
+  readonly status: number
+  readonly headers: Map<string, string>
+  readonly body: Buffer
+  /** Bytes the response took, so a second one can be parsed after it. */
+  readonly length: number
+}
+
+/** Parses one HTTP/1.1 response (content-length or chunked) from the start of `buf`, or null if incomplete. */
+export function parseResponse (buf: Buffer): Parsed | null {
+  const end = buf.indexOf('\r\n\r\n')
+  if (end < 0) return null
+  const head = readHead(buf.subarray(0, end).toString('latin1'))
+  const status = head.status
+  // One value a name, the last one sent.
+  const headers = new Map(Object.entries(head.headers).map(([name, values]) => [name, values[values.length - 1]!]))
+  let at = end + 4
+  if (headers.get('transfer-encoding')?.toLowerCase() === 'chunked') {
+    const parts: Buffer[] = []
+    for (;;) {
+      const eol = buf.indexOf('\r\n', at)
+      if (eol < 0) return null
+      const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16)
+      if (Number.isNaN(size)) return null
+      if (size === 0) {
+        if (buf.length < eol + 4) return null
+        return { status, headers, body: Buffer.concat(parts), length: eol + 4 }
+      }
+      if (buf.length < eol + 2 + size + 2) return null
+      parts.push(buf.subarray(eol + 2, eol + 2 + size))
+      at = eol + 2 + size + 2
+    }
+  }
+  const length = Number(headers.get('content-length') ?? 0)
+  if (buf.length < at + length) return null
+  return { status, headers, body: buf.subarray(at, at + length), length: at + length }
+}
+
+function countResponses (buf: Buffer): number {
+  let n = 0
+  for (let r = parseResponse(buf); r !== null; r = parseResponse(buf)) {
+    n++
+    buf = buf.subarray(r.length)
+  }
+  return n
+}
+
+/**
+ * Writes `data` and reads until the server closes or `capMs` passes (then the client closes). With
+ * `untilAnswer`, it stops as soon as one whole response has arrived.
+ */
+export function rawRequest (port: number, data: string | Buffer, capMs: number, untilAnswer = false): Promise<RawResult> {
+  return upload(port, data, 0, capMs, untilAnswer ? { answers: 1 } : {})
+}
+
+/**
+ * Sends `head`, then `total` body bytes as fast as the socket takes them (in `chunk`-byte writes, each
+ * made by `piece`), then `after` (a next request on the same connection); reads until the server closes
+ * or `capMs` passes.
+ */
+export function upload (port: number, head: string | Buffer, total: number, capMs: number, options: {
+  readonly chunk?: number
+  readonly piece?: (n: number) => Buffer
+  readonly after?: string
+  /** Stop once this many whole responses have arrived. */
+  readonly answers?: number
+} = {}): Promise<RawResult> {
+  const size = options.chunk ?? 64 * 1024
+  const piece = options.piece ?? ((n: number) => Buffer.alloc(n, 0x20))
+  return new Promise((resolve) => {
+    const sock = open(port)
+    const chunks: Buffer[] = []
+    let error: string | null = null
+    let closedMs: number | null = null
+    let sent = 0
+    let answeredMs: number | null = null
+    let done = false
+    const t0 = performance.now()
+    const finish = (): void => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      sock.destroy()
+      resolve({ bytes: Buffer.concat(chunks), closedMs, error, sent, answeredMs })
+    }
+    const timer = setTimeout(finish, capMs)
+    sock.on('data', (b: Buffer) => {
+      chunks.push(b)
+      if (options.answers !== undefined && countResponses(Buffer.concat(chunks)) >= options.answers) {
+        answeredMs = performance.now() - t0
+        finish()
+      }
+    })
+    sock.on('error', (err: NodeJS.ErrnoException) => { error = err.code ?? err.message })
+    sock.on('close', () => {
+      if (!done) closedMs = performance.now() - t0
+      finish()
+    })
+    sock.write(head)
+    const pump = (): void => {
+      while (sent < total && !sock.destroyed) {
+        const n = Math.min(size, total - sent)
+        sent += n
+        if (!sock.write(piece(n))) {
+          sock.once('drain', pump)
+          return
+        }
+      }
+      if (sent >= total && options.after !== undefined && !sock.destroyed) sock.write(options.after)
+    }
+    pump()
+  })
 }
 
 /**

@@ -40,17 +40,33 @@ export function testConfig (dataDir: string, mock: MockProvider | null, env: Rec
   })
 }
 
-/** Starts the mock and tracegate in front of it; both close when the test ends. */
+export interface Started {
+  readonly tg: Tracegate
+  readonly url: string
+  readonly accountId: string
+  /** A proxy key on a pro account without server-side keys. */
+  readonly key: string
+}
+
+/**
+ * A tracegate on `dataDir` in front of `mock` (null: the providers' own URLs), with a pro account and a
+ * proxy key; closed when the test ends. The one way the tests start one in their own process.
+ */
+export async function startTracegate (t: Tap, dataDir: string, mock: MockProvider | null, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<Started> {
+  const tg = await Tracegate.start(testConfig(dataDir, mock, env), { bootstrap: false, ...options })
+  t.teardown(() => tg.close())
+  const account = await tg.admin.createAccount({ name: 'test', plan: 'pro' })
+  const key = await tg.admin.createKey({ account: account.id, scope: 'proxy' })
+  return { tg, url: `http://127.0.0.1:${tg.proxyPort}`, accountId: account.id, key: key.key }
+}
+
+/** Starts the mock and tracegate in front of it on a new data directory; all go when the test ends. */
 export async function startServer (t: Tap, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<TestServer> {
   const mock = await startMockProvider()
   t.teardown(() => mock.close())
   const dataDir = tempDir()
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
-  const tg = await Tracegate.start(testConfig(dataDir, mock, env), { bootstrap: false, ...options })
-  t.teardown(() => tg.close())
-  const account = await tg.admin.createAccount({ name: 'test', plan: 'pro' })
-  const key = await tg.admin.createKey({ account: account.id, scope: 'proxy' })
-  return { tg, mock, dataDir, url: `http://127.0.0.1:${tg.proxyPort}`, accountId: account.id, key: key.key }
+  return { ...await startTracegate(t, dataDir, mock, env, options), mock, dataDir }
 }
 
 /**

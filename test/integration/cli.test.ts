@@ -9,6 +9,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { childEnv, cliArgs, oneJson } from '../helpers/cli.js'
 import { tempDir } from '../helpers/server.js'
+import { ServeChild } from '../helpers/serve.js'
 import { json, type RawResponse, send } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { sleep, withTimeout } from '../helpers/wait.js'
@@ -20,7 +21,6 @@ const PROVIDER_KEY = 'sk-x'
 const DAY_MS = 86_400_000
 // Generous for slow CI machines; the whole file still finishes in well under a minute when healthy.
 const CLI_TIMEOUT_MS = 30_000
-const START_TIMEOUT_MS = 30_000
 const STOP_TIMEOUT_MS = 10_000
 
 /** A data directory and every process started on it; both are gone when the test ends. */
@@ -99,71 +99,20 @@ function sha256 (text: string): string {
   return createHash('sha256').update(text).digest('hex')
 }
 
-/** A running `tracegate serve`, with everything it printed so far. */
-class Serve {
-  readonly child: ChildProcess
-  stdout = ''
-  stderr = ''
-  exited = false
-  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  readonly #waiters = new Set<() => boolean>()
-
-  constructor (sc: Scenario, args: string[]) {
-    this.child = spawn(process.execPath, cliArgs(...args), { env: cliEnv(sc.dir), stdio: ['ignore', 'pipe', 'pipe'] })
-    sc.children.add(this.child)
-    this.child.stdout!.setEncoding('utf8').on('data', (s: string) => { this.stdout += s })
-    // What serve says to a person (listening on, the first-start block) is on stderr; stdout is the JSON log.
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => { this.stderr += s; this.#wake() })
-    this.exit = new Promise((resolve) => {
-      this.child.on('close', (code, signal) => {
-        this.exited = true
-        sc.children.delete(this.child)
-        resolve({ code, signal })
-        this.#wake()
-      })
-    })
-  }
-
-  #wake (): void {
-    for (const check of this.#waiters) check()
-  }
-
-  /** Resolves with the first match of `pattern` in stderr; rejects if the process exits or time runs out. */
-  waitFor (pattern: RegExp, ms = START_TIMEOUT_MS): Promise<RegExpExecArray> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        done()
-        reject(new Error(`serve did not print ${String(pattern)} within ${ms} ms\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`))
-      }, ms)
-      const done = (): void => { clearTimeout(timer); this.#waiters.delete(check) }
-      const check = (): boolean => {
-        const m = pattern.exec(this.stderr)
-        if (m !== null) { done(); resolve(m); return true }
-        if (this.exited) {
-          done()
-          reject(new Error(`serve exited before printing ${String(pattern)}\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`))
-          return true
-        }
-        return false
-      }
-      if (!check()) this.#waiters.add(check)
-    })
-  }
-
-  /** SIGTERM, then the exit status (rejects when it takes longer than `ms`). */
-  async stop (ms = STOP_TIMEOUT_MS): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    this.child.kill('SIGTERM')
-    return await withTimeout(this.exit, ms, `serve did not exit within ${ms} ms of SIGTERM`)
-  }
+/** `tracegate ...args` on the scenario's data directory, ended with the scenario. */
+function serveOn (sc: Scenario, args: string[]): ServeChild {
+  const serve = new ServeChild(null, { args, env: cliEnv(sc.dir) })
+  sc.children.add(serve.child)
+  return serve
 }
 
 interface Started {
-  readonly serve: Serve
+  readonly serve: ServeChild
   readonly port: number
 }
 
 async function startServe (sc: Scenario): Promise<Started> {
-  const serve = new Serve(sc, ['serve', '--mock-providers'])
+  const serve = serveOn(sc, ['serve', '--mock-providers'])
   const m = await serve.waitFor(/tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/)
   return { serve, port: Number(m[1]) }
 }
@@ -310,7 +259,7 @@ t.test('admin commands against a stopped server', async (t) => {
 
 t.test('against a running server', async (t) => {
   const sc = scenario(t)
-  const runs: Serve[] = []
+  const runs: ServeChild[] = []
   let port = 0
   let firstAccount = ''
   let firstKey = ''
@@ -395,7 +344,7 @@ t.test('against a running server', async (t) => {
     if (kept === null || revokedKey === null) throw new Error('no keys from the previous tests')
     const first = runs[0]
     if (first === undefined) throw new Error('no server from the first test')
-    const exit = await first.stop()
+    const exit = await first.stop(STOP_TIMEOUT_MS)
     t.same(exit, { code: 0, signal: null }, 'SIGTERM: exit 0')
     t.notOk(existsSync(join(sc.dir, 'admin.json')), 'admin.json is removed')
 

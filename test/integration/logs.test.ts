@@ -4,18 +4,18 @@
 // caller's label in any line. `tracegate serve` keeps its stdout for the JSON log: the first-start block
 // (a password and a key, shown once) and the listening lines are on stderr.
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { DetectionPool } from '../../src/detection/pool.js'
 import { moduleFile } from '../../src/paths.js'
-import { childEnv, cliArgs } from '../helpers/cli.js'
+import { childEnv } from '../helpers/cli.js'
+import { FIRST_PROXY_KEY, PROXY_LISTENING, ServeChild } from '../helpers/serve.js'
 import { capturingLogger } from '../helpers/logs.js'
 import { closedPort, startServer, tempDir } from '../helpers/server.js'
 import { send, type RawResponse } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { NATIVE } from '../helpers/native.js'
-import { until, withTimeout } from '../helpers/wait.js'
+import { until } from '../helpers/wait.js'
 
 const CRASH_WORKER = fileURLToPath(moduleFile('../fixtures/crash-worker.js', import.meta.url))
 
@@ -154,29 +154,17 @@ t.test('a crashing detection worker is logged once per episode, with its cause',
 t.test('serve: the first-start block on stderr, only JSON lines on stdout', async (t) => {
   const dir = tempDir('tracegate-logs-cli-')
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const child = spawn(process.execPath, cliArgs('serve', '--mock-providers'), {
-    env: childEnv({ TRACEGATE_DATA_DIR: dir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'info', TRACEGATE_ACCESS_LOG: 'on' }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const exit = new Promise<number | null>((resolve) => { child.once('close', (code) => { resolve(code) }) })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exit }
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s })
-  child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s })
-  const started = await withTimeout(until(() => {
-    const port = /tracegate proxy listening on http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr)?.[1]
-    const key = /^ {2}proxy key: +(\S+)$/m.exec(stderr)?.[1]
-    const password = /^ {2}sign in: +\S+ \/ (\S+)$/m.exec(stderr)?.[1]
-    return port !== undefined && key !== undefined && password !== undefined ? { port: Number(port), key, password } : undefined
-  }, { ms: 30_000, what: () => `serve started\nstdout:\n${stdout}\nstderr:\n${stderr}` }), 35_000, 'serve start')
+  const serve = new ServeChild(t, { env: childEnv({ TRACEGATE_DATA_DIR: dir, TRACEGATE_PROXY_PORT: '0', TRACEGATE_DASHBOARD_PORT: '0', TRACEGATE_LOG_LEVEL: 'info', TRACEGATE_ACCESS_LOG: 'on' }) })
+  const started = {
+    port: Number((await serve.waitFor(PROXY_LISTENING))[1]),
+    key: (await serve.waitFor(FIRST_PROXY_KEY))[1]!,
+    password: (await serve.waitFor(/^ {2}sign in: +\S+ \/ (\S+)$/m))[1]!,
+  }
 
   const r = await send(`http://127.0.0.1:${started.port}${ROUTES.alpha}`, { body: JSON.stringify(bodyFor('alpha', { api_key: started.key, alpha_api_key: ALPHA_KEY }, PROMPT)) })
   t.equal(r.status, 200, 'a call through the spawned server')
-  child.kill('SIGTERM')
-  t.equal(await withTimeout(exit, 15_000, 'serve did not stop'), 0, 'exit 0')
+  t.equal((await serve.stop(15_000)).code, 0, 'exit 0')
+  const { stdout, stderr } = serve
 
   t.match(stderr, /First start:/, 'the first-start block is on stderr')
   t.notMatch(stdout, /First start|proxy key:|sign in:|listening on/, 'no human text on stdout')

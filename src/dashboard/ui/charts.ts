@@ -39,6 +39,11 @@ export interface ChartSpec {
 }
 
 const HEIGHT = 180
+/** Room between two x-axis labels, in CSS pixels. */
+const LABEL_GAP = 16
+/** The x-axis row under the plot: ticks, then the labels. */
+const X_AXIS_SIZE = 30
+const TICK = 6
 const COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12]
 
 /** #rrggbb as rgba() with `alpha`; `otherwise` for a colour in any other form. */
@@ -66,6 +71,49 @@ function levels (spec: ChartSpec): uPlot.AlignedData {
   for (const t of spec.x) x.push(t, t + Math.max(1, spec.step - 1))
   const ys = spec.lines.map((l) => l.values.flatMap((v) => [v, v]))
   return [x, ...ys] as uPlot.AlignedData
+}
+
+let measure: CanvasRenderingContext2D | null = null
+
+/**
+ * The width a tick needs: the widest label the axis can print (a time of day or a month and day, in the
+ * browser's locale) and a gap, so uPlot picks no more ticks than the labels have room for.
+ */
+function labelSpace (font: string): number {
+  measure ??= document.createElement('canvas').getContext('2d')
+  if (measure === null) return 80
+  measure.font = font
+  const late = new Date(2026, 8, 30, 23, 58).getTime()
+  const widest = Math.max(...[axisTime(late, 60_000), axisTime(late, 86_400_000)].map((x) => measure!.measureText(x).width))
+  return Math.ceil(widest) + LABEL_GAP
+}
+
+/**
+ * The x-axis labels as elements under the plot (uPlot draws only the ticks): each centred on its tick,
+ * moved inward where it would cross the chart's edge, and left out where it would touch the label
+ * before it. So labels never overlap and the last one is never cut off, at any width.
+ */
+function placeLabels (u: uPlot, box: HTMLElement, splits: readonly number[], texts: readonly string[]): void {
+  box.textContent = ''
+  const ratio = uPlot.pxRatio
+  box.style.top = `${Math.round((u.bbox.top + u.bbox.height) / ratio) + TICK}px`
+  let lastRight = -Infinity
+  for (let i = 0; i < splits.length; i++) {
+    const label = document.createElement('span')
+    label.className = 'x-label'
+    label.dataset.testid = 'x-label'
+    label.textContent = texts[i] ?? ''
+    box.appendChild(label)
+    const width = label.offsetWidth
+    const centre = u.bbox.left / ratio + u.valToPos(splits[i]!, 'x')
+    const left = Math.min(Math.max(0, centre - width / 2), u.width - width)
+    if (left < lastRight + LABEL_GAP / 2 || left < 0) {
+      label.remove()
+      continue
+    }
+    label.style.left = `${Math.round(left)}px`
+    lastRight = left + width
+  }
 }
 
 export class Charts {
@@ -104,6 +152,11 @@ export class Charts {
     }))
     // Times in the dashboard's one format (format.ts), in the browser's locale and zone.
     const bucketMs = spec.step * 1000
+    el.textContent = ''
+    const labels = document.createElement('div')
+    labels.className = 'x-labels'
+    const font = `12px ${getComputedStyle(el).fontFamily}`
+    let ticks: { splits: number[]; texts: string[] } = { splits: [], texts: [] }
     const opts: uPlot.Options = {
       width: Math.max(200, Math.floor(el.clientWidth)),
       height: HEIGHT,
@@ -116,8 +169,14 @@ export class Charts {
         {
           stroke: '#5b6470',
           grid: { stroke: '#eef0f3', width: 1 },
-          ticks: { stroke: '#dde1e6', width: 1 },
-          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisTime(v * 1000, incr * 1000)),
+          ticks: { stroke: '#dde1e6', width: 1, size: TICK },
+          size: X_AXIS_SIZE,
+          space: () => labelSpace(font),
+          // The labels are elements (placeLabels); the canvas gets none.
+          values: (_u, splits, _axis, _space, incr) => {
+            ticks = { splits: splits.slice(), texts: splits.map((v) => axisTime(v * 1000, incr * 1000)) }
+            return splits.map(() => '')
+          },
         },
         {
           stroke: '#5b6470',
@@ -130,10 +189,13 @@ export class Charts {
       ],
       legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
+      hooks: { draw: [(u) => { placeLabels(u, labels, ticks.splits, ticks.texts) }] },
     }
-    el.textContent = ''
     el.dataset.draw = style
-    this.#charts.set(el, new uPlot(opts, style === 'bars' ? bars(spec) : levels(spec), el))
+    const chart = new uPlot(opts, style === 'bars' ? bars(spec) : levels(spec), el)
+    chart.root.querySelector('.u-wrap')?.appendChild(labels)
+    placeLabels(chart, labels, ticks.splits, ticks.texts)
+    this.#charts.set(el, chart)
     this.#observer.observe(el)
   }
 

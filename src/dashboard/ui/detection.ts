@@ -3,6 +3,7 @@
 // invalid_parameter shown beside the field it names. The server checks every value (the CLI's rules).
 import { ApiError, get, post } from './api.js'
 import { h, options, replace } from './dom.js'
+import { score } from './format.js'
 
 type Policy = 'block' | 'monitor' | 'off'
 
@@ -48,9 +49,9 @@ export function detectionCard (): DetectionCard {
       h('div', null, h('dt', null, title), h('dd', null, h('span', { 'data-testid': testid }, value), sub !== undefined ? h('span', { class: 'muted sub' }, sub) : null))
     replace(facts,
       row('Policy', 'detection-policy', label(policy), describe(policy)),
-      row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : String(threshold),
+      row('Threshold', 'detection-threshold', threshold === null ? 'the detector\'s own threshold' : score(threshold),
         'A score at or above it counts as injection; from 0 to 1, lower catches more prompts, higher fewer.'),
-      row('Data threshold', 'detection-data-threshold', dataThreshold === null ? 'the threshold' : String(dataThreshold),
+      row('Data threshold', 'detection-data-threshold', dataThreshold === null ? 'the threshold' : score(dataThreshold),
         'The same for text the model is handed to read: tool results, documents, search results, pasted text.'),
       row('Allow phrases', 'detection-allow',
         phrases.length === 0

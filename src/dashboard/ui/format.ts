@@ -25,16 +25,35 @@ export function int (n: number | null | undefined): string {
   return n === null || n === undefined || !Number.isFinite(n) ? '—' : integer.format(n)
 }
 
-/** Dollars with enough decimals that a tiny cost does not show as $0.00: `$1.23`, `$0.0042`, `$0.00000315`. */
+const cents = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+const twoSignificant = new Intl.NumberFormat('en-US', { minimumSignificantDigits: 2, maximumSignificantDigits: 2 })
+
+/** What a cost shows when its model has no price: never `$0`, which would read as free. */
+export const UNPRICED = Object.freeze({ text: '—', title: 'not priced' })
+
+/**
+ * The one cost format. A dollar or more: cents (`$1,234.50`). Under a dollar: two significant digits,
+ * at least cents (`$0.50`, `$0.042`, `$0.00036`, `$0.0000031`), so a tiny cost never reads as $0.00 and
+ * every amount carries the same precision. Zero is `$0.00`; no price (null) is the UNPRICED mark.
+ */
 export function usd (n: number | null | undefined): string {
-  if (n === null || n === undefined || !Number.isFinite(n)) return '—'
-  if (n === 0) return '$0'
+  if (n === null || n === undefined || !Number.isFinite(n)) return UNPRICED.text
+  if (n === 0) return '$0.00'
+  const sign = n < 0 ? '-' : ''
   const abs = Math.abs(n)
-  if (abs >= 1) return `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
-  if (abs >= 0.01) return `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`
-  // Three significant digits below a cent.
-  const digits = Math.min(12, Math.max(4, 2 - Math.floor(Math.log10(abs)) + 1))
-  return `$${n.toFixed(digits).replace(/0+$/, '')}`
+  // Rounding can carry a digit past a dollar ($0.996 → $1.0): such an amount takes the dollar form.
+  const small = abs < 1 ? twoSignificant.format(abs) : ''
+  return `${sign}$${abs >= 1 || Number(small) >= 1 ? cents.format(abs) : small}`
+}
+
+/** The title that goes with usd(n): "not priced" beside the UNPRICED mark, none for an amount. */
+export function usdTitle (n: number | null | undefined): string | null {
+  return n === null || n === undefined || !Number.isFinite(n) ? UNPRICED.title : null
+}
+
+/** A score or threshold from 0 to 1, to three decimals without trailing zeros: `0.735`, `0.5`, `1`. */
+export function score (n: number): string {
+  return String(Math.round(n * 1000) / 1000)
 }
 
 /** `0.42 ms`, `12.3 ms`, `1,204 ms`, `12.4 s` */
@@ -79,29 +98,27 @@ export function when (t: string | number | null | undefined, now = Date.now()): 
   return new Date(v).getFullYear() === new Date(now).getFullYear() ? dated.format(v) : datedYear.format(v)
 }
 
-/** The time of day with seconds: `14:05:09`, `02:05:09 PM`. */
-export function timeOfDay (t: string | number | null | undefined): string {
-  const v = toMs(t)
-  return v === null ? '—' : clock.format(v)
+type Time = string | number | null | undefined
+
+/** A formatter of what the API sends as a time, `—` for none. */
+function timeIn (f: Intl.DateTimeFormat): (t: Time) => string {
+  return (t) => {
+    const v = toMs(t)
+    return v === null ? '—' : f.format(v)
+  }
 }
+
+/** The time of day with seconds: `14:05:09`, `02:05:09 PM`. */
+export const timeOfDay = timeIn(clock)
 
 /** A calendar date: `Nov 23, 2026`. */
-export function day (t: string | number | null | undefined): string {
-  const v = toMs(t)
-  return v === null ? '—' : calendar.format(v)
-}
+export const day = timeIn(calendar)
 
 /** Date and time to the minute, always with the date: `Nov 23, 2026, 14:05` (a key's last use). */
-export function dateTime (t: string | number | null | undefined): string {
-  const v = toMs(t)
-  return v === null ? '—' : minutes.format(v)
-}
+export const dateTime = timeIn(minutes)
 
 /** Date, time to the second and the time zone: `Nov 23, 2026, 14:05:09 GMT+1` (a trace's detail, tooltips). */
-export function fullTime (t: string | number | null | undefined): string {
-  const v = toMs(t)
-  return v === null ? '—' : full.format(v)
-}
+export const fullTime = timeIn(full)
 
 export function isoTime (t: string | number | null | undefined): string {
   const v = toMs(t)

@@ -25,11 +25,6 @@ const SPECS: readonly Spec[] = [
   { field: 'max_body_bytes', label: 'Largest request body, bytes', placeholder: 'no limit', inputmode: 'numeric' },
 ]
 
-/** Dollars with cents at least, so a limit and its use line up: `$0.00`, `$5.00`, `$0.0042`. */
-function money (n: number): string {
-  return n === 0 ? '$0.00' : usd(n)
-}
-
 /** One line: the use, then the limit; marked when the use has reached it. */
 function line (field: LimitField, text: string, reached = false): HTMLElement {
   return h('li', { 'data-limit': field, class: reached ? 'reached' : null }, text)
@@ -42,10 +37,10 @@ export function limitLines (l: Limits, use: LimitUse | null): HTMLElement {
   if (l.rpm !== null) lines.push(line('rpm', `${pair(int(use?.rpm), int(l.rpm))} rpm`, use !== null && use.rpm >= l.rpm))
   if (l.tpm !== null) lines.push(line('tpm', `${pair(int(use?.tpm), int(l.tpm))} tpm`, use !== null && use.tpm >= l.tpm))
   if (l.budget_day !== null) {
-    lines.push(line('budget_day', `${pair(money(use?.budget_day ?? 0), money(l.budget_day))} today`, use !== null && use.budget_day >= l.budget_day))
+    lines.push(line('budget_day', `${pair(usd(use?.budget_day ?? 0), usd(l.budget_day))} today`, use !== null && use.budget_day >= l.budget_day))
   }
   if (l.budget_month !== null) {
-    lines.push(line('budget_month', `${pair(money(use?.budget_month ?? 0), money(l.budget_month))} this month`, use !== null && use.budget_month >= l.budget_month))
+    lines.push(line('budget_month', `${pair(usd(use?.budget_month ?? 0), usd(l.budget_month))} this month`, use !== null && use.budget_month >= l.budget_month))
   }
   if (l.models !== null) lines.push(line('models', `models: ${l.models.join(', ')}`))
   if (l.max_body_bytes !== undefined && l.max_body_bytes !== null) lines.push(line('max_body_bytes', `body ≤ ${bytes(l.max_body_bytes)}`))
@@ -57,8 +52,8 @@ function useHint (field: LimitField, u: LimitUse): string | null {
   switch (field) {
     case 'rpm': return `${int(u.rpm)} requests this minute`
     case 'tpm': return `${int(u.tpm)} tokens this minute`
-    case 'budget_day': return `${money(u.budget_day)} spent today (UTC)`
-    case 'budget_month': return `${money(u.budget_month)} spent this month (UTC)`
+    case 'budget_day': return `${usd(u.budget_day)} spent today (UTC)`
+    case 'budget_month': return `${usd(u.budget_month)} spent this month (UTC)`
     default: return null
   }
 }

@@ -4,7 +4,7 @@
 import { ApiError, get } from './api.js'
 import { conversation, messages } from './conversation.js'
 import { h, options, replace } from './dom.js'
-import { fullTime, int, ms, usd, when } from './format.js'
+import { fullTime, int, ms, usd, usdTitle, when } from './format.js'
 import { parse } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
@@ -126,7 +126,7 @@ function turnEl (c: SessionCall, n: number): HTMLElement {
       h('span', { class: `badge outcome-${c.outcome === 'ok' ? 'ok' : 'bad'}`, 'data-testid': 'call-outcome' }, c.outcome),
       h('span', { class: 'muted' }, `${int(c.input_tokens)} in / ${int(c.output_tokens)} out`),
       h('span', { class: 'muted' }, ms(c.latency_ms)),
-      h('span', { class: 'muted' }, usd(c.cost_usd)),
+      h('span', { class: 'muted', title: usdTitle(c.cost_usd) }, usd(c.cost_usd)),
       c.user !== '' ? h('span', { class: 'muted' }, `user ${c.user}`) : null,
       h('a', { href: `/traces/${c.trace_id}`, 'data-testid': 'call-trace-link' }, 'Trace')),
     inputEl(c),

@@ -3,7 +3,7 @@
 import { ApiError, get } from './api.js'
 import { conversation, messages, type Part } from './conversation.js'
 import { h, replace, type Child } from './dom.js'
-import { bytes, fullTime, int, ms, usd } from './format.js'
+import { bytes, fullTime, int, ms, score, usd, usdTitle } from './format.js'
 import { parse, prettyJson } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
@@ -96,8 +96,8 @@ function conversationEl (t: TraceDetail, findings: readonly Finding[], ids: Map<
   return box
 }
 
-function stat (label: string, testid: string, value: string, sub?: Child): HTMLElement {
-  return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid }, value), sub))
+function stat (label: string, testid: string, value: string, sub?: Child, title: string | null = null): HTMLElement {
+  return h('div', { class: 'stat' }, h('dt', null, label), h('dd', null, h('span', { 'data-testid': testid, title }, value), sub))
 }
 
 /** What the caller said about the call (x-tracegate-* headers), or null when it said nothing. */
@@ -131,7 +131,8 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
   else if (!d.ran) summary = `Detection could not judge this request (${d.failure ?? 'unknown failure'}).`
   else {
     const monitored = d.blocked !== true && d.would_block === true ? ' — would have been blocked (the account monitors)' : ''
-    summary = `Injection score ${(d.score ?? 0).toFixed(3)}${d.blocked === true ? ' — blocked' : monitored}` +
+    const against = typeof d.threshold === 'number' ? ` against a threshold of ${score(d.threshold)}` : ''
+    summary = `Injection score ${(d.score ?? 0).toFixed(3)}${against}${d.blocked === true ? ' — blocked' : monitored}` +
       `${d.categories !== undefined && d.categories.length > 0 ? ` · ${d.categories.join(', ')}` : ''}` +
       `${d.ms !== undefined ? ` · judged in ${ms(d.ms)}` : ''}`
   }
@@ -153,7 +154,7 @@ function detectionEl (t: TraceDetail, findings: readonly Finding[], ids: Map<Fin
       h('span', { class: 'muted where' }, f.message === -1 ? 'system prompt' : `message ${f.message}`),
       ids.has(f) ? go : null))
   }
-  return h('section', { class: 'card' }, h('h2', null, 'Detection'), h('p', null, summary),
+  return h('section', { class: 'card' }, h('h2', null, 'Detection'), h('p', { 'data-testid': 'detection-summary' }, summary),
     findings.length > 0 ? list : d?.ran === true ? h('p', { class: 'muted' }, 'No findings.') : null,
     whyEl(findings))
 }
@@ -304,7 +305,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
         stat('Output tokens', 'tokens-output', int(t.output_tokens)),
         stat('Cached input tokens', 'tokens-cached', int(t.cached_input_tokens)),
         stat('Counted by', 'tokens-source', t.token_source),
-        stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null))),
+        stat('Cost', 'cost', usd(t.cost_usd), costNote !== null ? h('span', { class: 'muted sub' }, costNote) : null, usdTitle(t.cost_usd)))),
       h('section', { class: 'card' }, h('h2', null, 'Latency'), h('dl', { class: 'stats' },
         stat('End to end', 'latency-total', ms(t.latency_ms)),
         stat('First byte', 'latency-ttfb', ms(t.ttfb_ms)),

@@ -4,7 +4,7 @@
 // the address so a filtered view is a link.
 import { get, type Query } from './api.js'
 import { h, replace } from './dom.js'
-import { int, ms, usd, when, fullTime, toMs } from './format.js'
+import { int, ms, usd, usdTitle, when, fullTime, toMs } from './format.js'
 import { firstCallCard } from './first-call.js'
 import { Live, type LiveState } from './live.js'
 import type { Page } from './main.js'
@@ -49,7 +49,7 @@ export function traceRow (t: TraceListItem, now: number): HTMLTableRowElement {
     outcomeCell(t),
     h('td', { 'data-col': 'status', class: t.status >= 400 ? 'num status-bad' : 'num' }, t.status === 0 ? '—' : t.status),
     h('td', { 'data-col': 'tokens', class: 'num', title: `input / output tokens (${t.token_source})` }, tokens),
-    h('td', { 'data-col': 'cost', class: 'num' }, usd(t.cost_usd)),
+    h('td', { 'data-col': 'cost', class: 'num', title: usdTitle(t.cost_usd) }, usd(t.cost_usd)),
     h('td', { 'data-col': 'latency', class: 'num' }, ms(t.latency_ms)))
 }
 
