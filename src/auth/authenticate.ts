@@ -5,6 +5,7 @@ import type { AccountDetection } from '../detection/policy.js'
 import type { Limits } from '../limits/types.js'
 import type { Plan, Scope } from '../store/protocol.js'
 import type { KeyCache } from './cache.js'
+import { keyStatus } from './key-status.js'
 import { hashKey, KEY_PATTERN } from './keys.js'
 
 /** What a request's key says about its caller, cached per key hash. */
@@ -29,8 +30,9 @@ export type KeyVerdict = KeyInfo | TracegateError
 /** The verdict on a known lookup result (null: no such key), at `now`. */
 export function judgeKey (info: KeyInfo | null, scope: Scope, now: number): KeyVerdict {
   if (info === null) return new TracegateError('invalid_api_key')
-  if (info.revoked) return new TracegateError('revoked_api_key')
-  if (info.expiresAt !== null && info.expiresAt <= now) return new TracegateError('expired_api_key')
+  const status = keyStatus(info, now)
+  if (status === 'revoked') return new TracegateError('revoked_api_key')
+  if (status === 'expired') return new TracegateError('expired_api_key')
   if (info.scope !== scope) return new TracegateError('wrong_key_scope')
   return info
 }
