@@ -137,6 +137,6 @@ t.test('a data threshold holds tool results to their own score; the user\'s word
   const r = await adminCall(s.dataDir, 'account.update', { id: s.accountId, detection_data_threshold: 2 })
   t.same([r.status, r.error?.code, r.error?.param], [400, 'invalid_argument', 'detection_data_threshold'], 'the admin socket names it')
 
-  t.same(await update(['--detection-data-threshold', 'none'], 'none'), DEFAULT_DETECTION)
+  t.same(await update(['--detection-data-threshold', 'none'], 'none'), accountDetectionView(DEFAULT_DETECTION))
   t.equal((await inbox(mail)).status, 200, 'none: the threshold again')
 })
