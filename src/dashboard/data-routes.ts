@@ -19,9 +19,9 @@ function parsed (text: string): unknown {
   }
 }
 
-/** A list's trace with its time zoned. */
+/** A list's trace (a session's call keeps its own members: listItem copies them all) with its time zoned. */
 function item<T extends TraceSummary> (s: T): T & { blocked: boolean } {
-  return { ...listItem(s), ...s, time: isoTime(s.time) }
+  return { ...listItem(s), time: isoTime(s.time) } as T & { blocked: boolean }
 }
 
 function summary (s: SessionSummary): SessionSummary {
