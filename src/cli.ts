@@ -5,6 +5,9 @@ import { ConfigError } from './domain/config-error.js'
 import { TracegateError } from './errors.js'
 import { readFileSync } from 'node:fs'
 import { runAdmin } from './admin/remote.js'
+import type { CreatedKey, ListedKey } from './admin/ops.js'
+import { accountView, keyView, type AccountView, type KeyView, type LimitsView } from './admin/views.js'
+import type { AccountRow, KeyRow } from './domain/accounts.js'
 import { repoFile } from './paths.js'
 import { createLogger } from './log.js'
 import { startMockProvider } from './mock-provider/index.js'
@@ -152,23 +155,36 @@ function detectionArgs (values: Record<string, string | boolean | undefined>): R
 }
 
 /** The detection policy in one piece of the text listings: `detection block (threshold 0.4, 2 allow phrases)`. */
-function detectionText (d: AccountDetection): string {
+function detectionText (d: AccountView['detection']): string {
   const parts = [`threshold ${d.threshold === null ? 'default' : d.threshold}`]
-  if (d.dataThreshold !== null) parts.push(`data threshold ${d.dataThreshold}`)
-  if (d.allowPhrases.length > 0) parts.push(`allow ${d.allowPhrases.map((p) => JSON.stringify(p)).join(', ')}`)
-  return `detection ${d.policy} (${parts.join(', ')}), PII at rest: ${d.piiAtRest}`
+  if (d.data_threshold !== null) parts.push(`data threshold ${d.data_threshold}`)
+  if (d.allow_phrases.length > 0) parts.push(`allow ${d.allow_phrases.map((p) => JSON.stringify(p)).join(', ')}`)
+  return `detection ${d.policy} (${parts.join(', ')}), PII at rest: ${d.pii_at_rest}`
 }
 
 /** One line of limits for the text listings. */
-function limitsText (l: Limits): string {
+function limitsText (l: LimitsView): string {
   const parts: string[] = []
   if (l.rpm !== null) parts.push(`${l.rpm} rpm`)
   if (l.tpm !== null) parts.push(`${l.tpm} tpm`)
-  if (l.budgetDayUsd !== null) parts.push(`$${l.budgetDayUsd}/day`)
-  if (l.budgetMonthUsd !== null) parts.push(`$${l.budgetMonthUsd}/month`)
+  if (l.budget_day !== null) parts.push(`$${l.budget_day}/day`)
+  if (l.budget_month !== null) parts.push(`$${l.budget_month}/month`)
   if (l.models !== null) parts.push(`models ${l.models.join(',')}`)
-  if (l.maxBodyBytes !== null) parts.push(`body <= ${l.maxBodyBytes} bytes`)
+  if (l.max_body_bytes !== undefined && l.max_body_bytes !== null) parts.push(`body <= ${l.max_body_bytes} bytes`)
   return parts.length === 0 ? 'no limits' : `limits: ${parts.join(', ')}`
+}
+
+/** A key's state in the text listing: active (with its expiry when it has one), expired or revoked, with the time. */
+function statusText (k: KeyView): string {
+  if (k.status === 'revoked') return `revoked ${k.revoked_at ?? ''}`
+  if (k.status === 'expired') return `expired ${k.expires_at ?? ''}`
+  return k.expires_at === null ? 'active' : `active, expires ${k.expires_at}`
+}
+
+/** A key an update or a revoke answered: its last use is not part of that answer, so not shown as null (never). */
+function changedKey (row: KeyRow): Omit<KeyView, 'last_used_at'> {
+  const { last_used_at: _, ...k } = keyView(row, null)
+  return k
 }
 
 function print (json: boolean, value: unknown, human: string): void {
@@ -256,7 +272,7 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'account create': {
-      const a = await runAdmin(config, 'account.create', { name: values.name, plan: values.plan, serverSideKeys: values['server-side-keys'] }) as { id: string; plan: string }
+      const a = accountView(await runAdmin(config, 'account.create', { name: values.name, plan: values.plan, serverSideKeys: values['server-side-keys'] }) as AccountRow)
       print(json, a, `created account ${a.id} (plan ${a.plan})`)
       return
     }
@@ -267,33 +283,35 @@ async function main (argv: string[]): Promise<void> {
       return
     }
     case 'key create': {
-      const k = await runAdmin(config, 'key.create', { account: values.account, scope: values.scope, name: values.name, expiresIn: values['expires-in'], ...limitArgs(values) }) as { id: string; key: string; scope: string; limits: Limits }
+      const created = await runAdmin(config, 'key.create', { account: values.account, scope: values.scope, name: values.name, expiresIn: values['expires-in'], ...limitArgs(values) }) as CreatedKey
+      const k = { ...keyView(created, null), key: created.key }
       print(json, k, `created ${k.scope} key ${k.id} (${limitsText(k.limits)})\n${k.key}\n(this is the only time the key is shown)`)
       return
     }
     case 'key update': {
-      const k = await runAdmin(config, 'key.update', { id: values.id, ...limitArgs(values) }) as { id: string; limits: Limits }
+      const k = changedKey(await runAdmin(config, 'key.update', { id: values.id, ...limitArgs(values) }) as KeyRow)
       print(json, k, `updated key ${k.id}: ${limitsText(k.limits)}`)
       return
     }
     case 'account update': {
-      const a = await runAdmin(config, 'account.update', { id: values.id, ...limitArgs(values), ...detectionArgs(values) }) as { id: string; limits: Limits; detection: AccountDetection }
+      const a = accountView(await runAdmin(config, 'account.update', { id: values.id, ...limitArgs(values), ...detectionArgs(values) }) as AccountRow)
       print(json, a, `updated account ${a.id}: ${limitsText(a.limits)}; ${detectionText(a.detection)}`)
       return
     }
     case 'key revoke': {
-      const k = await runAdmin(config, 'key.revoke', { id: values.id }) as { id: string; revoked_at: string }
+      const k = changedKey(await runAdmin(config, 'key.revoke', { id: values.id }) as KeyRow)
       print(json, k, `revoked key ${k.id} at ${k.revoked_at}`)
       return
     }
     case 'key list': {
-      const keys = await runAdmin(config, 'key.list', { account: values.account }) as Array<Record<string, string | null> & { limits: Limits }>
-      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${k.revoked_at === null ? (k.expires_at === null ? 'active' : `expires ${k.expires_at}`) : 'revoked'}  ${limitsText(k.limits)}  ${k.last_used_at === null ? 'never used' : `last used ${k.last_used_at}`}`)
+      const listed = await runAdmin(config, 'key.list', { account: values.account }) as ListedKey[]
+      const keys = listed.map((k) => keyView(k, k.last_used_at))
+      const lines = keys.map((k) => `${k.id}  ${k.prefix}…  ${k.scope}  ${k.name}  ${statusText(k)}  ${limitsText(k.limits)}  ${k.last_used_at === null ? 'never used' : `last used ${k.last_used_at}`}`)
       print(json, { keys }, lines.length === 0 ? 'no keys' : lines.join('\n'))
       return
     }
     case 'account list': {
-      const accounts = await runAdmin(config, 'account.list', {}) as Array<{ id: string; name: string; plan: string; server_side_keys: boolean; created_at: string; limits: Limits; detection: AccountDetection }>
+      const accounts = (await runAdmin(config, 'account.list', {}) as AccountRow[]).map(accountView)
       const lines = accounts.map((a) => `${a.id}  ${a.name}  ${a.plan}  ${a.server_side_keys ? 'server-side keys' : 'own keys only'}  ${limitsText(a.limits)}  ${detectionText(a.detection)}  created ${a.created_at}`)
       print(json, { accounts }, lines.length === 0 ? 'no accounts' : lines.join('\n'))
       return

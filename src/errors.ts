@@ -92,3 +92,12 @@ export class TracegateError extends Error {
     this.extra = options.extra ?? null
   }
 }
+
+/**
+ * A 413 that states the limit the body passed, in bytes, and whose limit it is (`this server's`, `the
+ * dashboard's`); `setting` names the variable that sets it, when one does.
+ */
+export function bodyTooLarge (limitBytes: number, whose: string, setting?: string): TracegateError {
+  const by = setting === undefined ? '' : ` (${setting})`
+  return new TracegateError('body_too_large', { message: `The request body is larger than ${whose} limit of ${limitBytes} bytes${by}.` })
+}

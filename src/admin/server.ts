@@ -5,7 +5,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AdminOps } from './ops.js'
-import { TracegateError } from '../errors.js'
+import { bodyTooLarge, TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import { readBody } from '../server/body.js'
 import { asTracegateError, sendError, sendJson } from '../server/respond.js'
@@ -60,7 +60,7 @@ export class AdminServer {
       readBody(res, lengthHeader === '' ? -1 : Number(lengthHeader), ADMIN_BODY_LIMIT, (r) => {
         if (aborted) return
         if (!r.ok) {
-          fail(new TracegateError('body_too_large', { message: 'Admin requests are small.' }), true)
+          fail(bodyTooLarge(ADMIN_BODY_LIMIT, 'the admin socket\'s'), true)
           return
         }
         if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {

@@ -4,6 +4,7 @@ import { TracegateError } from '../errors.js'
 import type { KeyInfo } from '../domain/key-info.js'
 import type { Scope } from '../domain/scope.js'
 import type { KeyCache } from './cache.js'
+import { keyStatus } from './key-status.js'
 import { hashKey, KEY_PATTERN } from './keys.js'
 
 /** A key's verdict: the caller, or the 401 that says what is wrong with the key. */
@@ -12,8 +13,9 @@ export type KeyVerdict = KeyInfo | TracegateError
 /** The verdict on a known lookup result (null: no such key), at `now`. */
 export function judgeKey (info: KeyInfo | null, scope: Scope, now: number): KeyVerdict {
   if (info === null) return new TracegateError('invalid_api_key')
-  if (info.revoked) return new TracegateError('revoked_api_key')
-  if (info.expiresAt !== null && info.expiresAt <= now) return new TracegateError('expired_api_key')
+  const status = keyStatus(info, now)
+  if (status === 'revoked') return new TracegateError('revoked_api_key')
+  if (status === 'expired') return new TracegateError('expired_api_key')
   if (info.scope !== scope) return new TracegateError('wrong_key_scope')
   return info
 }

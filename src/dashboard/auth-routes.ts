@@ -45,11 +45,7 @@ export class AuthRoutes {
 
   /** The session's user and account, or 401 when the user is gone or disabled. */
   async body (s: Session): Promise<SessionBody> {
-    const [user, account] = await Promise.all([
-      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
-      this.#store.call('getAccount', { id: s.accountId }),
-    ])
-    if (user === null || user.disabled || account === null) throw new TracegateError('unauthenticated')
+    const { user, account } = await this.#guards.callerOf(s)
     return {
       user: { id: user.id, email: user.email, role: user.role },
       account: { id: account.id, name: account.name, plan: account.plan, server_side_keys: account.server_side_keys },

@@ -1,9 +1,11 @@
 // What the UI API and the read API both answer: the trace list, one trace, usage, and sessions. The caller's
-// account comes from the session or the read key, never from the request.
+// account comes from the session or the read key, never from the request. Times are ISO 8601 in UTC (`Z`).
+import { isoTime } from '../admin/views.js'
+import { roundThreshold } from '../detection/policy.js'
 import { TracegateError } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
-import { listItem, type TraceDetail, type TraceListItem, type TraceTotals, type UsageMeasures } from '../store/trace-types.js'
-import type { SessionBody, SessionList, TtftMeasures, UsageAnswer } from '../store/insight-types.js'
+import { listItem, type TraceDetail, type TraceSummary, type TraceListItem, type TraceTotals, type UsageMeasures } from '../store/trace-types.js'
+import type { SessionBody, SessionList, SessionSummary, TtftMeasures, UsageAnswer } from '../store/insight-types.js'
 import { bucketMs, chEpoch, encodeCursor, encodeListCursor, encodeSessionCursor, sessionCallsQuery, sessionListFilter, traceFilter, usageScope, usageWindow, UUID } from './params.js'
 
 /** Stored JSON text as JSON; empty (confidential, or nothing ran) as null. */
@@ -16,10 +18,28 @@ function parsed (text: string): unknown {
   }
 }
 
+/** A list's trace (a session's call keeps its own members: listItem copies them all) with its time zoned. */
+function item<T extends TraceSummary> (s: T): T & { blocked: boolean } {
+  return { ...listItem(s), time: isoTime(s.time) } as T & { blocked: boolean }
+}
+
+function summary (s: SessionSummary): SessionSummary {
+  return { ...s, first_time: isoTime(s.first_time), last_time: isoTime(s.last_time) }
+}
+
+/** A stored verdict with its thresholds as people read them (a detector's own is a float from training). */
+function detectionOf (text: string): unknown {
+  const d = parsed(text)
+  if (d === null || typeof d !== 'object' || Array.isArray(d)) return d
+  const v = { ...d as Record<string, unknown> }
+  for (const name of ['threshold', 'data_threshold']) if (typeof v[name] === 'number') v[name] = roundThreshold(v[name])
+  return v
+}
+
 export async function listTraces (store: StoreClient, accountId: string, q: URLSearchParams): Promise<{ traces: TraceListItem[]; next_cursor: string | null }> {
   const f = traceFilter(accountId, q)
   const page = await store.call('listTraces', f)
-  return { traces: page.traces.map(listItem), next_cursor: page.next === null ? null : encodeListCursor(f, page.next) }
+  return { traces: page.traces.map(item), next_cursor: page.next === null ? null : encodeListCursor(f, page.next) }
 }
 
 /** Totals of the list's filter (the same parameters; sort, limit and cursor do not change them). */
@@ -32,7 +52,7 @@ export async function getTrace (store: StoreClient, accountId: string, id: strin
   if (!UUID.test(id)) throw new TracegateError('trace_not_found')
   const row = await store.call('getTrace', { accountId, traceId: id.toLowerCase() })
   if (row === null) throw new TracegateError('trace_not_found')
-  return { ...row, detection: parsed(row.detection), issues: parsed(row.issues), blocked: row.outcome === 'blocked' }
+  return { ...row, time: isoTime(row.time), detection: detectionOf(row.detection), issues: parsed(row.issues), blocked: row.outcome === 'blocked' }
 }
 
 function zero (): UsageMeasures {
@@ -42,9 +62,9 @@ function zero (): UsageMeasures {
   }
 }
 
-/** Epoch ms as ClickHouse's `YYYY-MM-DD hh:mm:ss` (UTC). */
-function chSeconds (ms: number): string {
-  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
+/** Epoch ms as ISO 8601 to the second, in UTC. */
+function isoSeconds (ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19) + 'Z'
 }
 
 const NO_TTFT: TtftMeasures = { streams: 0, ttft_p50_ms: null, ttft_p95_ms: null, ttft_p99_ms: null }
@@ -75,7 +95,7 @@ export async function usage (store: StoreClient, accountId: string, q: URLSearch
     const p = have.get(t)
     const { t: _t, ...m } = p ?? { t: '', ...zero() }
     const { t: _t2, ...f } = ttft.get(t) ?? { t: '', ...NO_TTFT }
-    filled.push({ t: chSeconds(t), ts: t, ...m, ...f })
+    filled.push({ t: isoSeconds(t), ts: t, ...m, ...f })
   }
   const names = new Map(keys.map((k) => [k.id, k.name]))
   return {
@@ -96,7 +116,7 @@ export async function usage (store: StoreClient, accountId: string, q: URLSearch
 /** Sessions with calls in the window (default the last 7 days), the most recently active first. */
 export async function listSessions (store: StoreClient, accountId: string, q: URLSearchParams): Promise<SessionList> {
   const page = await store.call('listSessions', sessionListFilter(accountId, q))
-  return { sessions: page.sessions, next_cursor: page.next === null ? null : encodeSessionCursor(page.next) }
+  return { sessions: page.sessions.map(summary), next_cursor: page.next === null ? null : encodeSessionCursor(page.next) }
 }
 
 /** One session: its totals over all its calls, and its calls oldest first. Another account's is unknown. */
@@ -107,8 +127,8 @@ export async function getSession (store: StoreClient, accountId: string, id: str
   if (r.totals === null) throw new TracegateError('session_not_found')
   return {
     session: id,
-    totals: r.totals,
-    calls: r.calls,
+    totals: summary(r.totals),
+    calls: r.calls.map(item),
     next_cursor: r.next === null ? null : encodeCursor(r.next),
   }
 }

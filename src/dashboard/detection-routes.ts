@@ -4,26 +4,12 @@
 // so the dashboard and the CLI refuse the same values, and the key cache drops the account's keys, so
 // the proxy applies the change from its next call.
 import type { AdminOps } from '../admin/ops.js'
+import { detectionView } from '../admin/views.js'
 import { parseDetectionPatch, UI_NAMES, UI_PII_NAMES } from '../detection/policy.js'
 import { TracegateError } from '../errors.js'
-import type { StoreClient } from '../store/client.js'
 import type { Guards } from './guards.js'
 import type { Reply, Req } from './http.js'
 import type { AccountDetection, DetectionPolicy, PiiAtRest } from '../domain/detection-policy.js'
-
-/** The policy under the JSON members an update takes, so what is read can be sent back. */
-export interface DetectionView {
-  readonly policy: DetectionPolicy
-  /** null: the detector's own threshold. */
-  readonly threshold: number | null
-  /** null: the threshold. */
-  readonly data_threshold: number | null
-  readonly allow_phrases: readonly string[]
-}
-
-export function detectionView (d: AccountDetection): DetectionView {
-  return { policy: d.policy, threshold: d.threshold, data_threshold: d.dataThreshold, allow_phrases: d.allowPhrases }
-}
 
 const FIELDS = ['policy', 'threshold', 'data_threshold', 'allow_phrases'] as const
 
@@ -66,58 +52,40 @@ function piiUpdate (body: Record<string, unknown>): Record<string, unknown> {
 }
 
 export class DetectionRoutes {
-  readonly #store: StoreClient
   readonly #admin: AdminOps
   readonly #guards: Guards
 
-  constructor (store: StoreClient, admin: AdminOps, guards: Guards) {
-    this.#store = store
+  constructor (admin: AdminOps, guards: Guards) {
     this.#admin = admin
     this.#guards = guards
   }
 
   /** The account's policy, and whether this user may change it. */
   get = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.session(req)
-    const [account, user] = await Promise.all([
-      this.#store.call('getAccount', { id: s.accountId }),
-      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
-    ])
-    if (account === null || user === null || user.disabled) throw new TracegateError('unauthenticated')
-    return { status: 200, body: { detection: detectionView(account.detection), editable: user.role === 'admin' } }
+    const c = await this.#guards.caller(req, false)
+    return { status: 200, body: { detection: detectionView(c.account.detection), editable: c.admin } }
   }
 
   /** Admins only: a member must not be able to turn blocking off for every key of the account. */
   update = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
-    const user = await this.#store.call('getUser', { accountId: s.accountId, id: s.userId })
-    if (user === null || user.disabled) throw new TracegateError('unauthenticated')
-    if (user.role !== 'admin') throw new TracegateError('not_allowed', { message: 'Only an admin of the account may change its detection policy.' })
+    const c = await this.#guards.admin(req, 'change its detection policy')
     const args = detectionUpdate(req.body as Record<string, unknown>)
-    const row = await this.#admin.updateAccount({ id: s.accountId, ...args })
+    const row = await this.#admin.updateAccount({ id: c.accountId, ...args })
     return { status: 200, body: { detection: detectionView(row.detection), editable: true } }
   }
 
   /** The account's PII at rest, and whether this user may change it. */
   piiAtRest = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.session(req)
-    const [account, user] = await Promise.all([
-      this.#store.call('getAccount', { id: s.accountId }),
-      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
-    ])
-    if (account === null || user === null || user.disabled) throw new TracegateError('unauthenticated')
-    const body: PiiAtRestView = { pii_at_rest: account.detection.piiAtRest, editable: user.role === 'admin' }
+    const c = await this.#guards.caller(req, false)
+    const body: PiiAtRestView = { pii_at_rest: c.account.detection.piiAtRest, editable: c.admin }
     return { status: 200, body }
   }
 
   /** Admins only: a member must not be able to store personal data an account chose to mask, nor the reverse. */
   updatePiiAtRest = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
-    const user = await this.#store.call('getUser', { accountId: s.accountId, id: s.userId })
-    if (user === null || user.disabled) throw new TracegateError('unauthenticated')
-    if (user.role !== 'admin') throw new TracegateError('not_allowed', { message: 'Only an admin of the account may change what its stored traces keep of PII.' })
+    const c = await this.#guards.admin(req, 'change what its stored traces keep of PII')
     const args = piiUpdate(req.body as Record<string, unknown>)
-    const row = await this.#admin.updateAccount({ id: s.accountId, ...args })
+    const row = await this.#admin.updateAccount({ id: c.accountId, ...args })
     const body: PiiAtRestView = { pii_at_rest: row.detection.piiAtRest, editable: true }
     return { status: 200, body }
   }

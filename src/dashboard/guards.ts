@@ -1,6 +1,9 @@
-// The checks in front of the UI API: the session cookie, the request's origin and the CSRF token, and
+// The checks in front of the UI API: the session cookie, the request's origin and the CSRF token, the
+// caller's roles (a signed-in user still enabled in its account; an admin for what changes the account),
 // who the client is (for the sign-in limiter) and whether it came over TLS (for the cookie's Secure flag).
 import { TracegateError } from '../errors.js'
+import type { StoreClient } from '../store/client.js'
+import type { AccountRow, UserRow } from '../domain/accounts.js'
 import type { Req } from './http.js'
 import { COOKIE_NAME, cookieValue, type Session, type Sessions } from './session.js'
 
@@ -9,12 +12,24 @@ export interface GuardOptions {
   readonly trustProxy: boolean
 }
 
+/** A request's caller on the UI API: a user of the session's account, still there and enabled, and that account. */
+export interface Caller {
+  readonly session: Session
+  readonly accountId: string
+  readonly user: UserRow
+  readonly account: AccountRow
+  /** An admin changes the account's limits, detection policy and PII at rest; a member reads them. */
+  readonly admin: boolean
+}
+
 export class Guards {
   readonly sessions: Sessions
+  readonly #store: StoreClient
   readonly #trustProxy: boolean
 
-  constructor (sessions: Sessions, options: GuardOptions) {
+  constructor (sessions: Sessions, store: StoreClient, options: GuardOptions) {
     this.sessions = sessions
+    this.#store = store
     this.#trustProxy = options.trustProxy
   }
 
@@ -51,6 +66,31 @@ export class Guards {
     this.origin(req)
     if (!this.sessions.checkCsrf(s, req.headers.get('x-csrf-token'))) throw new TracegateError('csrf_failed')
     return s
+  }
+
+  /**
+   * The caller, for a read (`change` false) or a state change (session, origin and CSRF token first). A
+   * session outlives neither its user nor the user's being disabled: either is 401 unauthenticated.
+   */
+  async caller (req: Req, change: boolean): Promise<Caller> {
+    return this.callerOf(change ? this.change(req) : this.session(req))
+  }
+
+  /** The caller behind a verified session (sign-in's new one included). */
+  async callerOf (session: Session): Promise<Caller> {
+    const [user, account] = await Promise.all([
+      this.#store.call('getUser', { accountId: session.accountId, id: session.userId }),
+      this.#store.call('getAccount', { id: session.accountId }),
+    ])
+    if (user === null || user.disabled || account === null) throw new TracegateError('unauthenticated')
+    return { session, accountId: session.accountId, user, account, admin: user.role === 'admin' }
+  }
+
+  /** A state change only an admin of the account may make (`what` completes "Only an admin of the account may …"); 403 not_allowed otherwise. */
+  async admin (req: Req, what: string): Promise<Caller> {
+    const c = await this.caller(req, true)
+    if (!c.admin) throw new TracegateError('not_allowed', { message: `Only an admin of the account may ${what}.` })
+    return c
   }
 
   /**

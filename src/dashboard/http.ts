@@ -2,7 +2,7 @@
 // before the handler's first await), the security headers every answer carries, JSON bodies, and the
 // one wrapper that turns a handler's result or error into a response.
 import { newRequestId } from '../ids.js'
-import { TracegateError } from '../errors.js'
+import { bodyTooLarge, TracegateError } from '../errors.js'
 import { asTracegateError, closingBody, errorBody, startError, statusLine } from '../server/respond.js'
 import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
@@ -183,14 +183,14 @@ export function route (handler: Handler, options: RouteOptions = {}) {
     }
     // Decided before reading: uWS reads and drops the announced body after the answer (proxy/handler.ts).
     if (length > BODY_LIMIT) {
-      fail(new TracegateError('body_too_large'))
+      fail(bodyTooLarge(BODY_LIMIT, 'the dashboard\'s'))
       return
     }
     readBody(res, length, BODY_LIMIT, (r) => {
       if (state.aborted) return
       if (!r.ok) {
         // Passed the limit while streaming in: answered at once, the rest dropped (server/body.ts).
-        startError(res, 'body_too_large', req.id, ERROR_HEADERS)
+        startError(res, bodyTooLarge(BODY_LIMIT, 'the dashboard\'s'), req.id, ERROR_HEADERS)
         return
       }
       let body: unknown

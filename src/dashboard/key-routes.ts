@@ -3,27 +3,17 @@
 // AdminOps, so the dashboard and the CLI refuse the same things, a revoked key leaves the proxy's key cache
 // at once, and changed limits apply from the proxy's next call.
 import type { AdminOps } from '../admin/ops.js'
+import { keyView, limitsView, type KeyView, type LimitsView } from '../admin/views.js'
 import { TracegateError } from '../errors.js'
 import type { Limiter, LimitUsage } from '../limits/limiter.js'
 import { parseLimitsPatch } from '../limits/types.js'
 import type { StoreClient } from '../store/client.js'
 import type { Guards } from './guards.js'
 import type { Reply, Req } from './http.js'
-import { chEpoch, UUID } from './params.js'
+import { UUID } from './params.js'
 import type { Limits } from '../domain/limits.js'
 import { SCOPES, type Scope } from '../domain/scope.js'
 import type { KeyRow } from '../domain/accounts.js'
-
-/** Limits under the JSON members a create or an update takes, so what is read can be sent back. */
-export interface LimitsView {
-  readonly rpm: number | null
-  readonly tpm: number | null
-  readonly budget_day: number | null
-  readonly budget_month: number | null
-  readonly models: readonly string[] | null
-  /** Keys only: an account has no body limit, and its view has no such member. */
-  readonly max_body_bytes?: number | null
-}
 
 /** The use counted against each limit in its current window: requests and tokens this minute, USD this UTC day and month. */
 export interface UseView {
@@ -33,24 +23,6 @@ export interface UseView {
   readonly budget_month: number
   /** When each window ends, epoch ms. */
   readonly resets_at: { readonly minute: number; readonly day: number; readonly month: number }
-}
-
-export interface KeyView {
-  readonly id: string
-  readonly name: string
-  readonly prefix: string
-  readonly scope: Scope
-  readonly created_at: string
-  readonly expires_at: string | null
-  readonly last_used_at: string | null
-  readonly status: 'active' | 'expired' | 'revoked'
-  readonly limits: LimitsView
-  readonly use: UseView
-}
-
-export function limitsView (l: Limits, forAccount = false): LimitsView {
-  const shared = { rpm: l.rpm, tpm: l.tpm, budget_day: l.budgetDayUsd, budget_month: l.budgetMonthUsd, models: l.models }
-  return forAccount ? shared : { ...shared, max_body_bytes: l.maxBodyBytes }
 }
 
 export function useView (u: LimitUsage): UseView {
@@ -63,21 +35,8 @@ export function useView (u: LimitUsage): UseView {
   }
 }
 
-export function keyView (k: KeyRow, lastUsed: string | null, use: LimitUsage, now = Date.now()): KeyView {
-  const status = k.revoked_at !== null ? 'revoked' : k.expires_at !== null && chEpoch(k.expires_at) <= now ? 'expired' : 'active'
-  return {
-    id: k.id,
-    name: k.name,
-    prefix: k.prefix,
-    scope: k.scope,
-    created_at: k.created_at,
-    expires_at: k.expires_at,
-    last_used_at: lastUsed,
-    status,
-    limits: limitsView(k.limits),
-    use: useView(use),
-  }
-}
+/** A key as Settings → API Keys lists it: the CLI's view and the use of each limit. */
+export type KeyUseView = KeyView & { readonly use: UseView }
 
 const MAX_EXPIRY_DAYS = 3650
 
@@ -126,18 +85,18 @@ export class KeyRoutes {
     this.#limiter = limiter
   }
 
-  #use (keyId: string): LimitUsage {
-    return this.#limiter.usage({ keyId })
+  #view (k: KeyRow, lastUsed: string | null): KeyUseView {
+    return { ...keyView(k, lastUsed), use: useView(this.#limiter.usage({ keyId: k.id })) }
   }
 
   list = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.session(req)
-    const keys = await this.#admin.listKeys({ account: s.accountId })
-    return { status: 200, body: { keys: keys.map((k) => keyView(k, k.last_used_at, this.#use(k.id))) } }
+    const c = await this.#guards.caller(req, false)
+    const keys = await this.#admin.listKeys({ account: c.accountId })
+    return { status: 200, body: { keys: keys.map((k) => this.#view(k, k.last_used_at)) } }
   }
 
   create = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
+    const c = await this.#guards.caller(req, true)
     const body = req.body as Record<string, unknown>
     const name = body.name ?? ''
     if (typeof name !== 'string' || name.length > 200) throw new TracegateError('invalid_parameter', { param: 'name' })
@@ -148,9 +107,9 @@ export class KeyRoutes {
     }
     const limits = limitInput(body, false)
     const created = await this.#admin.createKey({
-      account: s.accountId, scope: body.scope, name, ...(days === null ? {} : { expiresIn: `${days}d` }), ...limits,
+      account: c.accountId, scope: body.scope, name, ...(days === null ? {} : { expiresIn: `${days}d` }), ...limits,
     })
-    return { status: 201, body: { key: { ...keyView(created, null, this.#use(created.id)), key: created.key } } }
+    return { status: 201, body: { key: { ...this.#view(created, null), key: created.key } } }
   }
 
   /** The caller's account's key with that id and its last use; another account's id is as unknown as a made-up one. */
@@ -166,41 +125,33 @@ export class KeyRoutes {
   }
 
   revoke = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
-    const own = await this.#ownKey(s.accountId, req.params[0] ?? '')
+    const c = await this.#guards.caller(req, true)
+    const own = await this.#ownKey(c.accountId, req.params[0] ?? '')
     const revoked = await this.#admin.revokeKey({ id: own.id })
-    return { status: 200, body: { key: keyView(revoked, own.lastUsed, this.#use(own.id)) } }
+    return { status: 200, body: { key: this.#view(revoked, own.lastUsed) } }
   }
 
   /** A change of one key's limits; the key cache drops the account's keys, so the next proxied call sees it. */
   updateLimits = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
+    const c = await this.#guards.caller(req, true)
     const input = limitUpdate(req.body as Record<string, unknown>, false)
-    const own = await this.#ownKey(s.accountId, req.params[0] ?? '')
+    const own = await this.#ownKey(c.accountId, req.params[0] ?? '')
     const row = await this.#admin.updateKey({ id: own.id, ...input })
-    return { status: 200, body: { key: keyView(row, own.lastUsed, this.#use(own.id)) } }
+    return { status: 200, body: { key: this.#view(row, own.lastUsed) } }
   }
 
   /** The account's limits (binding all its keys together), their use, and whether this user may change them. */
   accountLimits = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.session(req)
-    const [account, user] = await Promise.all([
-      this.#store.call('getAccount', { id: s.accountId }),
-      this.#store.call('getUser', { accountId: s.accountId, id: s.userId }),
-    ])
-    if (account === null || user === null || user.disabled) throw new TracegateError('unauthenticated')
-    return { status: 200, body: this.#accountBody(s.accountId, account.limits, user.role === 'admin') }
+    const c = await this.#guards.caller(req, false)
+    return { status: 200, body: this.#accountBody(c.accountId, c.account.limits, c.admin) }
   }
 
   /** Admins only: the account's limits cap every key, so a member must not be able to lift them. */
   updateAccountLimits = async (req: Req): Promise<Reply> => {
-    const s = this.#guards.change(req)
-    const user = await this.#store.call('getUser', { accountId: s.accountId, id: s.userId })
-    if (user === null || user.disabled) throw new TracegateError('unauthenticated')
-    if (user.role !== 'admin') throw new TracegateError('not_allowed', { message: 'Only an admin of the account may change its limits.' })
+    const c = await this.#guards.admin(req, 'change its limits')
     const input = limitUpdate(req.body as Record<string, unknown>, true)
-    const row = await this.#admin.updateAccount({ id: s.accountId, ...input })
-    return { status: 200, body: this.#accountBody(s.accountId, row.limits, true) }
+    const row = await this.#admin.updateAccount({ id: c.accountId, ...input })
+    return { status: 200, body: this.#accountBody(c.accountId, row.limits, true) }
   }
 
   #accountBody (accountId: string, limits: Limits, editable: boolean): { limits: LimitsView; use: UseView; editable: boolean } {

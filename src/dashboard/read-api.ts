@@ -39,33 +39,18 @@ export class ReadApi {
   /** The account of the request's read key (the export route's check). */
   account = (req: Req): Promise<string> => this.#account(req)
 
-  totals = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await traceTotals(this.#store, accountId, req.query) }
+  /** A read route: the key's account, then `answer` for it, as 200 JSON. */
+  #read (answer: (store: StoreClient, accountId: string, req: Req) => Promise<unknown>): (req: Req) => Promise<Reply> {
+    return async (req) => {
+      const accountId = await this.#account(req)
+      return { status: 200, body: await answer(this.#store, accountId, req) }
+    }
   }
 
-  traces = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await listTraces(this.#store, accountId, req.query) }
-  }
-
-  trace = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await getTrace(this.#store, accountId, req.params[0] ?? '') }
-  }
-
-  usage = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await usage(this.#store, accountId, req.query) }
-  }
-
-  sessions = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await listSessions(this.#store, accountId, req.query) }
-  }
-
-  session = async (req: Req): Promise<Reply> => {
-    const accountId = await this.#account(req)
-    return { status: 200, body: await getSession(this.#store, accountId, req.params[0] ?? '', req.query) }
-  }
+  totals = this.#read((store, accountId, req) => traceTotals(store, accountId, req.query))
+  traces = this.#read((store, accountId, req) => listTraces(store, accountId, req.query))
+  trace = this.#read((store, accountId, req) => getTrace(store, accountId, req.params[0] ?? ''))
+  usage = this.#read((store, accountId, req) => usage(store, accountId, req.query))
+  sessions = this.#read((store, accountId, req) => listSessions(store, accountId, req.query))
+  session = this.#read((store, accountId, req) => getSession(store, accountId, req.params[0] ?? '', req.query))
 }

@@ -80,12 +80,12 @@ export class DashboardServer {
 
   static async start (deps: DashboardDeps, host: string, port: number): Promise<DashboardServer> {
     const app = uws.App()
-    const guards = new Guards(new Sessions(deps.dataDir), { trustProxy: deps.trustProxy })
+    const guards = new Guards(new Sessions(deps.dataDir), deps.store, { trustProxy: deps.trustProxy })
     const assets = new Assets()
     const live = new LiveFeed(app, deps.store, guards)
     const auth = new AuthRoutes(deps.store, guards, (sid) => { live.dropSession(sid) })
     const keys = new KeyRoutes(deps.store, deps.admin, guards, deps.limiter)
-    const detection = new DetectionRoutes(deps.store, deps.admin, guards)
+    const detection = new DetectionRoutes(deps.admin, guards)
     const read = new ReadApi(deps.store, deps.keys)
     const base: RouteOptions = {
       isClosing: deps.isClosing,

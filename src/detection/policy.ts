@@ -1,10 +1,10 @@
 // Per-account detection policy (issues 16 and 22): what a verdict does (block, monitor, off), the score at
 // which it blocks, the score at which a data span (what the model is handed to read) blocks, the phrases that never count as injection for that account, and whether the PII and secrets
 // found in its calls are masked in the stored prompt and response. How a change is read from loose input
-// (the CLI, the admin socket, the dashboard), and the front thread's decision; the values are in
-// domain/detection-policy.ts.
+// (the CLI, the admin socket, the dashboard), the front thread's decision, and what a blocked call's 403
+// tells the client of it; the values are in domain/detection-policy.ts.
 import { givenName, isNone, refuse, type Code } from '../limits/types.js'
-import type { Verdict } from './types.js'
+import type { Issue, Verdict } from './types.js'
 import { DETECTION_POLICIES, PII_AT_REST, type AccountDetection, type DetectionPatch } from '../domain/detection-policy.js'
 
 /** Bounded so the worker's per-list expression stays small and a list fits the admin socket's 64 KiB. */
@@ -129,4 +129,48 @@ export function atThreshold (d: AccountDetection, v: Verdict): Verdict {
   const blocked = (v.ownScore ?? v.score) >= t || (v.dataScore ?? v.score) >= dt
   const categories = blocked && v.categories.length === 0 ? MODEL_ONLY : v.categories
   return { ...v, blocked, threshold: t, dataThreshold: dt, categories }
+}
+
+/** Thresholds as people read them: four decimals (a detector's own threshold is a float from training). */
+export function roundThreshold (t: number): number {
+  return Math.round(t * 10_000) / 10_000
+}
+
+/** `prompt_injection` → `Prompt injection`. */
+function categoryName (category: string): string {
+  const words = category.replace(/_/g, ' ')
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/** Where a finding is, for a person: its JSON path (or message number), its characters, and who wrote it. Never the text. */
+function findingSentence (i: Issue): string {
+  const where = i.path !== undefined && i.path !== '' ? i.path : i.message < 0 ? 'the system prompt' : `message ${i.message}`
+  const by = i.source === undefined ? '' : `, written by the ${i.source}`
+  return `${categoryName(i.category)} (${i.kind}) found in ${where}, characters ${i.span[0]} to ${i.span[1]}${by}.`
+}
+
+/**
+ * The `detection` member of a 403 prompt_injection_detected: the score, the thresholds that blocked it,
+ * the categories, and each injection finding with a sentence saying what was found where, its message
+ * index and character span, who wrote the span and its JSON path. Never the matched text.
+ */
+export function blockedSummary (v: Verdict): Record<string, unknown> {
+  return {
+    score: Math.round(v.score * 1000) / 1000,
+    threshold: roundThreshold(v.threshold),
+    ...(v.dataThreshold !== undefined ? { data_threshold: roundThreshold(v.dataThreshold) } : {}),
+    categories: v.categories,
+    findings: v.issues
+      .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
+      .map((i) => ({
+        category: i.category,
+        kind: i.kind,
+        severity: i.severity,
+        message: findingSentence(i),
+        message_index: i.message,
+        span: i.span,
+        source: i.source,
+        path: i.path,
+      })),
+  }
 }

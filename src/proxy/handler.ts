@@ -4,7 +4,7 @@ import type { Agent } from 'undici'
 import type { KeyCache } from '../auth/cache.js'
 import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import type { Config } from '../config.js'
-import { TracegateError } from '../errors.js'
+import { bodyTooLarge, TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
 import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
@@ -15,7 +15,7 @@ import { Passthrough } from '../upstream/passthrough.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
-import { atThreshold } from '../detection/policy.js'
+import { atThreshold, blockedSummary } from '../detection/policy.js'
 import type { Admission } from '../limits/limiter.js'
 import type { Refusal } from '../limits/rules.js'
 import { estimateOf } from '../limits/reserve.js'
@@ -57,17 +57,9 @@ function modelOf (body: Buffer, members: readonly Member[], dialect: Dialect): s
 /** The 503 of a body over TRACEGATE_DETECTION_MAX_BYTES: larger than detection judges, not late. */
 const TOO_LARGE_MESSAGE = 'The request is larger than safety detection judges (TRACEGATE_DETECTION_MAX_BYTES); it was not forwarded.'
 
-/** What a 403 tells the client: the categories and scores that blocked it and where (who wrote the span, its JSON path), never the matched text. */
-function blockedSummary (v: Verdict): Record<string, unknown> {
-  return {
-    score: Math.round(v.score * 1000) / 1000,
-    threshold: v.threshold,
-    ...(v.dataThreshold !== undefined ? { data_threshold: v.dataThreshold } : {}),
-    categories: v.categories,
-    findings: v.issues
-      .filter((i) => i.category === 'prompt_injection' || i.category === 'jailbreak')
-      .map((i) => ({ category: i.category, kind: i.kind, severity: i.severity, message: i.message, source: i.source, path: i.path })),
-  }
+/** The 413 of a body over TRACEGATE_MAX_BODY_BYTES, naming it. */
+function serverLimit (limit: number): TracegateError {
+  return bodyTooLarge(limit, 'this server\'s', 'TRACEGATE_MAX_BODY_BYTES')
 }
 
 /**
@@ -75,15 +67,15 @@ function blockedSummary (v: Verdict): Record<string, unknown> {
  * the announced body (until its idle timer closes the connection, 10-14 s after the answer), so a
  * client still sending reads the answer instead of a reset.
  */
-function tooLarge (x: Exchange): void {
-  x.status = sendError(x.res, 'body_too_large', x.requestId, false, [], x.shape)
+function tooLarge (x: Exchange, limit: number): void {
+  x.status = sendError(x.res, serverLimit(limit), x.requestId, false, [], x.shape)
   x.errorCode = 'body_too_large'
   x.finish('rejected')
 }
 
 /** 413 for a body that passed the limit while streaming in: answered at once, the rest dropped (body.ts). */
-function tooLargeMidBody (x: Exchange): void {
-  x.status = startError(x.res, 'body_too_large', x.requestId, [], x.shape)
+function tooLargeMidBody (x: Exchange, limit: number): void {
+  x.status = startError(x.res, serverLimit(limit), x.requestId, [], x.shape)
   x.errorCode = 'body_too_large'
   x.finish('rejected')
 }
@@ -217,13 +209,13 @@ class ProxyRoute {
     }
     // Over the limit, decided before reading when content-length says so.
     if (contentLength > this.#limit) {
-      tooLarge(x)
+      tooLarge(x, this.#limit)
       return
     }
     readBody(res, contentLength, this.#limit, (r) => {
       if (x.aborted) return
       if (!r.ok) {
-        tooLargeMidBody(x)
+        tooLargeMidBody(x, this.#limit)
         return
       }
       try {

@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import type { Page } from 'playwright-core'
 import { storedTrace } from '../helpers/store.js'
+import { isoTime } from '../../src/admin/views.js'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
 import { send } from '../helpers/http.js'
 import { callProxy, checkWatched, launchBrowser, newPage, pageWidth, rowOf, screenshot, signIn } from '../helpers/browser.js'
@@ -131,10 +132,10 @@ t.test('a blocked trace shows the 403 body its client received', async (t) => {
 t.test('a key\'s last use follows its calls to the millisecond', async (t) => {
   const first = await callProxy(d, 'alpha', 'first use')
   const a = await storedTrace(d.tg, admin.accountId, first.traceId)
-  t.equal((await keyRow()).last_used_at, a.time, `the call's own time (${a.time}), not its minute`)
+  t.equal((await keyRow()).last_used_at, isoTime(a.time), `the call's own time (${a.time}), not its minute`)
   const second = await callProxy(d, 'alpha', 'second use')
   const b = await storedTrace(d.tg, admin.accountId, second.traceId)
-  t.equal((await keyRow()).last_used_at, b.time, `moved by the next call (${b.time}${a.time.slice(0, 16) === b.time.slice(0, 16) ? ', same minute' : ''})`)
+  t.equal((await keyRow()).last_used_at, isoTime(b.time), `moved by the next call (${b.time}${a.time.slice(0, 16) === b.time.slice(0, 16) ? ', same minute' : ''})`)
 
   await page.goto('/settings/keys')
   const cell = page.locator('tr[data-testid=key-row] td[data-col=last_used]').first()
@@ -151,7 +152,7 @@ t.test('a key\'s last use follows its calls to the millisecond', async (t) => {
   const c = await storedTrace(d.tg, admin.accountId, third.traceId)
   await page.waitForFunction((time) => document.querySelector('tr[data-testid=key-row] td[data-col=last_used]')?.getAttribute('data-time') === time, c.time, { timeout: 5_000 })
   t.equal((await text(cell)).trim(), (await expected(page, epoch(c.time))).minutes, `the open page follows the next call (${c.time})`)
-  t.equal((await keyRow()).last_used_at, c.time, 'as the API has it')
+  t.equal((await keyRow()).last_used_at, isoTime(c.time), 'as the API has it, in UTC with its zone')
 })
 
 t.test('one time format, in the browser\'s locale and zone, everywhere', async (t) => {

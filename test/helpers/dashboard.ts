@@ -8,6 +8,9 @@ import { send } from './http.js'
 import { bodyFor, type Provider, ROUTES } from './bodies.js'
 import { until } from './wait.js'
 
+/** A time as the APIs and the CLI's --json answer it: ISO 8601 in UTC, with its zone. */
+export const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
+
 interface Tap {
   teardown (fn: () => unknown): void
 }

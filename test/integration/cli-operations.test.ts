@@ -7,7 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { cliEnv, oneJson, runTracegate, type CliRun } from '../helpers/cli.js'
-import { proxyCall, startDashboard } from '../helpers/dashboard.js'
+import { ISO_UTC, proxyCall, startDashboard } from '../helpers/dashboard.js'
 import { closedPort, tempDir } from '../helpers/server.js'
 import { stored } from '../helpers/store.js'
 import { until } from '../helpers/wait.js'
@@ -15,6 +15,7 @@ import { repoFile } from '../../src/paths.js'
 import { Sessions } from '../../src/dashboard/session.js'
 import { NO_LIMITS } from '../../src/domain/limits.js'
 import { DEFAULT_DETECTION } from '../../src/domain/detection-policy.js'
+import { accountView } from '../../src/admin/views.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const VERSION = (JSON.parse(readFileSync(repoFile('package.json'), 'utf8')) as { version: string }).version
@@ -74,9 +75,14 @@ t.test('account list through the running server', async (t) => {
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   t.ok(Array.isArray(accounts), 'prints {accounts: [...]}')
   const byId = new Map((accounts as any[]).map((a) => [a.id, a]))
-  t.same(byId.get(d.accountId), { id: d.accountId, name: 'test', plan: 'pro', server_side_keys: false, created_at: byId.get(d.accountId)?.created_at, limits: NO_LIMITS, detection: DEFAULT_DETECTION }, 'the test account')
-  t.match(byId.get(d.accountId)?.created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/, 'with its creation time')
-  t.same(byId.get(other.id), { ...other }, 'the new account as account create printed it')
+  // The dashboard API's members: snake_case limits and detection, times in UTC with their zone.
+  t.same(byId.get(d.accountId), {
+    id: d.accountId, name: 'test', plan: 'pro', server_side_keys: false, created_at: byId.get(d.accountId)?.created_at,
+    limits: { rpm: null, tpm: null, budget_day: null, budget_month: null, models: null },
+    detection: { policy: 'block', threshold: null, data_threshold: null, allow_phrases: [], pii_at_rest: 'keep' },
+  }, 'the test account')
+  t.match(byId.get(d.accountId)?.created_at, ISO_UTC, 'with its creation time, in ISO 8601 with its zone')
+  t.same(byId.get(other.id), accountView(other), 'the new account as account create printed it')
   for (const a of accounts as any[]) t.match(a.id, UUID)
 
   const text = await cli(['account', 'list'])
@@ -100,7 +106,8 @@ t.test('key list shows when each key was last used', async (t) => {
   t.ok(used !== undefined && never !== undefined, 'both keys are listed')
   t.equal(never?.last_used_at, null, 'a key never used: null')
   // The rollup keeps minutes: the last use is the minute of the call.
-  const at = Date.parse(String(used?.last_used_at).replace(' ', 'T') + 'Z')
+  t.match(used?.last_used_at, ISO_UTC, 'in ISO 8601 with its zone')
+  const at = Date.parse(String(used?.last_used_at))
   t.ok(at <= Date.now() && at >= Math.floor(before / 60_000) * 60_000, `the used key's last use is the minute of the call (got ${String(used?.last_used_at)})`)
   t.notOk(JSON.stringify(keys).includes(d.key), 'no key value in the listing')
 
@@ -108,6 +115,36 @@ t.test('key list shows when each key was last used', async (t) => {
   t.equal(text.code, 0)
   t.match(text.stdout.split('\n').find((l) => l.startsWith(unused.id)), /never used$/, 'the text listing says never used')
   t.match(text.stdout.split('\n').find((l) => l.startsWith(used?.id)), /last used \d{4}-\d\d-\d\d/, 'and when the other was last used')
+})
+
+t.test('key list shows an expired key as expired, in the text and the JSON', async (t) => {
+  const created = oneJson(t, await cli(['key', 'create', '--account', d.accountId, '--scope', 'proxy', '--name', 'short-lived', '--expires-in', '1s', '--json']), 'key create')
+  t.equal(created.status, 'active', 'active when created')
+  await until(() => Date.now() > Date.parse(created.expires_at) + 50, { ms: 5_000, everyMs: 50, what: 'the key to expire' })
+  t.equal((await proxyCall(d, created.key)).status, 401, 'the proxy refuses it')
+
+  const { keys } = oneJson(t, await cli(['key', 'list', '--account', d.accountId, '--json']), 'key list')
+  const listed = (keys as any[]).find((k) => k.id === created.id)
+  t.match(listed, { status: 'expired', revoked_at: null, expires_at: created.expires_at }, 'expired in the JSON')
+  const line = (await cli(['key', 'list', '--account', d.accountId])).stdout.split('\n').find((l) => l.startsWith(created.id))
+  t.match(line, /\sexpired \d{4}-\d\d-\d\dT/, `expired in the text (${String(line)})`)
+  t.notMatch(line, /\sactive/, 'not shown as active')
+
+  const revoked = oneJson(t, await cli(['key', 'revoke', '--id', created.id, '--json']), 'key revoke')
+  t.match(revoked, { id: created.id, status: 'revoked', revoked_at: ISO_UTC }, 'a revoked key is revoked whatever its expiry')
+})
+
+t.test('--json prints the API\'s member names', async (t) => {
+  const k = oneJson(t, await cli(['key', 'create', '--account', d.accountId, '--scope', 'read', '--budget-day', '2.5', '--max-body-bytes', '4096', '--json']), 'key create')
+  t.same(k.limits, { rpm: null, tpm: null, budget_day: 2.5, budget_month: null, models: null, max_body_bytes: 4096 }, 'key create: the limits as the dashboard API names them')
+  t.match(k, { scope: 'read', status: 'active', account_id: d.accountId, created_at: ISO_UTC, expires_at: null, revoked_at: null, last_used_at: null })
+  const updated = oneJson(t, await cli(['key', 'update', '--id', k.id, '--budget-month', '40', '--json']), 'key update')
+  t.same(updated.limits, { ...k.limits, budget_month: 40 }, 'key update too')
+  t.notOk('last_used_at' in updated, 'an update does not claim the key was never used')
+  const a = oneJson(t, await cli(['account', 'update', '--id', d.accountId, '--rpm', '100', '--detection-threshold', '0.25', '--json']), 'account update')
+  t.same(a.limits, { rpm: 100, tpm: null, budget_day: null, budget_month: null, models: null }, 'account update: no body limit member')
+  t.same(a.detection, { policy: 'block', threshold: 0.25, data_threshold: null, allow_phrases: [], pii_at_rest: 'keep' })
+  oneJson(t, await cli(['account', 'update', '--id', d.accountId, '--rpm', 'none', '--detection-threshold', 'none', '--json']), 'account update back')
 })
 
 t.test('user reset-password through the running server ends the user\'s sessions', async (t) => {

@@ -10,7 +10,7 @@ import { createHmac } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { stored } from '../helpers/store.js'
-import { proxyCall, startDashboard, type UiClient } from '../helpers/dashboard.js'
+import { ISO_UTC, proxyCall, startDashboard, type UiClient } from '../helpers/dashboard.js'
 
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -183,23 +183,23 @@ t.test('keys: created once, listed without the value, work on the proxy, revoked
   const created = await c.post('/api/ui/keys', { name: 'ci', scope: 'proxy', expires_in_days: 30 })
   t.equal(created.status, 201)
   const k = created.json.key
-  t.match(k, { name: 'ci', scope: 'proxy', status: 'active', last_used_at: null, expires_at: /^\d{4}-/, key: /^tgk_[A-Za-z0-9_-]{43}$/ })
+  t.match(k, { name: 'ci', scope: 'proxy', status: 'active', last_used_at: null, revoked_at: null, account_id: a.accountId, expires_at: ISO_UTC, created_at: ISO_UTC, key: /^tgk_[A-Za-z0-9_-]{43}$/ })
   t.equal(k.prefix, k.key.slice(0, 12))
-  t.ok(Date.parse(k.expires_at.replace(' ', 'T') + 'Z') - Date.now() > 29.9 * 86_400_000)
+  t.ok(Date.parse(k.expires_at) - Date.now() > 29.9 * 86_400_000)
   const list = await c.get('/api/ui/keys')
   t.notOk(list.text.includes(k.key), 'the list never holds a key value')
   const row = list.json.keys.find((x: any) => x.id === k.id)
-  t.same(Object.keys(row).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'limits', 'name', 'prefix', 'scope', 'status', 'use'])
+  t.same(Object.keys(row).sort(), ['account_id', 'created_at', 'expires_at', 'id', 'last_used_at', 'limits', 'name', 'prefix', 'revoked_at', 'scope', 'status', 'use'])
   t.notOk(list.json.keys.some((x: any) => x.id === b.proxyKeyId), "another account's keys are not listed")
 
   const call = await proxyCall(s, k.key)
   t.equal(call.status, 200, 'the new key works on the proxy')
   await stored(s.tg, a.accountId, [call.traceId])
-  t.match((await c.get('/api/ui/keys')).json.keys.find((x: any) => x.id === k.id).last_used_at, /^\d{4}-\d\d-\d\d \d\d:\d\d/, 'last used, from the rollup')
+  t.match((await c.get('/api/ui/keys')).json.keys.find((x: any) => x.id === k.id).last_used_at, ISO_UTC, 'last used, from the rollup, in UTC with its zone')
 
   const revoked = await c.post(`/api/ui/keys/${k.id}/revoke`)
   t.equal(revoked.status, 200)
-  t.match(revoked.json.key, { id: k.id, status: 'revoked' })
+  t.match(revoked.json.key, { id: k.id, status: 'revoked', revoked_at: ISO_UTC })
   t.notOk('key' in revoked.json.key)
   const after = await proxyCall(s, k.key)
   t.equal(after.status, 401, 'the proxy refuses it at once')

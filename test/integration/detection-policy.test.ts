@@ -13,7 +13,8 @@ import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
 import { loadConfig } from '../../src/config.js'
-import { MAX_ALLOW_PHRASES } from '../../src/detection/policy.js'
+import { MAX_ALLOW_PHRASES, roundThreshold } from '../../src/detection/policy.js'
+import { accountDetectionView as cliView } from '../../src/admin/views.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { MIGRATIONS_DIR, StoreClient } from '../../src/store/client.js'
 import type { TraceRow } from '../../src/store/trace-types.js'
@@ -121,12 +122,12 @@ t.test('block (the default) refuses the injection; the trace names the policy an
   t.equal(c.row.outcome, 'blocked')
   t.match(c.det, { ran: true, policy: 'block', blocked: true, would_block: true, allow_applied: false })
   t.ok(c.det.threshold > 0 && c.det.threshold < 1, `the detector's own threshold is recorded (${c.det.threshold})`)
-  t.equal(c.detection.threshold, c.det.threshold, 'and the 403 says it too')
+  t.equal(c.detection.threshold, roundThreshold(c.det.threshold), 'and the 403 says it too, rounded to 4 decimals')
   detectorThreshold = c.det.threshold
 })
 
 t.test('monitor forwards the same injection and marks its trace; off does not judge it; each from the next call', async (t) => {
-  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'), { policy: 'monitor', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'monitor'], 'monitor'),cliView( { policy: 'monitor', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' }))
   const m = await chat(INJECTION)
   t.equal(m.status, 200, 'forwarded at the next call, no restart')
   t.ok(m.received, 'the provider received it')
@@ -137,7 +138,7 @@ t.test('monitor forwards the same injection and marks its trace; off does not ju
   const bystander = await chat(INJECTION, otherKey, other.id)
   t.equal(bystander.status, 403, 'another account keeps blocking')
 
-  t.same(await update(t, ['--detection-policy', 'off'], 'off'), { policy: 'off', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'off'], 'off'),cliView( { policy: 'off', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' }))
   const o = await chat(`${INJECTION} Write to jane.doe@example.com.`)
   t.equal(o.status, 200, 'forwarded')
   t.ok(o.received)
@@ -156,7 +157,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const low = Math.floor((score - 0.05) * 1000) / 1000
   const high = Math.ceil((score + 0.05) * 1000) / 1000
 
-  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'), { policy: 'block', threshold: low, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-policy', 'block', '--detection-threshold', String(low)], 'low threshold'),cliView( { policy: 'block', threshold: low, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' }))
   const blocked = await chat(BORDERLINE)
   t.same([blocked.status, blocked.code], [403, 'prompt_injection_detected'], `blocked at ${low}`)
   t.notOk(blocked.received)
@@ -171,7 +172,7 @@ t.test('a threshold blocks a borderline prompt when low and lets it through when
   const injection = await chat(INJECTION)
   t.equal(injection.status, 403, `an injection scores above ${high} too`)
 
-  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'), { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' })
+  t.same(await update(t, ['--detection-threshold', 'none'], 'threshold none'),cliView( { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: [], piiAtRest: 'keep' }))
   const back = await chat(BORDERLINE)
   t.equal(back.det.threshold, detectorThreshold, 'the detector\'s own threshold again')
   t.equal(back.status, score >= detectorThreshold ? 403 : 200, 'and its verdict')
@@ -182,7 +183,7 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
   t.same([wrong.status, wrong.code], [403, 'prompt_injection_detected'], 'blocked without the phrase')
 
   const set = await update(t, ['--detection-allow', 'reveal your system prompt, developer mode'], 'allow phrases')
-  t.same(set, { policy: 'block', threshold: null, dataThreshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' })
+  t.same(set, cliView({ policy: 'block', threshold: null, dataThreshold: null, allowPhrases: ['reveal your system prompt', 'developer mode'], piiAtRest: 'keep' }))
   const ok = await chat(QUOTES_ATTACK)
   t.equal(ok.status, 200, 'let through at the next call')
   t.match(ok.det, { ran: true, policy: 'block', blocked: false, would_block: false, allow_applied: true })
@@ -196,16 +197,16 @@ t.test('an allow phrase lets a wrongly blocked prompt through; an injection arou
   t.equal(pii.status, 200)
   t.ok(JSON.parse(pii.row.issues).some((i: any) => i.category === 'pii' && i.kind === 'email'), 'PII is found in the text as sent')
 
-  t.same(await update(t, ['--detection-allow', 'none'], 'allow none'), DEFAULT_DETECTION)
+  t.same(await update(t, ['--detection-allow', 'none'], 'allow none'), cliView(DEFAULT_DETECTION))
   t.equal((await chat(QUOTES_ATTACK)).status, 403, 'blocked again once the phrases are gone')
 })
 
 t.test('the CLI sets, lists and resets the policy, through the admin socket and on its own', async (t) => {
   const set = await update(t, ['--detection-policy', 'MONITOR', '--detection-threshold', '0.35', '--detection-allow', ' developer   mode ,Developer Mode, pretend you are'], 'all three')
-  t.same(set, { policy: 'monitor', threshold: 0.35, dataThreshold: null, allowPhrases: ['developer mode', 'pretend you are'], piiAtRest: 'keep' }, 'trimmed, spaces collapsed, duplicates (any case) dropped')
+  t.same(set, cliView({ policy: 'monitor', threshold: 0.35, dataThreshold: null, allowPhrases: ['developer mode', 'pretend you are'], piiAtRest: 'keep' }), 'trimmed, spaces collapsed, duplicates (any case) dropped')
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   t.same(accounts.find((a: any) => a.id === account.id)?.detection, set, 'account list --json shows it')
-  t.same(accounts.find((a: any) => a.id === other.id)?.detection, DEFAULT_DETECTION, 'another account keeps the default')
+  t.same(accounts.find((a: any) => a.id === other.id)?.detection, cliView(DEFAULT_DETECTION), 'another account keeps the default')
   const text = await cli(['account', 'list'])
   t.equal(text.code, 0)
   t.match(text.stdout, /detection monitor \(threshold 0\.35, allow "developer mode", "pretend you are"\)/, 'the text listing')
@@ -215,16 +216,16 @@ t.test('the CLI sets, lists and resets the policy, through the admin socket and 
   t.equal(limited.limits.rpm, 1000, 'the limit is set')
   t.same(limited.detection, { ...set, threshold: null }, 'the policy patched, the rest kept')
   const cleared = await update(t, ['--detection-allow', 'none', '--detection-policy', 'block'], 'reset')
-  t.same(cleared, DEFAULT_DETECTION)
+  t.same(cleared, cliView(DEFAULT_DETECTION))
   t.same(await stored(), DEFAULT_DETECTION, 'stored')
 
   const dir = tempDir('tracegate-detection-cli-')
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const offline = cliEnv(dir)
   const acct = oneJson(t, await runTracegate(['account', 'create', '--name', 'offline', '--plan', 'pro', '--json'], offline), 'account create, no server')
-  t.same(acct.detection, DEFAULT_DETECTION)
+  t.same(acct.detection, cliView(DEFAULT_DETECTION))
   const a2 = oneJson(t, await runTracegate(['account', 'update', '--id', acct.id, '--detection-policy', 'off', '--json'], offline), 'account update, no server')
-  t.same(a2.detection, { ...DEFAULT_DETECTION, policy: 'off' })
+  t.same(a2.detection, cliView({ ...DEFAULT_DETECTION, policy: 'off' }))
   refused(t, await runTracegate(['account', 'update', '--id', acct.id, '--detection-threshold', '2'], offline), 'a bad threshold, no server')
 })
 

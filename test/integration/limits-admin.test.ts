@@ -9,6 +9,7 @@ import { copyFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { AdminOps } from '../../src/admin/ops.js'
 import { AdminServer } from '../../src/admin/server.js'
+import { limitsView, type LimitsView } from '../../src/admin/views.js'
 import { generateKey, hashKey, keyPrefix } from '../../src/auth/keys.js'
 import { loadConfig } from '../../src/config.js'
 import { startMockProvider } from '../../src/mock-provider/index.js'
@@ -93,6 +94,16 @@ function limits (l: Partial<Limits>): Limits {
   return { ...NO_LIMITS, ...l }
 }
 
+/** A key's limits as the CLI's --json prints them (the dashboard API's members). */
+function keyJson (l: Partial<Limits>): LimitsView {
+  return limitsView(limits(l))
+}
+
+/** An account's limits as the CLI's --json prints them: no body limit member. */
+function accountJson (l: Partial<Limits>): LimitsView {
+  return limitsView(limits(l), true)
+}
+
 async function chat (key: string, model = 'gpt-4o-mini'): Promise<{ status: number; traceId: string }> {
   const r = await send(proxyUrl, { body: JSON.stringify(bodyFor('alpha', { api_key: key, model })) })
   return { status: r.status, traceId: r.requestId }
@@ -115,29 +126,29 @@ t.test('rows from before migration 006 read as no limits, and the migration runs
   t.equal(r.status, 200, 'a call with the key from before 006')
   t.same(tg.keys.peek(hashKey(OLD_KEY))?.limits, NO_LIMITS)
   const { keys } = oneJson(t, await cli(['key', 'list', '--account', OLD_ACCOUNT, '--json']), 'key list')
-  t.same(keys[0]?.limits, NO_LIMITS, 'listed with no limits')
+  t.same(keys[0]?.limits, keyJson({}), 'listed with no limits')
 })
 
 t.test('key create, update, none and list through the running server', async (t) => {
   const created = oneJson(t, await cli(['key', 'create', '--account', account.id, '--scope', 'proxy', '--name', 'capped',
     '--rpm', '60', '--tpm', '10000', '--budget-day', '2.5', '--budget-month', '40.123456', '--models', 'gpt-4o*, claude-3-5-haiku', '--max-body-bytes', '65536', '--json']), 'key create')
   const want = limits({ rpm: 60, tpm: 10_000, budgetDayUsd: 2.5, budgetMonthUsd: 40.123456, models: ['gpt-4o*', 'claude-3-5-haiku'], maxBodyBytes: 65_536 })
-  t.same(created.limits, want, 'the created key carries its limits')
+  t.same(created.limits, limitsView(want), 'the created key carries its limits')
   t.same((await tg.store.call('lookupKey', { hash: hashKey(created.key) }))?.limits, want, 'lookupKey reads them back')
 
   const updated = oneJson(t, await cli(['key', 'update', '--id', created.id, '--rpm', '120', '--models', 'none', '--budget-day', 'none', '--json']), 'key update')
   const after = limits({ rpm: 120, tpm: 10_000, budgetMonthUsd: 40.123456, maxBodyBytes: 65_536 })
-  t.same(updated.limits, after, 'a flag changes its limit, none removes one, the others stay')
+  t.same(updated.limits, limitsView(after), 'a flag changes its limit, none removes one, the others stay')
   t.equal(updated.id, created.id)
   t.equal(updated.name, 'capped', 'the rest of the row is kept')
 
   const plain = oneJson(t, await cli(['key', 'create', '--account', account.id, '--scope', 'proxy', '--name', 'plain', '--json']), 'key create without limits')
-  t.same(plain.limits, NO_LIMITS)
+  t.same(plain.limits, keyJson({}))
 
   const { keys } = oneJson(t, await cli(['key', 'list', '--account', account.id, '--json']), 'key list')
   const byId = new Map((keys as any[]).map((k) => [k.id, k]))
-  t.same(byId.get(created.id)?.limits, after, 'key list --json carries the limits')
-  t.same(byId.get(plain.id)?.limits, NO_LIMITS)
+  t.same(byId.get(created.id)?.limits, limitsView(after), 'key list --json carries the limits')
+  t.same(byId.get(plain.id)?.limits, keyJson({}))
   const text = await cli(['key', 'list', '--account', account.id])
   t.equal(text.code, 0)
   const line = (id: string): string => text.stdout.split('\n').find((l) => l.startsWith(id)) ?? ''
@@ -146,7 +157,7 @@ t.test('key create, update, none and list through the running server', async (t)
 
   // A revoke writes a new version of the row: the limits stay on it.
   const revoked = oneJson(t, await cli(['key', 'revoke', '--id', plain.id, '--json']), 'key revoke')
-  t.same(revoked.limits, NO_LIMITS)
+  t.same(revoked.limits, keyJson({}))
   const revokedLimited = await tg.admin.revokeKey({ id: created.id })
   t.same(revokedLimited.limits, after, 'revoking keeps the limits of the row')
 })
@@ -154,21 +165,22 @@ t.test('key create, update, none and list through the running server', async (t)
 t.test('account update and account list through the running server', async (t) => {
   const updated = oneJson(t, await cli(['account', 'update', '--id', account.id, '--rpm', '600', '--budget-month', '100', '--models', 'gpt-4o-mini,claude-*', '--json']), 'account update')
   const want = limits({ rpm: 600, budgetMonthUsd: 100, models: ['gpt-4o-mini', 'claude-*'] })
-  t.same(updated.limits, want)
+  t.same(updated.limits, limitsView(want, true))
   t.equal(updated.name, 'limited', 'the rest of the row is kept')
   t.equal(updated.plan, 'pro')
   const { accounts } = oneJson(t, await cli(['account', 'list', '--json']), 'account list')
   const listed = (accounts as any[]).find((a) => a.id === account.id)
-  t.same(listed?.limits, want, 'account list --json carries the limits')
-  t.same((accounts as any[]).find((a) => a.id === OLD_ACCOUNT)?.limits, NO_LIMITS)
+  t.same(listed?.limits, limitsView(want, true), 'account list --json carries the limits')
+  t.same((accounts as any[]).find((a) => a.id === OLD_ACCOUNT)?.limits, accountJson({}))
   const text = await cli(['account', 'list'])
   t.match(text.stdout.split('\n').find((l) => l.startsWith(account.id)), /limits: 600 rpm, \$100\/month, models gpt-4o-mini,claude-\*/)
 
   const removed = oneJson(t, await cli(['account', 'update', '--id', account.id, '--rpm', 'none', '--json']), 'account update --rpm none')
-  t.same(removed.limits, limits({ budgetMonthUsd: 100, models: ['gpt-4o-mini', 'claude-*'] }))
+  const left = limits({ budgetMonthUsd: 100, models: ['gpt-4o-mini', 'claude-*'] })
+  t.same(removed.limits, limitsView(left, true))
   const key = await tg.admin.createKey({ account: account.id, scope: 'proxy', tpm: 5 })
   const info = await tg.store.call('lookupKey', { hash: hashKey(key.key) })
-  t.same(info?.accountLimits, removed.limits, "lookupKey carries the account's limits")
+  t.same(info?.accountLimits, left, "lookupKey carries the account's limits")
   t.same(info?.limits, limits({ tpm: 5 }), 'next to the key\'s own')
 })
 
@@ -309,13 +321,13 @@ t.test('with no server, the CLI opens the store itself', async (t) => {
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const run = (args: string[]): Promise<CliRun> => runTracegate(args, env(dir))
   const acct = oneJson(t, await run(['account', 'create', '--name', 'offline', '--plan', 'pro', '--json']), 'account create')
-  t.same(acct.limits, NO_LIMITS)
+  t.same(acct.limits, accountJson({}))
   const key = oneJson(t, await run(['key', 'create', '--account', acct.id, '--scope', 'proxy', '--rpm', '30', '--models', 'gpt-4o*', '--json']), 'key create')
-  t.same(key.limits, limits({ rpm: 30, models: ['gpt-4o*'] }))
+  t.same(key.limits, keyJson({ rpm: 30, models: ['gpt-4o*'] }))
   const updated = oneJson(t, await run(['key', 'update', '--id', key.id, '--rpm', 'none', '--budget-day', '1.25', '--json']), 'key update')
-  t.same(updated.limits, limits({ budgetDayUsd: 1.25, models: ['gpt-4o*'] }))
+  t.same(updated.limits, keyJson({ budgetDayUsd: 1.25, models: ['gpt-4o*'] }))
   const a2 = oneJson(t, await run(['account', 'update', '--id', acct.id, '--tpm', '5000', '--json']), 'account update')
-  t.same(a2.limits, limits({ tpm: 5000 }))
+  t.same(a2.limits, accountJson({ tpm: 5000 }))
   refused(t, await run(['account', 'update', '--id', acct.id, '--max-body-bytes', '10']), 'account update --max-body-bytes')
   const { keys } = oneJson(t, await run(['key', 'list', '--account', acct.id, '--json']), 'key list')
   t.same(keys.map((k: any) => k.limits), [updated.limits])

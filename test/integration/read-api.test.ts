@@ -4,7 +4,9 @@
 import t from 'tap'
 import { sleep } from '../helpers/wait.js'
 import { stored } from '../helpers/store.js'
-import { allPages, type Answer, proxyCall, startDashboard, type Tenant } from '../helpers/dashboard.js'
+import { allPages, type Answer, ISO_UTC, proxyCall, startDashboard, type Tenant } from '../helpers/dashboard.js'
+import { bodyFor, ROUTES } from '../helpers/bodies.js'
+import { send } from '../helpers/http.js'
 import { request } from 'undici'
 import type { ProviderName } from '../../src/providers/index.js'
 
@@ -113,4 +115,30 @@ t.test('a read key revoked in the dashboard is refused at once', async (t) => {
   await c.signIn(a.email, a.password)
   t.equal((await c.post(`/api/ui/keys/${key.id}/revoke`)).status, 200)
   t.equal((await api('/api/v1/usage', `Bearer ${key.key}`)).json.error.code, 'revoked_api_key')
+})
+
+t.test('every time it answers is ISO 8601 in UTC with its zone', async (t) => {
+  const auth = `Bearer ${readA.key}`
+  const session = 'zoned-times'
+  const r = await send(s.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: a.proxyKey })), headers: { 'x-tracegate-session': session } })
+  t.equal(r.status, 200)
+  const id = String(r.headers['x-request-id'])
+  await stored(s.tg, a.accountId, [id])
+
+  const listed = (await api('/api/v1/traces?limit=200', auth)).json.traces as any[]
+  t.ok(listed.length > 0 && listed.every((x) => ISO_UTC.test(x.time)), `the list's times (${String(listed[0]?.time)})`)
+  const one = (await api(`/api/v1/traces/${id}`, auth)).json
+  t.match(one.time, ISO_UTC, 'a trace\'s time')
+  t.equal(one.time, listed.find((x) => x.trace_id === id)?.time, 'the same instant in the list and the detail')
+  t.ok(Math.abs(Date.parse(one.time) - Date.now()) < 10 * 60_000, `and it is now, read as UTC (${String(one.time)})`)
+  t.match(one.detection, { ran: true, threshold: Number }, 'detection judged it')
+  t.ok(/^\d(\.\d{1,4})?$/.test(String(one.detection?.threshold)), `its threshold rounded to 4 decimals (${String(one.detection?.threshold)})`)
+  const series = (await api('/api/v1/usage?range=day', auth)).json.series as any[]
+  t.ok(series.length > 0 && series.every((p) => ISO_UTC.test(p.t) && Date.parse(p.t) === p.ts), `the usage series' times, the same instant as ts (${String(series[0]?.t)})`)
+  const sessions = (await api('/api/v1/sessions', auth)).json.sessions as any[]
+  const mine = sessions.find((x) => x.session === session)
+  t.match(mine, { first_time: ISO_UTC, last_time: ISO_UTC }, 'a session\'s first and last call')
+  const calls = (await api(`/api/v1/sessions/${session}`, auth)).json
+  t.match(calls.totals, { first_time: ISO_UTC, last_time: ISO_UTC }, 'a session\'s totals')
+  t.match(calls.calls[0], { trace_id: id, time: one.time }, 'a session\'s calls')
 })
