@@ -1,4 +1,4 @@
-// Per-account detection policy (issues 16 and 22): what a verdict does (block, monitor, off), the score at
+// Per-account detection policy: what a verdict does (block, monitor, off), the score at
 // which it blocks, the score at which a data span (what the model is handed to read) blocks, the phrases that never count as injection for that account, and whether the PII and secrets
 // found in its calls are masked in the stored prompt and response. How a change is read from loose input
 // (the CLI, the admin socket, the dashboard), the front thread's decision, and what a blocked call's 403

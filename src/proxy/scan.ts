@@ -1,7 +1,7 @@
 // The top-level scan of a raw request body. The front thread never parses a whole prompt: it validates
 // the bytes (UTF-8 and JSON grammar, natively), then walks only the top-level object to find each
 // member's key and the byte span of its value. Nested values are skipped by bracket matching.
-// bench/scan.ts measures this against JSON.parse; the README has the numbers.
+// bench/scan.ts measures this against JSON.parse; bench/RESULTS.md has the numbers.
 import { isUtf8 } from 'node:buffer'
 import { createRequire } from 'node:module'
 

@@ -1,7 +1,7 @@
 // Broken request heads, end to end against a real server on both ports: the ones uWS hands to a route
 // are answered 400 malformed_request and closed at once, and nothing pipelined behind them is answered
 // (two content-length headers used to be taken, the first winning: request smuggling); the ones uWS 20.30 refuses itself are closed at once or held
-// until its idle timer, exactly as the README's "Limits of the HTTP front end" says. Nothing reaches
+// until its idle timer, exactly as docs/deployment.md's limits of the HTTP front end say. Nothing reaches
 // the provider, and the process keeps answering.
 import t, { type Test } from 'tap'
 import { startServer } from '../helpers/server.js'

@@ -102,7 +102,7 @@ t.test('a timeout and a stream cut mid-way are logged with their cause', async (
 t.test('provider keys and passed-on headers that cannot travel in a header are 422, never sent', async (t) => {
   const r = await startTracegate(t, dataDir, mock)
   mock.reset()
-  // As JSON text: the README's own placeholder, NUL, DEL, a space, a lone surrogate, a line break.
+  // As JSON text: the docs' own placeholder, NUL, DEL, a space, a lone surrogate, a line break.
   const values = ['"sk-…"', '"sk-\\u0000x"', '"sk-\\u007fx"', '"sk- x"', '"sk-\\ud800x"', '"sk-a\\nb"', '"sk-é"']
   for (const provider of ['alpha', 'beta', 'gamma'] as const) {
     const field = `${provider}_api_key`
@@ -115,7 +115,7 @@ t.test('provider keys and passed-on headers that cannot travel in a header are 4
     }
   }
   // node:http sends header text as UTF-8. Not at the end of the value: uWS 20.30 trims bytes >= 0x80
-  // from a value's end as if they were spaces, so 'org-é' would arrive as 'org-' (README, HTTP limits).
+  // from a value's end as if they were spaces, so 'org-é' would arrive as 'org-' (docs/deployment.md, the HTTP front end's limits).
   for (const value of ['org-\u00e9-x', 'org-\u00ff\u00fe-1']) {
     const header = await send(r.url + ROUTES.alpha, { body: JSON.stringify(bodyFor('alpha', { api_key: r.key })), headers: { 'openai-organization': value } })
     t.equal(header.status, 422, `a non-ASCII openai-organization header: 422 (${header.body.toString('utf8').slice(0, 120)})`)

@@ -1,4 +1,4 @@
-// The native routes (README "Endpoints") as the tests call them: each provider's own path, where its
+// The native routes (docs/endpoints.md) as the tests call them: each provider's own path, where its
 // SDK sends the key, the auth header the provider receives, a minimal body; and the checks every native
 // test makes: the provider's own error shape carrying tracegate's code and request id, and what the
 // provider may and may not receive.
@@ -161,7 +161,7 @@ function sameShape (t: Test, actual: unknown, expected: unknown, at = 'body'): v
 }
 
 /**
- * An error in the provider's documented shape (README "Errors"), exactly: its members in order, the
+ * An error in the provider's documented shape (docs/endpoints.md, Errors), exactly: its members in order, the
  * stable code where the SDK reads it, `param`, and request_id equal to x-request-id. `extra` names the
  * members a code adds (detection, routes). Returns the parsed body.
  */

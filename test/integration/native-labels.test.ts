@@ -1,4 +1,4 @@
-// The x-tracegate-* headers every route reads (README "Use it from your SDK"): x-tracegate-confidential
+// The x-tracegate-* headers every route reads (docs/endpoints.md, "Use it from your SDK"): x-tracegate-confidential
 // and the label headers' bounds, on the three native routes and on a contract endpoint. A bad value is
 // 422 invalid_field naming the header (400 on beta's and gamma's native routes, which have no 422); a
 // good one is accepted and never reaches the provider. Whether labels are stored is not tested here.
@@ -165,7 +165,7 @@ for (const route of ROUTE_LIST) {
       const id = await accepted(t, route, { 'x-tracegate-confidential': 'false' })
       t.equal((await storedTrace(s.tg, s.accountId, id)).confidential, false, 'false: not confidential')
     })
-    // The front end's limit (README, Use it from your SDK): uWS drops non-ASCII bytes at either end of a
+    // The front end's limit (docs/endpoints.md, "Use it from your SDK"): uWS drops non-ASCII bytes at either end of a
     // header value before tracegate sees it, so these arrive shortened (to nothing, or to ASCII) and pass.
     await t.test('uWS limit: non-ASCII bytes at either end of a value never reach tracegate', async (t) => {
       await accepted(t, route, { 'x-tracegate-user': utf8('é'.repeat(257)) })

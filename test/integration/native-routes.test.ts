@@ -1,6 +1,6 @@
-// The providers' own routes (README "Endpoints", native routes): the body reaches the provider byte for
+// The providers' own routes (docs/endpoints.md, native routes): the body reaches the provider byte for
 // byte and streams come back unchanged; the keys from the headers each SDK sends, in every combination
-// the README allows or refuses; tracegate's errors in each provider's shape, with the status sent
+// the docs allow or refuse; tracegate's errors in each provider's shape, with the status sent
 // traced; the models lists; the 404s; and no key in any error or stored trace.
 //
 // One tracegate for the file, in front of the real mock provider, with a server-side key for each
@@ -243,7 +243,7 @@ t.test('keys from the headers', async (t) => {
         await refused(t, p, { headers: { ...sdk('pk-caf\xe9-x'), 'x-tracegate-key': K }, raw: true }, 'invalid_field', NATIVE[p].authHeader)
         await refused(t, p, { headers: { ...sdk(K), 'x-tracegate-provider-key': 'pk-\xc3\xa9-x' }, raw: true }, 'invalid_field', 'x-tracegate-provider-key')
       })
-      // The front end's limit (README, Limits of the HTTP front end): uWS drops bytes >= 0x80 at either end
+      // The front end's limit (docs/deployment.md, the HTTP front end's limits): uWS drops bytes >= 0x80 at either end
       // of a header value before tracegate sees it, so such a key reaches the provider without them.
       await t.test('uWS limit: a key\'s non-ASCII bytes at either end never reach tracegate', async (t) => {
         await works(t, p, { headers: { ...sdk('pk-caf\xe9'), 'x-tracegate-key': K }, raw: true }, 'pk-caf')

@@ -1,5 +1,5 @@
 // The official SDKs against tracegate in front of the mock provider, changed only in base URL, API key
-// and default headers (README "Use it from your SDK"), in both key styles: the tracegate key as the
+// and default headers (docs/endpoints.md, "Use it from your SDK"), in both key styles: the tracegate key as the
 // SDK's key with the provider key in x-tracegate-provider-key, and the other way round with
 // x-tracegate-key. Each SDK gets its answer and usage, a stream, a provider 429 as its rate-limit error,
 // an injection as its permission error, the models list, and the call is traced with the SDK's usage.

@@ -1,5 +1,5 @@
 // The conversation of a stored request, as parts the detail page renders by role. The provider module's
-// walkRequest visits the texts in the order the detector numbers them (workers/detector/extract.ts
+// walkRequest visits the texts in the order the detector numbers them (src/scan/extract.ts
 // walks the same function), so a finding's segment index points at the right part; what the detector
 // does not read (images, thinking, empty tool results) comes as parts without a segment number.
 import { DIALECTS, isProviderName, type RequestSink } from './providers/index.js'

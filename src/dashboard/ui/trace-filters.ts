@@ -7,6 +7,7 @@ import { h, options, replace } from './dom.js'
 import { int, ms, percent, usd } from './format.js'
 import { PROVIDERS } from './providers/index.js'
 import { OUTCOMES as OUTCOME_VALUES, outcomeLabel } from './domain/outcome.js'
+import { SORT_KEYS, type SortKey } from './domain/sort-key.js'
 import type { TraceTotals } from '../../store/trace-types.js'
 
 export const RANGES: ReadonlyArray<readonly [string, string]> = [
@@ -15,7 +16,7 @@ export const RANGES: ReadonlyArray<readonly [string, string]> = [
 const RANGE_MS: Record<string, number> = { hour: 3600_000, day: 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }
 const OUTCOMES: ReadonlyArray<readonly [string, string]> = OUTCOME_VALUES.map((o) => [o, outcomeLabel(o)])
 const STATUSES: ReadonlyArray<readonly [string, string]> = [['2xx', '2xx'], ['4xx', '4xx'], ['5xx', '5xx']]
-export type SortKey = 'time' | 'latency' | 'cost' | 'tokens'
+export type { SortKey }
 
 /** Text filters, by their parameter name (the same in the address and the API). */
 const TEXT = ['provider', 'model', 'key', 'user', 'session', 'tag', 'metadata', 'q', 'latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential'] as const
@@ -52,7 +53,7 @@ export function readState (search: string): ListState {
     outcome: (p.get('outcome') ?? '').split(',').filter((o) => OUTCOMES.some(([v]) => v === o)),
     status: (p.get('status') ?? '').split(',').filter((o) => STATUSES.some(([v]) => v === o)),
     text,
-    sort: sort === 'latency' || sort === 'cost' || sort === 'tokens' ? sort : 'time',
+    sort: sort !== null && SORT_KEYS.includes(sort) ? sort : 'time',
     order: p.get('order') === 'asc' ? 'asc' : 'desc',
   }
 }

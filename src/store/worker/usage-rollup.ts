@@ -1,6 +1,6 @@
 // The usage rollup (usage_minute: per account, minute, key, provider and model) summed here, in the store
 // worker, and inserted as one small batch beside each trace batch, instead of a materialized view that
-// grouped every trace insert inside ClickHouse (measured in the README's benchmarks). Each row's share is
+// grouped every trace insert inside ClickHouse (measured in bench/RESULTS.md). Each row's share is
 // noted as it is built, as numbers outside the JS heap (a row waiting for its insert holds no object);
 // the batch sums its rows' shares and keeps their latencies, from which ClickHouse builds the quantile
 // state (migration 007). The rollup batch carries the trace batch's deduplication token, so a replayed
