@@ -5,7 +5,7 @@ import t from 'tap'
 import { DEFAULT_SEED, generate } from '../../training/detector/generate.js'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { datasetDir, ownRows, pastedRows, windowRows, type Row } from '../../training/detector/data.js'
+import { datasetDir, ownRows, pastedRows, questionRows, windowRows, type Row } from '../../training/detector/data.js'
 import { DATA_STRIDE, DATA_WINDOW } from '../../workers/detector/model.js'
 import { DOCUMENT_LICENCES, documentSplit, documents } from '../../training/detector/documents.js'
 import { generatedDocuments } from '../../training/detector/gen-documents.js'
@@ -95,4 +95,21 @@ t.test('a long benign text gives one window, or with `every` the windows it is r
   t.equal(windows[0]?.text, text.slice(0, DATA_WINDOW), 'the first window opens the text')
   t.equal(windows.at(-1)?.text, text.slice(-DATA_WINDOW), 'the last window closes it')
   t.equal(windowRows([{ text: 'x'.repeat(DATA_WINDOW + DATA_STRIDE), label: 0, source: 'teven' }], 23, true).length, 2, 'a text of two windows gives both')
+})
+
+t.test('the users\' questions trained on come from trained contexts only', { skip: haveIndirect ? false : 'indirect-train.jsonl not found' }, async (t) => {
+  const asked = (r: ReturnType<typeof readIndirect>[number]): string => r.messages.find((m) => m.role === 'user')?.content as string
+  const rows = questionRows()
+  const indirect = readIndirect()
+  const tool = indirect.filter((r) => r.shape === 'tool')
+  const trained = new Set(tool.filter((r) => contextSplit(r) === 'train').map(asked))
+  const other = tool.filter((r) => contextSplit(r) !== 'train').map(asked).filter((q) => !trained.has(q))
+  const texts = new Set(rows.map((r) => r.text))
+  t.ok(other.length > 20, `${other.length} questions asked only about held-out or data-dev contexts`)
+  t.notOk(other.some((q) => texts.has(q)), 'none of them is trained on')
+  t.ok(rows.every((r) => r.label === 0 && r.role === 'user'), 'benign user rows')
+  const contexts = new Set(indirect.map((c) => c.carrier.text))
+  t.ok(rows.every((r) => r.text.length < 400 && !contexts.has(r.text)), 'questions only, never a context a user pasted')
+  const generated = rows.filter((r) => r.source === 'context_question')
+  t.ok(generated.length > 100 && generated.every((r) => !r.text.includes('[[')), 'generated questions, every slot filled')
 })

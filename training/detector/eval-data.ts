@@ -10,7 +10,7 @@ import { STRONG_RULE, analyze, decodeModel, encodeModel, type Model } from '../.
 import { dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { documents, isHeldOutDocument, type DocumentRow } from './documents.js'
 import { isHeldOutContext, readIndirect, type IndirectRow } from './indirect.js'
-import { DEFAULTS, calibrate, featurize, fit, fitHead, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
+import { DEFAULTS, calibrate, featurize, fit, fitHead, headRowsOf, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
 
 export interface Rate { readonly n: number, readonly blocked: number }
 
@@ -120,10 +120,11 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
   const dataDev = dataRows('dev')
   // The linear part is fitted on what users write, which holds no planted instruction: one fit serves every refit.
   const linear = decodeModel(encodeModel(fit(exRows, weightsOf(rows, opt), { ...opt, quiet: true })))
+  const own = headRowsOf(rows, exRows)
   const refit = (drop: (r: Row) => boolean): Model => {
     const keep = head.flatMap((r, i) => (drop(r) ? [] : [i]))
-    const all = [...rows, ...keep.map((i) => head[i] as Row)]
-    const trained = fitHead([...exRows, ...keep.map((i) => exHead[i] as Example)], weightsOf(all, opt), linear, opt.deep as DeepOptions, { ...opt, quiet: true })
+    const all = [...own.rows, ...keep.map((i) => head[i] as Row)]
+    const trained = fitHead([...own.examples, ...keep.map((i) => exHead[i] as Example)], weightsOf(all, opt), linear, opt.deep as DeepOptions, { ...opt, quiet: true })
     return calibrate(trained, dev, dataDev.filter((r) => !drop(r)))
   }
   const judge = (m: Model, r: IndirectRow): boolean => blockedBy(m, extractSegments('alpha', { model: 'm', messages: r.messages }))
