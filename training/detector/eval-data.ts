@@ -59,7 +59,7 @@ export function blockedBy (model: Model, segments: readonly Segment[]): boolean 
     const a = analyze(model, s.text)
     if (!isData(s)) return segmentScore(a, s, t) >= t
     const rules = a.findings.reduce((m, f) => (f.family !== 'model' && f.score >= STRONG_RULE ? Math.max(m, f.score) : m), 0)
-    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0 }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY)
+    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0, dataScore: rules }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY)
   })
 }
 
