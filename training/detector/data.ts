@@ -10,6 +10,7 @@ import { DATA_STRIDE, DATA_WINDOW } from '../../workers/detector/model.js'
 import { pastedRanges } from '../../workers/detector/spans.js'
 import { documentSplit, documents } from './documents.js'
 import { generate, type Role } from './generate.js'
+import { generatedQuestions } from './gen-questions.js'
 import { contextSplit, indirectTrainingRow, readIndirect } from './indirect.js'
 import { rng } from './rng.js'
 
@@ -29,6 +30,8 @@ export interface Row {
   readonly category?: string
   /** Planted instructions: where the attack stands in `text`. */
   readonly planted?: readonly [number, number]
+  /** The row's weight in the loss, when its set fixes one (train.ts weightsOf); else by source and kind. */
+  readonly weight?: number
 }
 
 /** The data set folder: TRACEGATE_DATASET_DIR, else ../shared/datasets/injection next to the repository. */
@@ -127,9 +130,44 @@ export function windowRows (rows: readonly Row[], seed = 22, every = false): Row
   return out
 }
 
-/** What the linear part is fitted on: train.jsonl, the hard negatives and positives, and the own train part. */
+/**
+ * The sources of questionRows. The linear part (the user's reading) is fitted on them, the head (the
+ * data reading) is not: a request to extract or record is the user's own in the user's message, and a
+ * task that departs from the user's in data.
+ */
+export const QUESTION_SOURCES: ReadonlySet<string> = new Set(['bipia_question', 'context_question'])
+
+/** The weight of each user question about a context (questionRows): many rows of a few phrasings. */
+export const QUESTION_WEIGHT = 0.5
+
+/**
+ * What users ask about a text they pasted or a tool returned, as benign user rows: the questions of
+ * the trained mail contexts of indirect-train.jsonl (BIPIA's train split; the held-out and data-dev
+ * contexts' questions are left out) and generated ones (gen-questions.ts). Without them the user model
+ * read "Q: Find the $ value paid to … If multiple, record all $ values paid." as an order.
+ */
+export function questionRows (): Row[] {
+  const seen = new Set<string>()
+  for (const r of readIndirect()) {
+    // A tool-shaped row's user message is the question alone; a pasted one holds the context too.
+    // Only the mail questions: their extraction wording ("record all $ values paid") is what the user
+    // model lacked; the table questions are ordinary questions about facts, which the benign sources
+    // hold by the thousand, and with them the threshold fell and blocked more of the own benign prompts.
+    if (contextSplit(r) !== 'train' || r.shape !== 'tool' || r.context !== 'email') continue
+    const user = r.messages.find((m) => m.role === 'user')?.content
+    if (typeof user === 'string') seen.add(user)
+  }
+  const rows: Row[] = [...seen].map((text) => ({ text, label: 0, source: 'bipia_question', role: 'user', weight: QUESTION_WEIGHT }))
+  for (const g of generatedQuestions()) rows.push({ text: g.text, label: 0, source: 'context_question', role: 'user', weight: QUESTION_WEIGHT })
+  return rows
+}
+
+/**
+ * What the linear part is fitted on: train.jsonl, the hard negatives and positives, the own train part,
+ * and the users' questions about contexts.
+ */
 export function trainingRows (): Row[] {
-  return [...readRows('train.jsonl'), ...readJsonl(HARD_NEGATIVES_URL), ...readJsonl(HARD_POSITIVES_URL), ...ownRows('train')]
+  return [...readRows('train.jsonl'), ...readJsonl(HARD_NEGATIVES_URL), ...readJsonl(HARD_POSITIVES_URL), ...ownRows('train'), ...questionRows()]
 }
 
 /**

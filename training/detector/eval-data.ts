@@ -5,11 +5,12 @@
 import type { Segment } from '../../src/detection/types.js'
 import { DATA_MODEL_ONLY, detectInjection, isData, segmentScore } from '../../workers/detector/injection.js'
 import { extractSegments } from '../../src/scan/extract.js'
+import { spansOf, type Piece } from '../../workers/detector/spans.js'
 import { STRONG_RULE, analyze, decodeModel, encodeModel, type Model } from '../../workers/detector/model.js'
 import { dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { documents, isHeldOutDocument, type DocumentRow } from './documents.js'
 import { isHeldOutContext, readIndirect, type IndirectRow } from './indirect.js'
-import { DEFAULTS, calibrate, featurize, fit, fitHead, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
+import { DEFAULTS, calibrate, featurize, fit, fitHead, headRowsOf, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
 
 export interface Rate { readonly n: number, readonly blocked: number }
 
@@ -45,17 +46,20 @@ export function documentRequest (text: string, shape: 'tool' | 'pasted'): Record
 
 /**
  * Whether a model (refitted, with its own thresholds) blocks these segments, as detectInjection judges
- * them: a data segment is blocked by a strong rule or by the model alone at the model's own data
- * threshold (segmentScore applies the shipped model's), any other by segmentScore.
+ * them, span by span (spans.ts: text pasted after a framing line is data): a data span is blocked by a
+ * strong rule or by the model alone at the model's own data threshold (segmentScore applies the
+ * shipped model's), any other by segmentScore.
  */
 export function blockedBy (model: Model, segments: readonly Segment[]): boolean {
   const t = model.threshold
-  return segments.some((s) => {
-    if (s.text === '') return false
+  return spansOf(segments).some((span) => {
+    if (span.text === '') return false
+    const first = segments[(span.pieces[0] as Piece).segment] as Segment
+    const s = { role: first.role, path: first.path, text: span.text, source: span.source }
     const a = analyze(model, s.text)
     if (!isData(s)) return segmentScore(a, s, t) >= t
     const rules = a.findings.reduce((m, f) => (f.family !== 'model' && f.score >= STRONG_RULE ? Math.max(m, f.score) : m), 0)
-    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0 }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY)
+    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0, dataScore: rules }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY)
   })
 }
 
@@ -116,10 +120,11 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
   const dataDev = dataRows('dev')
   // The linear part is fitted on what users write, which holds no planted instruction: one fit serves every refit.
   const linear = decodeModel(encodeModel(fit(exRows, weightsOf(rows, opt), { ...opt, quiet: true })))
+  const own = headRowsOf(rows, exRows)
   const refit = (drop: (r: Row) => boolean): Model => {
     const keep = head.flatMap((r, i) => (drop(r) ? [] : [i]))
-    const all = [...rows, ...keep.map((i) => head[i] as Row)]
-    const trained = fitHead([...exRows, ...keep.map((i) => exHead[i] as Example)], weightsOf(all, opt), linear, opt.deep as DeepOptions, { ...opt, quiet: true })
+    const all = [...own.rows, ...keep.map((i) => head[i] as Row)]
+    const trained = fitHead([...own.examples, ...keep.map((i) => exHead[i] as Example)], weightsOf(all, opt), linear, opt.deep as DeepOptions, { ...opt, quiet: true })
     return calibrate(trained, dev, dataDev.filter((r) => !drop(r)))
   }
   const judge = (m: Model, r: IndirectRow): boolean => blockedBy(m, extractSegments('alpha', { model: 'm', messages: r.messages }))
@@ -131,8 +136,8 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
     for (const r of indirect) if (r.category !== undefined && out.has(r.category)) add(categories, `${r.category} (${r.shape})`, judge(m, r))
   }
   const byCat = print('', categories, () => 'TPR')
-  // Returned by a tool, the context is data; pasted, it is the user's message until spans.ts labels
-  // text pasted after a framing line as data.
+  // Returned by a tool, the context is data; pasted after a framing line ("Here is the email:"), the
+  // pasted text is a data span too (spans.ts).
   const meanOf = (shape: string): number => {
     const xs = Object.entries(byCat).filter(([k]) => k.endsWith(`(${shape})`)).map(([, r]) => pct(r))
     return xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length)

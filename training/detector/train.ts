@@ -12,7 +12,7 @@ import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, deepForward,
 import { segmentScore } from '../../workers/detector/injection.js'
 import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
-import { OWN_SOURCES, dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
+import { OWN_SOURCES, QUESTION_SOURCES, dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { rng } from './rng.js'
 
 export type { Row } from './data.js'
@@ -146,6 +146,7 @@ export function weightsOf (rows: readonly Row[], opt: TrainOptions = DEFAULTS): 
     if (r.template !== undefined) perTemplate.set(r.template, (perTemplate.get(r.template) ?? 0) + 1)
   }
   return Float64Array.from(rows, (r) => {
+    if (r.weight !== undefined) return r.weight
     if (r.template !== undefined) return opt.templateWeight / (perTemplate.get(r.template) ?? 1)
     if (OWN_SOURCES.has(r.source)) return r.label === 1 ? opt.hardPositiveWeight : opt.hardNegativeWeight
     if (r.group !== undefined) return opt.dataWeight
@@ -279,15 +280,22 @@ export function fitHead (examples: readonly Example[], weights: ArrayLike<number
 }
 
 /**
- * The linear part on `rows` (what users write), then, with opt.deep, the neural head on those rows and
- * `dataRows` (planted instructions, clean documents and their windows) on top of it.
+ * The linear part on `rows` (what users write), then, with opt.deep, the neural head on those rows
+ * (headRowsOf) and `dataRows` (planted instructions, clean documents and their windows) on top of it.
  */
 export function train (rows: readonly Row[], opt: TrainOptions = DEFAULTS, dataRows: readonly Row[] = []): Model {
   const examples = featurize(rows)
   const linear = fit(examples, weightsOf(rows, opt), opt)
   if (opt.deep === undefined || opt.deep === null) return linear
-  const all = [...rows, ...dataRows]
-  return fitHead([...examples, ...featurize(dataRows)], weightsOf(all, opt), decodeModel(encodeModel(linear)), opt.deep, opt)
+  const own = headRowsOf(rows, examples)
+  const all = [...own.rows, ...dataRows]
+  return fitHead([...own.examples, ...featurize(dataRows)], weightsOf(all, opt), decodeModel(encodeModel(linear)), opt.deep, opt)
+}
+
+/** The rows of the linear part the head is fitted on too: all but the users' questions (data.ts QUESTION_SOURCES). */
+export function headRowsOf (rows: readonly Row[], examples: readonly Example[]): { rows: Row[], examples: Example[] } {
+  const keep = rows.flatMap((r, i) => (QUESTION_SOURCES.has(r.source) ? [] : [i]))
+  return { rows: keep.map((i) => rows[i] as Row), examples: keep.map((i) => examples[i] as Example) }
 }
 
 /** The share of the data-dev part's clean data spans the data threshold may block. */
