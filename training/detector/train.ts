@@ -101,10 +101,10 @@ export interface DeepOptions {
   readonly decay: number
 }
 
-// Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/README.md):
+// Chosen by `--cv` (cross-validation and left-out sources), not on dev (workers/detector/EXPERIMENTS.md):
 // a source cap of 1000 lets the password games count more, and own benign rows and templates at 15
 // keep over-defense down at the same time. The neural head's sizes, rate and epochs were compared with
-// the held-out parts' figures printed (workers/detector/README.md: they are not untouched).
+// the held-out parts' figures printed (workers/detector/EXPERIMENTS.md: they are not untouched).
 export const DEFAULTS: TrainOptions = {
   epochs: 20, lr: 0.2, l2: 1e-5, l2Family: 1e-5, seed: 1234, sourceCap: 1000, hardNegativeWeight: 15, hardPositiveWeight: 5, templateWeight: 15, dataWeight: 1,
   deep: { embBits: 16, dim: 16, hidden: 16, lr: 0.01, epochs: 20, decay: 1e-4 },

@@ -9,7 +9,7 @@ export const DIM = 1 << BITS
 /**
  * A text's weight sum is divided by (distinct features)^LENGTH_POWER: below cosine's 0.5, so the many
  * neutral n-grams of a longer prompt do not drown the few that carry an attack (chosen by
- * `npm run train:detector -- --cv`; the figures are in this folder's README). Long text is still scored in windows (model.ts).
+ * `npm run train:detector -- --cv`; the figures are in this folder's EXPERIMENTS.md). Long text is still scored in windows (model.ts).
  */
 export const LENGTH_POWER = 0.35
 const MASK = DIM - 1
@@ -34,7 +34,7 @@ const SEED_PAIR = 0xa54ff53a
  * its synonyms, which is what an attack source it never saw needs. In `--cv`, pairs raised the
  * left-out-source recall and the cross-validated recall without more own benign prompts over the cut;
  * concepts as single features as well raised both further but put more benign prompts over it
- * (training/detector/README.md). Lists are of normalised words (lower case, diacritics and leet folded).
+ * (this folder's EXPERIMENTS.md). Lists are of normalised words (lower case, diacritics and leet folded).
  */
 const CONCEPTS: Readonly<Record<string, readonly string[]>> = {
   ignore: ['ignore', 'ignoring', 'ignored', 'disregard', 'disregarding', 'forget', 'forgetting', 'skip', 'drop', 'discard', 'abandon', 'overlook', 'bypass', 'override', 'overriding', 'cancel', 'scrap', 'erase', 'neglect', 'omit', 'dismiss', 'void', 'suspend', 'lift', 'vergiss', 'ignoriere', 'ignorieren', 'olvida', 'olvide', 'oublie', 'oubliez', 'ignora', 'dimentica', 'vergeet', 'zignoruj', 'esqueca', 'esquece'],

@@ -11,7 +11,7 @@ import { TextCache } from './text-cache.js'
 // Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
 
-/** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see README.md). */
+/** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see this folder's README.md, Thresholds). */
 export const THRESHOLD = MODEL.threshold
 
 /** Rule findings below this weight only inform the model and are not reported. */
@@ -21,7 +21,7 @@ const REPORT_MIN = 0.5
  * A short text carries little evidence for the n-gram model: on its own (no rule fired) it blocks one
  * only when very sure, so everyday prompts such as "Tell me a story" pass even though the data's short,
  * mislabelled-looking attacks taught the model to distrust them. The bar was chosen by `npm run train:detector -- --cv`,
- * never on dev (the figures are in this folder's README).
+ * never on dev (the figures are in this folder's EXPERIMENTS.md).
  */
 const SHORT_TEXT = 40
 const SHORT_MODEL_ONLY = 0.9
@@ -44,7 +44,7 @@ const SHORT_MODEL_ONLY = 0.9
  * the override family. Imperatives addressed to people (READMEs, recipes, mail, forms) are everyday
  * content there, so the model alone blocks only at the data bar. In `--cv` 0.8 and 0.9 put none of 68
  * held-out benign tool results over the cut and caught 183 and 175 of 191 planted ones (0.7: 2 benign,
- * 186); 0.9 is kept because those 68 are few and alike (this folder's README).
+ * 186); 0.9 is kept because those 68 are few and alike (this folder's EXPERIMENTS.md).
  *
  * `user`: the sender's words, judged by the model at its own threshold, except a short text.
  */
