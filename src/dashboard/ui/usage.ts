@@ -56,7 +56,7 @@ const cost = (m: UsageMeasures): { text: string; title: string | null } => usdSu
 /** A bucket's cost for the chart: none (shown as the UNPRICED mark) when every call of it had no price. */
 const chartCost = (m: UsageMeasures): number | null => (m.requests > 0 && m.unpriced_calls >= m.requests ? null : m.cost_usd)
 
-/** Totals as plain numbers (no separators) so they read back exactly; cost with its `$` (usdSum's mark for unpriced calls). */
+/** Totals as plain numbers (no separators) so they read back exactly; cost with its `$` and usdSum's mark. */
 function totals (t: UsageAnswer['totals']): HTMLElement {
   const item = (label: string, testid: string, value: string, title: string): HTMLElement =>
     h('div', { class: 'total' }, h('span', { class: 'label' }, label), h('span', { class: 'value', 'data-testid': testid, title }, value))

@@ -4,8 +4,9 @@
 // noted as it is built, as numbers outside the JS heap (a row waiting for its insert holds no object);
 // the batch sums its rows' shares and keeps their latencies, from which ClickHouse builds the quantile
 // state (migration 007). A row without a price (cost_usd null) adds nothing to the cost and one to
-// unpriced_calls (migration 013), so a sum of costs can say how many calls it leaves out. The rollup batch carries the trace batch's deduplication token, so a replayed
-// batch is counted once in usage_minute as in traces.
+// unpriced_calls (migration 013), so a sum of costs can say how many calls it leaves out. The rollup
+// batch carries the trace batch's deduplication token, so a replayed batch is counted once in
+// usage_minute as in traces.
 import { ERROR_OUTCOMES } from '../../domain/outcome.js'
 import type { TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
