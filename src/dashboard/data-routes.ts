@@ -57,7 +57,7 @@ export async function getTrace (store: StoreClient, accountId: string, id: strin
 
 function zero (): UsageMeasures {
   return {
-    requests: 0, blocked: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0,
+    requests: 0, blocked: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0, unpriced_calls: 0,
     latency_p50_ms: null, latency_p95_ms: null, latency_p99_ms: null,
   }
 }

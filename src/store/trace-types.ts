@@ -238,7 +238,9 @@ export interface UsageMeasures {
   input_tokens: number
   output_tokens: number
   cached_input_tokens: number
+  /** The priced calls' cost: a call with no price for its model adds nothing here and one to unpriced_calls. */
   cost_usd: number
+  unpriced_calls: number
   latency_p50_ms: number | null
   latency_p95_ms: number | null
   latency_p99_ms: number | null

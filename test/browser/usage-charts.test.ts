@@ -2,12 +2,14 @@
 // busy hour of an otherwise empty day is the sparsest series there is, and every chart must still draw
 // it as bars or segments, never as lone dots (read back from the canvas pixels: a dot is a few pixels
 // wide, a bar or a bucket-wide segment many). Error rate, p99 and TTFT have their charts; a user or a key
-// in the breakdowns narrows the page, with the filter in the address, which reproduces the view.
+// in the breakdowns narrows the page, with the filter in the address, which reproduces the view. A cost
+// over calls of which some had no price shows the priced sum with the no-price mark, never as the whole.
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { buildBody, CLIENT_KEYS, ROUTES, type Provider } from '../helpers/bodies.js'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
 import { checkWatched, launchBrowser, newPage, screenshot, signIn, overflowing } from '../helpers/browser.js'
+import { checkCost } from '../helpers/browser-checks.js'
 import { send } from '../helpers/http.js'
 import { stored } from '../helpers/store.js'
 
@@ -202,6 +204,47 @@ t.test('at 390 px the usage page does not scroll sideways, filtered or not', asy
   await loaded(3)
   t.same(await wide(), [], 'with both filters shown')
   await screenshot(page, 'usage-390-filtered')
+})
+
+t.test('unpriced calls: "—" where no call was priced, the priced sum + "—" titled how many where some were not', async (t) => {
+  await page.goto('/usage')
+  await loaded(5)
+  // The streamed call's and the failing call's models have no price; the others do.
+  const calls = await d.tg.store.call('testQuery', {
+    query: 'SELECT model, user, toString(key_id) AS key, provider, cost_usd FROM traces WHERE account_id = {a:UUID}',
+    params: { a: admin.accountId },
+  })
+  const seen = new Set<string>()
+  const check = (shown: { text: string; title: string | null }, of: typeof calls, where: string): void => {
+    const unpriced = of.filter((c) => c.cost_usd === null).length
+    const cost = of.reduce((n, c) => n + Number(c.cost_usd ?? 0), 0)
+    if (unpriced === of.length) {
+      seen.add('none priced')
+      t.same(shown, { text: '—', title: 'not priced' }, `${where}: no call priced, the no-price mark`)
+    } else if (unpriced > 0) {
+      seen.add('some priced')
+      t.match(shown.text, / \+ —$/, `${where}: the priced sum with the no-price mark (${JSON.stringify(shown.text)})`)
+      checkCost(t, shown.text.replace(/ \+ —$/, ''), cost, where)
+      t.equal(shown.title, `${unpriced} of ${of.length} calls not priced`, `${where}: the title says how many`)
+    } else {
+      seen.add('all priced')
+      checkCost(t, shown.text, cost, where)
+      t.notMatch(shown.text, /—/, `${where}: no mark`)
+    }
+  }
+  const total = page.locator('[data-testid=usage-total-cost]')
+  const totalShown = { text: (await total.textContent() ?? '').trim(), title: await total.getAttribute('title') }
+  // The totals' title holds the exact amount when every call was priced.
+  check(calls.every((c) => c.cost_usd !== null) ? { ...totalShown, title: null } : totalShown, calls, 'totals')
+  for (const [table, column] of [['breakdown-key', 'key'], ['breakdown-user', 'user'], ['breakdown-model', 'model'], ['breakdown-provider', 'provider']] as const) {
+    const rows = await page.locator(`table[data-testid=${table}] tr[data-testid=breakdown-row]`).evaluateAll((trs) => trs.map((tr) => {
+      const td = tr.querySelector('td[data-col=cost]')
+      return { group: tr.getAttribute('data-group') ?? '', text: (td?.textContent ?? '').trim(), title: td?.getAttribute('title') ?? null }
+    }))
+    t.ok(rows.length > 0, `${table}: rows`)
+    for (const r of rows) check({ text: r.text, title: r.title }, calls.filter((c) => String(c[column]) === r.group), `${table} ${r.group}`)
+  }
+  t.same([...seen].sort(), ['all priced', 'none priced', 'some priced'], 'all three cases shown')
 })
 
 t.test('nothing the page must not do', async (t) => {

@@ -3,7 +3,9 @@
 // answers them, and a batch is counted once however often it is sent: a spooled batch replayed twice
 // (after a restart) is a no-op in usage_minute as in traces, a spooled batch whose rows ClickHouse
 // refuses is never counted, and the rollup of rows that went in while the rollup's insert failed waits in
-// the spool and is counted once.
+// the spool and is counted once (one spooled by a tracegate before migration 013 too). Calls of a model
+// with no price are counted apart (unpriced_calls) and add nothing to the cost, in the rollup and in the
+// usage answer read from the traces (a user filter).
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -50,12 +52,12 @@ const FROM_TRACES = `SELECT toString(toStartOfMinute(time)) AS minute, toString(
     count() AS requests, countIf(outcome = 'blocked') AS blocked,
     countIf(outcome IN ('rejected', 'provider_error', 'provider_stream_error', 'proxy_error')) AS errors,
     sum(input_tokens) AS input, sum(output_tokens) AS output, sum(cached_input_tokens) AS cached,
-    round(sum(ifNull(cost_usd, 0)), 9) AS cost, min(latency_ms) AS lo, max(latency_ms) AS hi
+    round(sum(ifNull(cost_usd, 0)), 9) AS cost, countIf(isNull(cost_usd)) AS unpriced, min(latency_ms) AS lo, max(latency_ms) AS hi
   FROM traces WHERE account_id = {a:UUID} GROUP BY minute, key, provider, model ORDER BY minute, key, provider, model`
 const FROM_ROLLUP = `SELECT toString(minute) AS minute, toString(key_id) AS key, provider, model,
     sum(requests) AS requests, sum(blocked) AS blocked, sum(errors) AS errors,
     sum(input_tokens) AS input, sum(output_tokens) AS output, sum(cached_input_tokens) AS cached,
-    round(sum(cost_usd), 9) AS cost, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency) AS q
+    round(sum(cost_usd), 9) AS cost, sum(unpriced_calls) AS unpriced, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency) AS q
   FROM usage_minute WHERE account_id = {a:UUID} GROUP BY minute, key, provider, model ORDER BY minute, key, provider, model`
 
 async function rollupMatchesTraces (t: Test, r: Running, what: string): Promise<void> {
@@ -93,7 +95,7 @@ t.test('the rollup holds the traces\' counts and sums, and the usage page answer
 
   const usage = await fetch(`http://127.0.0.1:${r.tg.dashboardPort}/api/v1/usage?range=day`, { headers: { authorization: `Bearer ${r.read}` } }).then((x) => x.json() as Promise<any>)
   const [sum] = await query(r, `SELECT count() AS requests, countIf(outcome = 'blocked') AS blocked, sum(input_tokens) AS input,
-    sum(output_tokens) AS output, sum(ifNull(cost_usd, 0)) AS cost FROM traces WHERE account_id = {a:UUID}`)
+    sum(output_tokens) AS output, sum(ifNull(cost_usd, 0)) AS cost, countIf(isNull(cost_usd)) AS unpriced FROM traces WHERE account_id = {a:UUID}`)
   t.equal(usage.totals.requests, ids.length, 'the usage page counts every call')
   t.equal(usage.totals.blocked, Number(sum!.blocked), 'blocked')
   t.ok(usage.totals.blocked >= 2, 'the injections were blocked and counted')
@@ -101,6 +103,8 @@ t.test('the rollup holds the traces\' counts and sums, and the usage page answer
   t.equal(usage.totals.input_tokens, Number(sum!.input), 'input tokens')
   t.equal(usage.totals.output_tokens, Number(sum!.output), 'output tokens')
   t.ok(Math.abs(usage.totals.cost_usd - Number(sum!.cost)) < 1e-9, 'cost')
+  t.equal(usage.totals.unpriced_calls, Number(sum!.unpriced), 'unpriced calls')
+  t.ok(usage.totals.unpriced_calls >= 1, 'the call of an unpriced model (and the mock error models, priced by no one) among them')
   t.same(usage.by_key.map((k: any) => k.requests).sort(), [ids.length / 2, ids.length / 2], 'half of them per key')
   await r.tg.close()
 })
@@ -178,4 +182,77 @@ t.test('rows inserted while their rollup\'s insert fails: the rollup waits in th
   t.equal(Number(n!.n), 3, 'all three rows counted, once')
   await rollupMatchesTraces(t, r, 'after the rollup\'s replay')
   await r.tg.close()
+})
+
+t.test('calls of a model with no price: counted as unpriced everywhere the usage answer sums cost, never as $0', async (t) => {
+  const r = await start()
+  const [a, b] = r.keys as [{ id: string; key: string }, { id: string; key: string }]
+  const unpriced = 'an-unpriced-model'
+  const labelled = async (key: string, provider: Provider, user: string, model?: string): Promise<string> => {
+    const res = await send(`http://127.0.0.1:${r.tg.proxyPort}${ROUTES[provider]}`, {
+      body: JSON.stringify(bodyFor(provider, { api_key: key, ...(model === undefined ? {} : { model }) })),
+      headers: { 'x-tracegate-user': user },
+    })
+    t.equal(res.status, 200, `${provider} ${model ?? ''} for ${user} answered`)
+    return String(res.headers['x-request-id'])
+  }
+  const ids = [
+    await labelled(a.key, 'alpha', 'ann'),
+    await labelled(a.key, 'alpha', 'ann', unpriced),
+    await labelled(a.key, 'alpha', 'bo', unpriced),
+    await labelled(b.key, 'beta', 'bo'),
+  ]
+  await until(async () => {
+    await r.tg.store.call('flushTraces')
+    return Number((await query(r, 'SELECT count() AS n FROM traces WHERE account_id = {a:UUID}'))[0]?.n) === ids.length
+  }, { ms: 10_000, everyMs: 50, what: 'every trace stored' })
+  const rows = await query(r, 'SELECT model, user, cost_usd, cost_status FROM traces WHERE account_id = {a:UUID}')
+  t.same(rows.filter((x) => x.cost_usd === null).map((x) => [x.model, x.cost_status]), [[unpriced, 'unknown_model'], [unpriced, 'unknown_model']], 'two calls without a price')
+  const priced = rows.filter((x) => x.cost_usd !== null)
+  const costOf = (xs: typeof rows): number => xs.reduce((n, x) => n + Number(x.cost_usd ?? 0), 0)
+  t.equal(priced.length, 2, 'the other two are priced')
+  t.ok(priced.every((x) => Number(x.cost_usd) > 0), 'at a cost')
+  await rollupMatchesTraces(t, r, 'with unpriced calls')
+
+  const usage = async (q: string): Promise<any> =>
+    fetch(`http://127.0.0.1:${r.tg.dashboardPort}/api/v1/usage?${q}`, { headers: { authorization: `Bearer ${r.read}` } }).then((x) => x.json())
+  const near = (x: number, y: number): boolean => Math.abs(x - y) < 1e-9
+  const group = (rows: any[], g: string): any => rows.find((x) => x.group === g)
+  const all = await usage('range=day')
+  t.same([all.totals.requests, all.totals.unpriced_calls], [4, 2], 'totals: two of the four calls unpriced')
+  t.ok(near(all.totals.cost_usd, costOf(priced)), `totals: the priced calls' cost alone (${all.totals.cost_usd})`)
+  t.same([group(all.by_model, unpriced).requests, group(all.by_model, unpriced).unpriced_calls, group(all.by_model, unpriced).cost_usd], [2, 2, 0],
+    'by model: the unpriced model\'s calls all unpriced, at no cost')
+  t.same(all.by_model.filter((x: any) => x.group !== unpriced).map((x: any) => x.unpriced_calls), [0, 0], 'by model: the priced models none')
+  t.same([group(all.by_key, a.id).unpriced_calls, group(all.by_key, b.id).unpriced_calls], [2, 0], 'by key')
+  t.same([group(all.by_provider, 'alpha').unpriced_calls, group(all.by_provider, 'beta').unpriced_calls], [2, 0], 'by provider')
+  t.same([group(all.by_user, 'ann').unpriced_calls, group(all.by_user, 'bo').unpriced_calls], [1, 1], 'by user')
+  t.equal(all.series.reduce((n: number, p: any) => n + p.unpriced_calls, 0), 2, 'the series points hold them')
+  t.ok(all.series.every((p: any) => typeof p.unpriced_calls === 'number'), 'every series point has the member, empty buckets too')
+
+  // Narrowed to a user, the answer is read from the traces: the same counts.
+  const bo = await usage('range=day&user=bo')
+  t.same([bo.totals.requests, bo.totals.unpriced_calls], [2, 1], 'one user: totals')
+  t.ok(near(bo.totals.cost_usd, costOf(priced.filter((x) => x.user === 'bo'))), 'one user: the priced call\'s cost alone')
+  t.same([group(bo.by_model, unpriced).unpriced_calls, group(bo.by_key, a.id).unpriced_calls, group(bo.by_key, b.id).unpriced_calls], [1, 1, 0], 'one user: by model and key')
+  t.equal(bo.series.reduce((n: number, p: any) => n + p.unpriced_calls, 0), 1, 'one user: the series')
+  await r.tg.close()
+})
+
+t.test('a rollup spooled before migration 013 (no unpriced_calls column) replays and counts as all priced', async (t) => {
+  const r = await start()
+  const token = randomUUID()
+  const latency = 12.5
+  const row = [r.accountId, `${new Date().toISOString().slice(0, 16).replace('T', ' ')}:00`, r.keys[0]!.id, 'alpha', 'gpt-4o-mini', 3, 0, 1, 30, 40, 0, 0.25, `[${latency},${latency},${latency}]`]
+  const old = ['account_id', 'minute', 'key_id', 'provider', 'model', 'requests', 'blocked', 'errors',
+    'input_tokens', 'output_tokens', 'cached_input_tokens', 'cost_usd', 'latencies']
+  await r.tg.close()
+  mkdirSync(spoolDir, { recursive: true })
+  writeFileSync(join(spoolDir, `0000000000000098-${token}.usage.tsv`), `[]\n${JSON.stringify(old)}\n${row.join('\t')}\n`)
+  const again = await start(r.accountId)
+  await until(async () => (await stats(again)).spoolBytes === 0, { ms: 20_000, everyMs: 50, what: 'the old rollup replayed' })
+  t.same(readdirSync(spoolDir).filter((f) => f.includes(token)), [], 'replayed, not set aside')
+  const [n] = await query(again, 'SELECT sum(requests) AS n, sum(unpriced_calls) AS u, sum(cost_usd) AS c FROM usage_minute WHERE account_id = {a:UUID}')
+  t.same([Number(n!.n), Number(n!.u), Number(n!.c)], [3, 0, 0.25], 'its calls and cost counted, none unpriced')
+  await again.tg.close()
 })

@@ -51,6 +51,17 @@ export function usdTitle (n: number | null | undefined): string | null {
   return n === null || n === undefined || !Number.isFinite(n) ? UNPRICED.title : null
 }
 
+/**
+ * A cost summed over `calls` calls of which `unpriced` had no price (`cost` is the priced ones' sum): the
+ * UNPRICED mark when none was priced, the sum with ` + —` when some were not (titled how many), else the
+ * sum alone. So a sum never reads as the whole cost when calls are missing from it.
+ */
+export function usdSum (cost: number, calls: number, unpriced: number): { text: string; title: string | null } {
+  if (unpriced <= 0) return { text: usd(cost), title: null }
+  if (unpriced >= calls) return { ...UNPRICED }
+  return { text: `${usd(cost)} + ${UNPRICED.text}`, title: `${int(unpriced)} of ${int(calls)} calls not priced` }
+}
+
 /** A score or threshold from 0 to 1, to three decimals without trailing zeros: `0.735`, `0.5`, `1`. */
 export function score (n: number): string {
   return String(Math.round(n * 1000) / 1000)

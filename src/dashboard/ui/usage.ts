@@ -4,7 +4,7 @@
 import { get, type Query } from './api.js'
 import { Charts } from './charts.js'
 import { h, options, replace } from './dom.js'
-import { int, ms, percent, timeOfDay, toMs, usd } from './format.js'
+import { int, ms, percent, timeOfDay, toMs, usd, usdSum } from './format.js'
 import type { Page } from './main.js'
 import type { UsageAnswer, UsageGroupRow } from '../../store/insight-types.js'
 import type { UsageGroup, UsageMeasures } from './types.js'
@@ -52,8 +52,11 @@ function query (v: View): Query {
 }
 
 const errorRate = (m: UsageMeasures): number | null => (m.requests > 0 ? m.errors / m.requests : null)
+const cost = (m: UsageMeasures): { text: string; title: string | null } => usdSum(m.cost_usd, m.requests, m.unpriced_calls)
+/** A bucket's cost for the chart: none (shown as the UNPRICED mark) when every call of it had no price. */
+const chartCost = (m: UsageMeasures): number | null => (m.requests > 0 && m.unpriced_calls >= m.requests ? null : m.cost_usd)
 
-/** Totals as plain numbers (no separators) so they read back exactly; cost with its `$`. */
+/** Totals as plain numbers (no separators) so they read back exactly; cost with its `$` and usdSum's mark. */
 function totals (t: UsageAnswer['totals']): HTMLElement {
   const item = (label: string, testid: string, value: string, title: string): HTMLElement =>
     h('div', { class: 'total' }, h('span', { class: 'label' }, label), h('span', { class: 'value', 'data-testid': testid, title }, value))
@@ -64,7 +67,7 @@ function totals (t: UsageAnswer['totals']): HTMLElement {
     item('Error rate', 'usage-total-error-rate', percent(errorRate(t)), ''),
     item('Input tokens', 'usage-total-input-tokens', String(t.input_tokens), int(t.input_tokens)),
     item('Output tokens', 'usage-total-output-tokens', String(t.output_tokens), int(t.output_tokens)),
-    item('Cost', 'usage-total-cost', usd(t.cost_usd).replace(/,/g, ''), `$${t.cost_usd}`),
+    item('Cost', 'usage-total-cost', cost(t).text.replace(/,/g, ''), cost(t).title ?? `$${t.cost_usd}`),
     item('Latency p50', 'usage-total-latency-p50', ms(t.latency_p50_ms), ''),
     item('Latency p95', 'usage-total-latency-p95', ms(t.latency_p95_ms), ''),
     item('Latency p99', 'usage-total-latency-p99', ms(t.latency_p99_ms), ''),
@@ -88,7 +91,7 @@ function breakdown (testid: string, title: string, rows: readonly UsageGroup[], 
     body.appendChild(h('tr', { 'data-testid': 'breakdown-row', 'data-group': g.group },
       h('td', { 'data-col': 'group' }, name),
       num(int(g.requests)), num(int(g.blocked)), num(int(g.errors)),
-      num(int(g.input_tokens)), num(int(g.output_tokens)), num(usd(g.cost_usd)),
+      num(int(g.input_tokens)), num(int(g.output_tokens)), h('td', { class: 'num', 'data-col': 'cost', title: cost(g).title }, cost(g).text),
       num(ms(g.latency_p50_ms)), num(ms(g.latency_p95_ms))))
   }
   if (rows.length === 0) body.appendChild(h('tr', { class: 'empty-row' }, h('td', { colspan: 9, class: 'muted' }, 'No usage in this range.')))
@@ -172,7 +175,7 @@ export const usage: Page = (root, ctx) => {
       { label: 'Input', color: COLORS.purple, values: col('input_tokens') },
       { label: 'Output', color: COLORS.green, values: col('output_tokens') },
     ] })
-    charts.draw(costEl, { ...base, style: 'bars', format: (v) => usd(v), lines: [{ label: 'Cost', color: COLORS.slate, values: col('cost_usd') }] })
+    charts.draw(costEl, { ...base, style: 'bars', format: (v) => usd(v), lines: [{ label: 'Cost', color: COLORS.slate, values: u.series.map(chartCost) }] })
     charts.draw(latEl, { ...base, style: 'levels', format: (v) => ms(v), lines: [
       { label: 'p50', color: COLORS.blue, values: col('latency_p50_ms') },
       { label: 'p95', color: COLORS.amber, values: col('latency_p95_ms') },

@@ -9,7 +9,8 @@
 // older tracegate, whose pattern does not match it, from inserting a columns line as a row.
 // A `.usage.tsv` file holds only a batch's usage rollup (usage-rollup.ts): its rows were inserted, the
 // rollup right after them was not. Its summaries line is empty (it holds no trace row) and its columns are
-// USAGE_COLUMNS; it replays into usage_batches under its batch's token, in its place in the order.
+// USAGE_COLUMNS (or, written before migration 013, USAGE_COLUMNS_BEFORE_UNPRICED); it replays into
+// usage_batches under its batch's token, in its place in the order.
 // A `.rows.tsv` file is a write-ahead segment (SegmentFile) the spool took over: its columns line, then
 // the rows exactly as they were appended when they arrived, with no summaries line (they are read back from
 // the rows). Segments still being written are `wal-<seq>-<token>.tsv`; they count against the byte bound
@@ -22,7 +23,7 @@ import { join } from 'node:path'
 
 import type { TraceSummary } from '../trace-types.js'
 import { TRACE_COLUMNS, TRACE_COLUMNS_BEFORE_LABELS } from './rows.js'
-import { USAGE_COLUMNS, UsageBatch } from './usage-rollup.js'
+import { USAGE_COLUMNS, USAGE_COLUMNS_BEFORE_UNPRICED, UsageBatch } from './usage-rollup.js'
 import { EncodedRow, readSummary } from './tsv-read.js'
 
 export interface SpooledBatch {
@@ -273,8 +274,10 @@ export class Spool {
       const tsv = bytes.subarray(nl2 + 1)
       // The columns line goes into the INSERT's text: only these names are taken.
       if (m[3] === '.usage') {
-        if (summaries.length !== 0 || bytes.toString('utf8', nl + 1, nl2) !== JSON.stringify(USAGE_COLUMNS)) throw new Error('not a usage rollup')
-        return { file: f.name, kind: 'usage', token: m[2]!, columns: USAGE_COLUMNS, summaries, tsv, cut: 0 }
+        const line = bytes.toString('utf8', nl + 1, nl2)
+        const columns = [USAGE_COLUMNS, USAGE_COLUMNS_BEFORE_UNPRICED].find((c) => line === JSON.stringify(c))
+        if (summaries.length !== 0 || columns === undefined) throw new Error('not a usage rollup')
+        return { file: f.name, kind: 'usage', token: m[2]!, columns, summaries, tsv, cut: 0 }
       }
       const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
       return { file: f.name, kind: 'traces', token: m[2]!, columns, summaries, tsv, cut: 0 }

@@ -435,8 +435,8 @@ export class TraceWriter {
     return this.#metrics.timed(() => insertTsv(this.#ch.client, 'traces', columns, tsv, insertSettings(token)))
   }
 
-  #insertUsage (token: string, tsv: Uint8Array): Promise<void> {
-    return insertTsv(this.#ch.client, 'usage_batches', USAGE_COLUMNS, [tsv], insertSettings(token))
+  #insertUsage (token: string, tsv: Uint8Array, columns = USAGE_COLUMNS): Promise<void> {
+    return insertTsv(this.#ch.client, 'usage_batches', columns, [tsv], insertSettings(token))
   }
 
   /**
@@ -624,7 +624,7 @@ export class TraceWriter {
       }
       if (batch.kind === 'usage') {
         try {
-          await this.#insertUsage(batch.token, batch.tsv)
+          await this.#insertUsage(batch.token, batch.tsv, batch.columns)
         } catch (err) {
           this.#down(err)
           this.#scheduleReplay(this.#retryMs)

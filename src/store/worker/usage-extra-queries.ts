@@ -16,12 +16,14 @@ export const TOP_USERS = 50
 
 const MINUTE = 60_000
 
-// The rollup's own error outcomes, so a report read from the traces counts what one read from usage_minute counts.
+// The rollup's own error outcomes and unpriced calls (no cost_usd), so a report read from the traces counts
+// what one read from usage_minute counts. The column is named with its table: bare, it would be the
+// cost_usd alias of this same SELECT.
 const TRACE_MEASURES = `count() AS requests, countIf(outcome = 'blocked') AS blocked,
   countIf(outcome IN ${ERROR_OUTCOMES_SQL}) AS errors,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd,
-  quantilesTDigest(0.5, 0.95, 0.99)(latency_ms) AS q`
+  countIf(isNull(traces.cost_usd)) AS unpriced_calls, quantilesTDigest(0.5, 0.95, 0.99)(latency_ms) AS q`
 const STREAMED = 'streaming AND status >= 200 AND status < 300 AND isNotNull(ttfb_ms)'
 const TTFT = `countIf(${STREAMED}) AS streams,
   quantilesTDigestIf(0.5, 0.95, 0.99)(assumeNotNull(ttfb_ms), ${STREAMED}) AS ttft`

@@ -8,7 +8,7 @@ import { chTime } from './connect.js'
 export const MEASURES = `sum(requests) AS requests, sum(blocked) AS blocked, sum(errors) AS errors,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(cost_usd) AS cost_usd,
-  quantilesTDigestMerge(0.5, 0.95, 0.99)(latency) AS q`
+  sum(unpriced_calls) AS unpriced_calls, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency) AS q`
 
 const WHERE = `account_id = {accountId:UUID} AND minute >= toStartOfMinute({from:DateTime64(3)})
   AND minute < {to:DateTime64(3)}`
@@ -35,6 +35,7 @@ export function measures (r: Raw): UsageMeasures {
     output_tokens: Number(r.output_tokens ?? 0),
     cached_input_tokens: Number(r.cached_input_tokens ?? 0),
     cost_usd: Number(r.cost_usd ?? 0),
+    unpriced_calls: Number(r.unpriced_calls ?? 0),
     latency_p50_ms: at(0),
     latency_p95_ms: at(1),
     latency_p99_ms: at(2),

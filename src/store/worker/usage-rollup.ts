@@ -3,8 +3,10 @@
 // grouped every trace insert inside ClickHouse (measured in bench/RESULTS.md). Each row's share is
 // noted as it is built, as numbers outside the JS heap (a row waiting for its insert holds no object);
 // the batch sums its rows' shares and keeps their latencies, from which ClickHouse builds the quantile
-// state (migration 007). The rollup batch carries the trace batch's deduplication token, so a replayed
-// batch is counted once in usage_minute as in traces.
+// state (migration 007). A row without a price (cost_usd null) adds nothing to the cost and one to
+// unpriced_calls (migration 013), so a sum of costs can say how many calls it leaves out. The rollup
+// batch carries the trace batch's deduplication token, so a replayed batch is counted once in
+// usage_minute as in traces.
 import { ERROR_OUTCOMES } from '../../domain/outcome.js'
 import type { TraceSummary } from '../trace-types.js'
 import { TsvWriter } from './tsv.js'
@@ -24,8 +26,9 @@ interface UsageGroup {
   readonly model: string
 }
 
-// A row's share: its group's index, blocked (0/1), error (0/1), input, output and cached tokens, cost, latency.
-const STRIDE = 8
+// A row's share: its group's index, blocked (0/1), error (0/1), input, output and cached tokens, cost,
+// latency, unpriced (0/1).
+const STRIDE = 9
 
 /** The shares of a run of rows, in row order; a run splits where its rows do. */
 export class RowUsage {
@@ -76,6 +79,7 @@ export class RowUsageBuilder {
     c[at + 5] = s.cached_input_tokens
     c[at + 6] = s.cost_usd ?? 0
     c[at + 7] = s.latency_ms
+    c[at + 8] = s.cost_usd === null ? 1 : 0
   }
 
   build (): RowUsage {
@@ -92,14 +96,21 @@ interface Sums {
   output: number
   cached: number
   cost: number
+  unpriced: number
   readonly latencies: number[]
 }
 
-/** The columns of `usage_batches` (migration 007), in the order `UsageBatch.tsv` writes them. */
+/** The columns of `usage_batches` (migrations 007 and 013), in the order `UsageBatch.tsv` writes them. */
 export const USAGE_COLUMNS: readonly string[] = [
   'account_id', 'minute', 'key_id', 'provider', 'model', 'requests', 'blocked', 'errors',
-  'input_tokens', 'output_tokens', 'cached_input_tokens', 'cost_usd', 'latencies',
+  'input_tokens', 'output_tokens', 'cached_input_tokens', 'cost_usd', 'unpriced_calls', 'latencies',
 ]
+
+/**
+ * The columns of a rollup spooled by a tracegate before migration 013: it replays as those, its calls
+ * counted as priced (unpriced_calls takes its default, 0).
+ */
+export const USAGE_COLUMNS_BEFORE_UNPRICED: readonly string[] = USAGE_COLUMNS.filter((c) => c !== 'unpriced_calls')
 
 /** One insert's rollup: the sums per group of every row of a trace batch. */
 export class UsageBatch {
@@ -108,7 +119,7 @@ export class UsageBatch {
   #at (g: UsageGroup): Sums {
     let s = this.#sums.get(g.key)
     if (s === undefined) {
-      s = { group: g, requests: 0, blocked: 0, errors: 0, input: 0, output: 0, cached: 0, cost: 0, latencies: [] }
+      s = { group: g, requests: 0, blocked: 0, errors: 0, input: 0, output: 0, cached: 0, cost: 0, unpriced: 0, latencies: [] }
       this.#sums.set(g.key, s)
     }
     return s
@@ -127,6 +138,7 @@ export class UsageBatch {
       s.cached += c[at + 5]!
       s.cost += c[at + 6]!
       s.latencies.push(c[at + 7]!)
+      s.unpriced += c[at + 8]!
     }
   }
 
@@ -152,7 +164,7 @@ export class UsageBatch {
       const g = s.group
       w.string(g.accountId).string(g.minute).string(g.keyId).string(g.provider).string(g.model)
         .number(s.requests).number(s.blocked).number(s.errors).number(s.input).number(s.output).number(s.cached)
-        .number(s.cost).fields(`[${s.latencies.join(',')}]`)
+        .number(s.cost).number(s.unpriced).fields(`[${s.latencies.join(',')}]`)
       w.endRow()
     }
     return w.view()
