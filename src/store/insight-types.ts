@@ -49,7 +49,9 @@ export interface SessionSummary {
   input_tokens: number
   output_tokens: number
   cached_input_tokens: number
+  /** The priced calls' cost: a call with no price for its model adds nothing here and one to unpriced_calls. */
   cost_usd: number
+  unpriced_calls: number
   /** From the first call's arrival to the end of the call that ended last. */
   duration_ms: number
 }

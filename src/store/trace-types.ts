@@ -269,8 +269,9 @@ export interface TraceTotals {
   readonly blocked: number
   readonly input_tokens: number
   readonly output_tokens: number
-  /** The priced calls' cost; unpriced calls add nothing. */
+  /** The priced calls' cost; unpriced calls add nothing here and one each to unpriced_calls. */
   readonly cost_usd: number
+  readonly unpriced_calls: number
   /** Exact percentiles (ClickHouse's quantileExact: the value at position ⌊level × calls⌋ in order). */
   readonly latency_p50_ms: number | null
   readonly latency_p95_ms: number | null

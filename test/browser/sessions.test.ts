@@ -1,7 +1,8 @@
 // Sessions in a real browser: calls sent with x-tracegate-session appear on the
 // Sessions page; a session opens as one conversation, its calls oldest first with each new message and
 // its answer, under the session's totals (checked against the stored rows); a trace's detail links to
-// its session; the list's user filter lives in the address.
+// its session; the list's user filter lives in the address. A session whose calls had no price shows
+// "—" titled "not priced" for its cost, never $0.00.
 import t from 'tap'
 import type { Provider } from '../helpers/bodies.js'
 import { buildBody, CLIENT_KEYS, ROUTES } from '../helpers/bodies.js'
@@ -16,9 +17,9 @@ const d = await startDashboard(t, { TRACEGATE_TRACE_FLUSH_MS: '50' }, { bootstra
 const admin = firstStart(d)
 const { page, watched } = await newPage(browser, d.dashboard)
 
-async function call (session: string, user: string, said: string, o: { provider?: Provider; stream?: boolean } = {}): Promise<{ status: number; traceId: string }> {
+async function call (session: string, user: string, said: string, o: { provider?: Provider; stream?: boolean; model?: string } = {}): Promise<{ status: number; traceId: string }> {
   const provider = o.provider ?? 'alpha'
-  const body = buildBody(provider, { apiKey: admin.proxyKey, text: said, system: true, providerKey: CLIENT_KEYS[provider], stream: o.stream }).value
+  const body = buildBody(provider, { apiKey: admin.proxyKey, text: said, system: true, providerKey: CLIENT_KEYS[provider], stream: o.stream, model: o.model }).value
   const r = await send(d.url + ROUTES[provider], { body: JSON.stringify(body), headers: { 'x-tracegate-session': session, 'x-tracegate-user': user } })
   return { status: r.status, traceId: r.requestId }
 }
@@ -31,7 +32,8 @@ const sent = [
   await call(convo, 'carol', turns[1]!, { provider: 'beta' }),
   await call(convo, 'carol', turns[2]!, { provider: 'gamma', stream: true }),
 ]
-const elsewhere = await call(other, 'dave', 'unrelated')
+// The other session's one call is of a model with no price.
+const elsewhere = await call(other, 'dave', 'unrelated', { model: 'an-unpriced-model' })
 await stored(d.tg, admin.accountId, [...sent, elsewhere].map((x) => x.traceId))
 await signIn(page, admin.email, admin.password)
 
@@ -74,6 +76,21 @@ t.test('the Sessions page lists the sessions; one opens as a conversation in ord
   checkCost(t, await total('cost'), Number(rows[0]!.c), 'session cost')
   t.equal((await text(page.locator('[data-testid=session-user]'))).trim(), 'carol')
   await screenshot(page, 'session')
+})
+
+t.test('a session of unpriced calls: its cost is "—" titled "not priced", in the list and in its totals', async (t) => {
+  const cost = async (el: ReturnType<typeof page.locator>): Promise<{ text: string; title: string | null }> =>
+    ({ text: (await text(el)).trim(), title: await el.getAttribute('title') })
+  await page.goto('/sessions')
+  const row = (id: string): ReturnType<typeof page.locator> => page.locator(`tr[data-testid=session-row][data-session="${id}"] td[data-col=cost]`)
+  await row(other).waitFor()
+  t.same(await cost(row(other)), { text: '—', title: 'not priced' }, 'the list row: no call priced')
+  const priced = await cost(row(convo))
+  t.match(priced.text, /^\$[\d.]+$/, `the list row of priced calls: a sum, unmarked (${priced.text})`)
+  t.equal(priced.title, null, 'and untitled')
+  await page.goto(`/sessions/${encodeURIComponent(other)}`)
+  await page.locator('[data-testid=session-detail]').waitFor()
+  t.same(await cost(page.locator('[data-testid=session-total-cost]')), { text: '—', title: 'not priced' }, "the session's totals")
 })
 
 t.test("a trace's detail links to its session", async (t) => {

@@ -1,5 +1,5 @@
 // The trace list's totals, filters, sort, address and export in a real browser: the
-// totals shown for a filter against the stored rows, filters picked in the bar narrowing the rows and
+// totals shown for a filter against the stored rows (a cost over unpriced calls marked "—", never $0.00), filters picked in the bar narrowing the rows and
 // landing in the address, a reload of that address showing the same filtered view, a column head sorting
 // the rows, a custom time range from the date-time pickers, and the export button's downloaded file
 // holding exactly the filtered rows (playwright's download event).
@@ -7,6 +7,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
 import { callProxy, checkWatched, launchBrowser, newPage, openList, signIn, type Sent } from '../helpers/browser.js'
+import { checkCost, text } from '../helpers/browser-checks.js'
 import { storedTrace } from '../helpers/store.js'
 import type { TraceRow } from '../../src/store/trace-types.js'
 
@@ -52,11 +53,19 @@ t.test('the totals above the list are the stored rows\' totals, for the filter',
   const output = rows.reduce((n, r) => n + r.output_tokens, 0)
   t.equal((await page.locator('[data-testid=total-tokens]').textContent())?.replace(/,/g, ''), `${input} / ${output}`, 'tokens in / out')
   t.match(await page.locator('[data-testid=total-latency]').textContent(), /\d.* \/ .*\d.* \/ .*\d/, 'three percentiles')
+  // The failing call's model has no price: the sum is the priced calls' with the mark, titled how many.
+  const cost = page.locator('[data-testid=total-cost]')
+  const unpriced = rows.filter((r) => r.cost_usd === null).length
+  t.ok(unpriced > 0 && unpriced < rows.length, `some calls unpriced (${unpriced})`)
+  checkCost(t, (await text(cost)).replace(/ \+ —$/, ''), rows.reduce((n, r) => n + (r.cost_usd ?? 0), 0), 'the total cost')
+  t.match(await text(cost), / \+ —$/, 'marked as leaving calls out')
+  t.equal(await cost.getAttribute('title'), `${unpriced} of ${rows.length} calls not priced`, 'titled how many')
 
   await page.locator('[data-testid=filter-outcome] summary').click()
   await page.locator('[data-testid=filter-outcome-provider_error]').check()
   await page.waitForFunction(() => document.querySelector('[data-testid=trace-totals]')?.getAttribute('data-calls') === '1')
   t.match(await page.locator('[data-testid=total-errors]').textContent(), /^1 \(100%\)/, 'one call, an error')
+  t.same([(await text(cost)).trim(), await cost.getAttribute('title')], ['—', 'not priced'], 'no call priced: the mark, never $0.00')
 })
 
 t.test('filters from the bar narrow the list, land in the address, and a reload shows the same view', async (t) => {

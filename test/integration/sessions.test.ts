@@ -3,7 +3,8 @@
 // conversation (calls oldest first, each with its new message and its answer, the session's totals) from
 // the UI API and the read API, checked against the stored rows. Another account's calls with the same
 // session id are never shown; bad parameters are 400 invalid_parameter naming the parameter; an unknown
-// session is 404 session_not_found.
+// session is 404 session_not_found. A session's cost is its priced calls' alone, its unpriced calls
+// counted apart, as in the trace list's totals for that session.
 import t from 'tap'
 import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
 import { startDashboard, type Tenant, type UiClient, signedIn as signIn } from '../helpers/dashboard.js'
@@ -17,9 +18,10 @@ const readA = await s.tg.admin.createKey({ account: a.accountId, scope: 'read' }
 
 interface Sent { readonly traceId: string; readonly status: number; readonly text: string }
 
-async function call (key: string, session: string | null, text: string, o: { user?: string; provider?: Provider; stream?: boolean; confidential?: boolean } = {}): Promise<Sent> {
+async function call (key: string, session: string | null, text: string, o: { user?: string; provider?: Provider; stream?: boolean; confidential?: boolean; model?: string } = {}): Promise<Sent> {
   const provider = o.provider ?? 'alpha'
   const fields: Record<string, unknown> = { api_key: key }
+  if (o.model !== undefined) fields.model = o.model
   if (o.stream === true) fields.stream = true
   if (o.confidential === true) fields.is_confidential = true
   const headers: Record<string, string> = {}
@@ -197,4 +199,39 @@ t.test('the read API answers sessions with a read key', async (t) => {
   t.equal(anon.body.error.code, 'unauthorized')
   const proxyKey = await get('/api/v1/sessions', a.proxyKey)
   t.equal(proxyKey.body.error.code, 'wrong_key_scope')
+})
+
+t.test('unpriced calls: counted apart, the cost the priced calls\' alone, in sessions and in the trace totals', async (t) => {
+  const c = await s.tenant('initech')
+  const read = await s.tg.admin.createKey({ account: c.accountId, scope: 'read' })
+  const model = 'an-unpriced-model'
+  const sent = [
+    await call(c.proxyKey, 'mixed', 'priced turn'),
+    await call(c.proxyKey, 'mixed', 'unpriced turn', { model }),
+    await call(c.proxyKey, 'none', 'only unpriced', { model }),
+    await call(c.proxyKey, 'none', 'unpriced again', { model }),
+  ]
+  t.same(sent.map((x) => x.status), [200, 200, 200, 200])
+  await stored(s.tg, c.accountId, sent.map((x) => x.traceId))
+  const rows = await s.tg.store.call('testQuery', {
+    query: 'SELECT session, cost_usd FROM traces WHERE account_id = {a:UUID} ORDER BY session, cost_usd',
+    params: { a: c.accountId },
+  })
+  t.same(rows.map((r) => [r.session, r.cost_usd === null]), [['mixed', false], ['mixed', true], ['none', true], ['none', true]], 'one priced call, three unpriced')
+  const priced = Number(rows[0]!.cost_usd)
+  t.ok(priced > 0, 'the priced call has a cost')
+  const get = async (p: string): Promise<any> => (await fetch(s.dashboard + p, { headers: { authorization: `Bearer ${read.key}` } })).json()
+  // Per session: calls, unpriced calls, and the cost of its priced calls.
+  const want = { mixed: [2, 1, priced], none: [2, 2, 0] } as const
+  const check = (got: { calls: number; unpriced_calls: number; cost_usd: number }, id: keyof typeof want, where: string): void => {
+    t.same([got.calls, got.unpriced_calls], want[id].slice(0, 2), `${where}: calls and unpriced calls`)
+    t.ok(Math.abs(got.cost_usd - want[id][2]) < 1e-9, `${where}: cost ${got.cost_usd} is the priced calls' ${want[id][2]}`)
+  }
+  const list = await get('/api/v1/sessions?range=hour')
+  t.same(list.sessions.map((x: any) => x.session), ['none', 'mixed'])
+  for (const x of list.sessions) check(x, x.session, `list row ${x.session}`)
+  for (const id of ['mixed', 'none'] as const) {
+    check((await get(`/api/v1/sessions/${id}`)).totals, id, `${id}: the session's totals`)
+    check(await get(`/api/v1/traces/totals?range=all&session=${id}`), id, `${id}: the trace list's totals`)
+  }
 })

@@ -2,8 +2,9 @@
 // against the stored rows themselves (read back from ClickHouse with a test query and filtered here), and
 // answered twice: while the rows wait in the store worker's memory (the flush interval is a minute) and
 // once they are in ClickHouse; both answers must be the expected one. Totals are checked against the
-// calls made; the export's rows against the filter and the account; CSV against RFC 4180 and formula
-// injection; bad parameters against 400 invalid_parameter naming the parameter.
+// calls made (the cost is the priced calls' alone, the unpriced ones counted apart); the export's rows
+// against the filter and the account; CSV against RFC 4180 and formula injection; bad parameters against
+// 400 invalid_parameter naming the parameter.
 import t from 'tap'
 import { request } from 'undici'
 import { type Answer, startDashboard } from '../helpers/dashboard.js'
@@ -125,6 +126,7 @@ function totalsOf (rows: readonly Stored[]): Record<string, unknown> {
     blocked: rows.filter((r) => r.outcome === 'blocked').length,
     input_tokens: rows.reduce((n, r) => n + r.input_tokens, 0),
     output_tokens: rows.reduce((n, r) => n + r.output_tokens, 0),
+    unpriced_calls: rows.filter((r) => r.cost_usd === null).length,
     latency_p50_ms: q(0.5),
     latency_p95_ms: q(0.95),
     latency_p99_ms: q(0.99),
@@ -221,6 +223,11 @@ t.test('every filter and sort lists the stored rows it should, in order, from me
     if (!q.includes('latency_min=0') && !q.startsWith('key=')) t.ok(n > 0 && n < rows.length, `${q}: ${n} of ${rows.length} rows`)
   }
   t.equal(totalsOf(rows).calls, ids.length, 'the totals count the calls made')
+  // The mock's error models have no price: totals over priced, unpriced and mixed calls are all compared.
+  const unpriced = rows.filter((r) => r.cost_usd === null).length
+  t.ok(unpriced > 0 && unpriced < rows.length, `unpriced calls among the rows (${unpriced} of ${rows.length})`)
+  const only = (test: (r: Stored) => boolean, priced: boolean): boolean => rows.filter(test).length > 0 && rows.filter(test).every((r) => (r.cost_usd !== null) === priced)
+  t.ok(CASES.some(([, test]) => only(test, false)) && CASES.some(([, test]) => only(test, true)), 'a filter of unpriced calls only, and one of priced calls only')
 })
 
 t.test('totals count a row once while it is both in memory and in ClickHouse', async (t) => {

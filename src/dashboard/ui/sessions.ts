@@ -4,7 +4,7 @@
 import { ApiError, get } from './api.js'
 import { conversation, messages } from './conversation.js'
 import { h, options, replace } from './dom.js'
-import { fullTime, int, ms, usd, usdTitle, when } from './format.js'
+import { fullTime, int, ms, usd, usdSum, usdTitle, when } from './format.js'
 import { parse } from './json.js'
 import type { Page } from './main.js'
 import { answer } from './response.js'
@@ -28,6 +28,9 @@ function failure (e: unknown): string {
   return e instanceof Error ? e.message : String(e)
 }
 
+/** A session's cost: the priced calls' sum, marked when some or all of its calls had no price. */
+const cost = (s: SessionSummary): { text: string; title: string | null } => usdSum(s.cost_usd, s.calls, s.unpriced_calls)
+
 function sessionRow (s: SessionSummary): HTMLTableRowElement {
   const num = (v: string, col: string): HTMLTableCellElement => h('td', { class: 'num', 'data-col': col }, v)
   return h('tr', { 'data-testid': 'session-row', 'data-session': s.session },
@@ -38,7 +41,7 @@ function sessionRow (s: SessionSummary): HTMLTableRowElement {
     num(int(s.calls), 'calls'),
     num(int(s.errors), 'errors'),
     num(int(s.input_tokens + s.output_tokens), 'tokens'),
-    num(usd(s.cost_usd), 'cost'),
+    h('td', { class: 'num', 'data-col': 'cost', title: cost(s).title }, cost(s).text),
     num(ms(s.duration_ms), 'duration'))
 }
 
@@ -134,14 +137,14 @@ function turnEl (c: SessionCall, n: number): HTMLElement {
 }
 
 function totalsEl (t: SessionSummary): HTMLElement {
-  const item = (label: string, testid: string, value: string): HTMLElement =>
-    h('div', { class: 'total' }, h('span', { class: 'label' }, label), h('span', { class: 'value', 'data-testid': testid }, value))
+  const item = (label: string, testid: string, value: string, title: string | null = null): HTMLElement =>
+    h('div', { class: 'total' }, h('span', { class: 'label' }, label), h('span', { class: 'value', 'data-testid': testid, title }, value))
   return h('div', { class: 'totals', 'data-testid': 'session-totals' },
     item('Calls', 'session-total-calls', String(t.calls)),
     item('Errors', 'session-total-errors', String(t.errors)),
     item('Input tokens', 'session-total-input-tokens', String(t.input_tokens)),
     item('Output tokens', 'session-total-output-tokens', String(t.output_tokens)),
-    item('Cost', 'session-total-cost', usd(t.cost_usd).replace(/,/g, '')),
+    item('Cost', 'session-total-cost', cost(t).text.replace(/,/g, ''), cost(t).title),
     item('Duration', 'session-total-duration', ms(t.duration_ms)))
 }
 

@@ -4,7 +4,7 @@
 // custom range is two instants (`from`, `to` in epoch ms), picked in the browser's time zone.
 import { withQuery, type Query } from './api.js'
 import { h, options, replace } from './dom.js'
-import { int, ms, percent, usd } from './format.js'
+import { int, ms, percent, usdSum } from './format.js'
 import { PROVIDERS } from './providers/index.js'
 import { OUTCOMES as OUTCOME_VALUES, outcomeLabel } from './domain/outcome.js'
 import { SORT_KEYS, type SortKey } from './domain/sort-key.js'
@@ -244,12 +244,17 @@ export function totalsView (): { el: HTMLElement; show (t: TraceTotals | null): 
     show (t) {
       if (t === null) {
         for (const dd of [callsDd, errorsDd, tokensDd, costDd, latencyDd]) replace(dd, '—')
+        costDd.removeAttribute('title')
         return
       }
       replace(callsDd, int(t.calls))
       replace(errorsDd, `${int(t.errors)} (${percent(t.error_rate)})`)
       replace(tokensDd, `${int(t.input_tokens)} / ${int(t.output_tokens)}`)
-      replace(costDd, usd(t.cost_usd))
+      // The priced calls' sum, marked (and titled) when some or all of the calls had no price.
+      const cost = usdSum(t.cost_usd, t.calls, t.unpriced_calls)
+      replace(costDd, cost.text)
+      if (cost.title === null) costDd.removeAttribute('title')
+      else costDd.title = cost.title
       replace(latencyDd, `${ms(t.latency_p50_ms)} / ${ms(t.latency_p95_ms)} / ${ms(t.latency_p99_ms)}`)
       el.dataset.calls = String(t.calls)
     },

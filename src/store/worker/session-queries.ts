@@ -12,15 +12,18 @@ import { ERROR_OUTCOMES_SQL } from './usage-rollup.js'
 export const EXCERPT_BYTES = 65_536
 
 // Errors are the outcomes the usage rollup counts as errors. The first user is aliased apart from the column, which the next aggregate reads.
+// Unpriced calls (no cost_usd) add nothing to the cost and are counted apart; the column is named with its
+// table because, bare, it would be this SELECT's cost_usd alias.
 const SUMMARY = `argMinIf(user, time, user != '') AS first_user, uniqExactIf(user, user != '') AS users,
   min(time) AS first_time, max(time) AS last_time, count() AS calls,
   countIf(outcome IN ${ERROR_OUTCOMES_SQL}) AS errors,
   countIf(outcome = 'blocked') AS blocked,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd,
+  countIf(isNull(traces.cost_usd)) AS unpriced_calls,
   round(max(toUnixTimestamp64Milli(time) + latency_ms) - toUnixTimestamp64Milli(min(time)), 3) AS duration_ms`
 
-type SummaryRaw = Omit<SessionSummary, 'calls' | 'errors' | 'blocked' | 'input_tokens' | 'output_tokens' | 'cached_input_tokens' | 'users'> & Record<string, unknown>
+type SummaryRaw = Omit<SessionSummary, 'calls' | 'errors' | 'blocked' | 'input_tokens' | 'output_tokens' | 'cached_input_tokens' | 'unpriced_calls' | 'users'> & Record<string, unknown>
 
 function summary (r: SummaryRaw): SessionSummary {
   return {
@@ -36,6 +39,7 @@ function summary (r: SummaryRaw): SessionSummary {
     output_tokens: Number(r.output_tokens ?? 0),
     cached_input_tokens: Number(r.cached_input_tokens ?? 0),
     cost_usd: Number(r.cost_usd ?? 0),
+    unpriced_calls: Number(r.unpriced_calls ?? 0),
     duration_ms: Math.max(0, Number(r.duration_ms ?? 0)),
   }
 }

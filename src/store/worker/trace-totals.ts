@@ -1,7 +1,8 @@
-// Totals of the trace list's filter: calls, errors, tokens, cost and latency percentiles, over every trace
-// the filter matches, the rows still in memory included. A row held in memory is counted from memory and
-// left out of ClickHouse's part by its trace id (it may already be in both), so each trace counts once;
-// the percentiles are computed by ClickHouse over the union of both parts, never merged from two answers.
+// Totals of the trace list's filter: calls, errors, tokens, cost (and the unpriced calls it leaves out)
+// and latency percentiles, over every trace the filter matches, the rows still in memory included. A row
+// held in memory is counted from memory and left out of ClickHouse's part by its trace id (it may already
+// be in both), so each trace counts once; the percentiles are computed by ClickHouse over the union of
+// both parts, never merged from two answers.
 import type { ClickHouseClient } from '@clickhouse/client'
 import { HeldRow, heldTests, where, type HeldTest } from './trace-filters.js'
 import { passes, type HeldRows } from './recent-traces.js'
@@ -17,7 +18,7 @@ interface HeldColumns {
   outcome: string[]
   input: number[]
   output: number[]
-  /** -1 for an unpriced call (summed as 0). */
+  /** -1 for an unpriced call (summed as 0, counted in unpriced_calls). */
   cost: number[]
   latency: number[]
 }
@@ -53,6 +54,7 @@ interface TotalsRow {
   input_tokens: number
   output_tokens: number
   cost_usd: number
+  unpriced_calls: number
   latency: number[]
 }
 
@@ -64,11 +66,11 @@ export async function traceTotals (ch: ClickHouseClient, f: TraceFilter, held: H
   const w = where({ ...f, cursor: null })
   const params: Record<string, unknown> = { ...w.params, errorOutcomes: ERROR_OUTCOMES }
   let source = `SELECT toString(outcome) AS o, toUInt64(input_tokens) AS i, toUInt64(output_tokens) AS u,
-    ifNull(cost_usd, 0) AS c, latency_ms AS l FROM traces WHERE ${w.sql}`
+    ifNull(cost_usd, 0) AS c, isNull(cost_usd) AS np, latency_ms AS l FROM traces WHERE ${w.sql}`
   if (held !== null && held.ids.length > 0) {
     source += ` AND trace_id NOT IN {heldIds:Array(UUID)}
       UNION ALL
-      SELECT z.1 AS o, z.2 AS i, z.3 AS u, if(z.4 < 0, 0, z.4) AS c, z.5 AS l FROM (SELECT arrayJoin(arrayZip(
+      SELECT z.1 AS o, z.2 AS i, z.3 AS u, if(z.4 < 0, 0, z.4) AS c, z.4 < 0 AS np, z.5 AS l FROM (SELECT arrayJoin(arrayZip(
         {heldOutcome:Array(String)}, {heldIn:Array(UInt64)}, {heldOut:Array(UInt64)}, {heldCost:Array(Float64)}, {heldLatency:Array(Float32)})) AS z)`
     Object.assign(params, {
       heldIds: held.ids, heldOutcome: held.outcome, heldIn: held.input, heldOut: held.output, heldCost: held.cost, heldLatency: held.latency,
@@ -76,7 +78,7 @@ export async function traceTotals (ch: ClickHouseClient, f: TraceFilter, held: H
   }
   const rs = await ch.query({
     query: `SELECT count() AS calls, countIf(o IN {errorOutcomes:Array(String)}) AS errors, countIf(o = 'blocked') AS blocked,
-      sum(i) AS input_tokens, sum(u) AS output_tokens, sum(c) AS cost_usd, quantilesExact(0.5, 0.95, 0.99)(l) AS latency
+      sum(i) AS input_tokens, sum(u) AS output_tokens, sum(c) AS cost_usd, countIf(np) AS unpriced_calls, quantilesExact(0.5, 0.95, 0.99)(l) AS latency
       FROM (${source})`,
     query_params: params,
     format: 'JSONEachRow',
@@ -92,6 +94,7 @@ export async function traceTotals (ch: ClickHouseClient, f: TraceFilter, held: H
     input_tokens: Number(row.input_tokens),
     output_tokens: Number(row.output_tokens),
     cost_usd: Number(row.cost_usd),
+    unpriced_calls: Number(row.unpriced_calls),
     latency_p50_ms: q(0),
     latency_p95_ms: q(1),
     latency_p99_ms: q(2),
