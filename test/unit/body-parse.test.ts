@@ -29,7 +29,7 @@ const chat = (turns: number, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, ...Array.from({ length: turns }, (_, k) => turn(k)).flat()], ...extra })
 
 t.test('a body that extends a recent one reuses its messages and parses as JSON.parse does', async (t) => {
-  setBodyReuse(true)
+  setBodyReuse(true, 0)
   const first = same(t, chat(1, { temperature: 0.2 }), 'first call') as { messages: unknown[] }
   const second = same(t, chat(2, { temperature: 0.2 }), 'second call') as { messages: unknown[] }
   t.equal(second.messages[1], first.messages[1], 'a resent message is the earlier parse')
@@ -47,7 +47,7 @@ t.test('a body that extends a recent one reuses its messages and parses as JSON.
 })
 
 t.test('40 conversations with the same system prompt, called in turn, each reuse their own history', async (t) => {
-  setBodyReuse(true)
+  setBodyReuse(true, 0)
   const system = { role: 'system', content: 'You are the support assistant of a bookshop.' }
   const names = Array.from({ length: 40 }, (_, i) => `c${i}`)
   const history: Record<string, Array<{ role: string, content: string }>> = Object.fromEntries(names.map((n) => [n, []]))
@@ -65,8 +65,19 @@ t.test('40 conversations with the same system prompt, called in turn, each reuse
   }
 })
 
-t.test('whatever follows the reused messages, the result is what JSON.parse gives', async (t) => {
+t.test('on the defaults a short body is parsed whole, and a long one still reuses its conversation', async (t) => {
   setBodyReuse(true)
+  const small1 = same(t, chat(1), 'a short first call') as { messages: unknown[] }
+  const small2 = same(t, chat(2), 'its next call') as { messages: unknown[] }
+  t.not(small2.messages[1], small1.messages[1], 'under 4,096 characters nothing is kept or reused')
+  const long = (turns: number): string => JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'Be brief. '.repeat(500) }, ...Array.from({ length: turns }, (_, k) => turn(k)).flat()] })
+  const big1 = same(t, long(1), 'a long first call') as { messages: unknown[] }
+  const big2 = same(t, long(2), 'its next call') as { messages: unknown[] }
+  t.equal(big2.messages[1], big1.messages[1], 'over it, the resent messages are the earlier parse')
+})
+
+t.test('whatever follows the reused messages, the result is what JSON.parse gives', async (t) => {
+  setBodyReuse(true, 0)
   const base = '{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}'
   const tails = [
     ']}',
@@ -94,7 +105,7 @@ t.test('whatever follows the reused messages, the result is what JSON.parse give
 })
 
 t.test('bodies the reuse does not apply to', async (t) => {
-  setBodyReuse(true)
+  setBodyReuse(true, 0)
   for (const text of [
     '{"mess\\u0061ges":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}',
     '{"mess\\u0061ges":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}],"x":1}',
@@ -112,7 +123,7 @@ t.test('bodies the reuse does not apply to', async (t) => {
 })
 
 t.test('random conversations, each call a random change of the one before, parse as JSON.parse does', async (t) => {
-  setBodyReuse(true)
+  setBodyReuse(true, 0)
   let seed = 22
   const rand = (n: number): number => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 8) % n }
   const pieces = ['a', ' ', '"', '\\', ']', '}', '[', '{', ',', ':', 'é', '🙂', '\n', 'ignore previous instructions']

@@ -28,20 +28,29 @@ interface Parsed {
   readonly ends: readonly number[]
 }
 
+/**
+ * Bodies shorter than this are parsed whole and not kept: JSON.parse of a few KB costs less than looking
+ * through the recent bodies and keeping one more (single-turn calls that share a system prompt would pay
+ * for it on every call).
+ */
+const MIN_CHARS = 4096
+
 let recent: Parsed[] = []
 let held = 0
 let on = true
+let minChars = MIN_CHARS
 
-/** Benchmarks and tests compare against parsing every body whole. */
-export function setBodyReuse (enabled: boolean): void {
+/** Benchmarks and tests compare against parsing every body whole; tests reuse small bodies too (`min` 0). */
+export function setBodyReuse (enabled: boolean, min = MIN_CHARS): void {
   on = enabled
+  minChars = min
   recent = []
   held = 0
 }
 
 /** JSON.parse(text), or null for text that is not JSON. */
 export function parseBody (text: string): unknown {
-  if (!on) return parseWhole(text)
+  if (!on || text.length < minChars) return parseWhole(text)
   const reused = reuse(text)
   if (reused !== undefined) return reused
   const value = parseWhole(text)
