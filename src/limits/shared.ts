@@ -1,6 +1,7 @@
 // The counters behind the limiter: one subject's counts in its current windows, the windows themselves, and
 // the sync with a store of counters shared by every instance (Redis in production, see redis.ts): one
 // round trip per sync that adds this instance's deltas and reads back the totals.
+import type { LimitsMode } from '../domain/limits-mode.js'
 
 const MINUTE_MS = 60_000
 const DAY_MS = 86_400_000
@@ -156,7 +157,7 @@ export class SharedSync {
   readonly #refresh: (now: number) => void
   readonly #warn: (msg: string, fields: object) => void
   readonly #timer: NodeJS.Timeout
-  #mode: 'shared' | 'fallback' = 'fallback'
+  #mode: Exclude<LimitsMode, 'local'> = 'fallback'
   /** A warning for the current episode of Redis being away has been given. */
   #warned = false
   /** The last sync restored counters Redis had lost (told once per episode). */
@@ -181,7 +182,7 @@ export class SharedSync {
   }
 
   /** 'shared' once a sync has answered; 'fallback' before that and while Redis is away (own counts only). */
-  get mode (): 'shared' | 'fallback' {
+  get mode (): Exclude<LimitsMode, 'local'> {
     return this.#mode
   }
 
