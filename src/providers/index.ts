@@ -9,7 +9,7 @@ import type { Dialect, HeaderReader } from './types.js'
 const REGISTRY = { alpha, beta, gamma }
 
 export type ProviderName = keyof typeof REGISTRY
-export type { AnswerSink, ClientAnswer, ClientError, Dialect, HeaderReader, ListedModel, NativeApi, ParamRule, ReportedUsage, RequestFacts, RequestSink, UpstreamTarget } from './types.js'
+export type { AnswerSink, CallKind, ClientAnswer, ClientError, Dialect, HeaderReader, ListedModel, NativeApi, ParamRule, ReportedUsage, RequestFacts, RequestSink, RouteCall, NativeRoute, UpstreamTarget } from './types.js'
 
 // Filled in place, so that a provider registered before the rest of tracegate loads (registerProvider)
 // is seen through every import of these.

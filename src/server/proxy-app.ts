@@ -79,6 +79,13 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     const shape = nativeShape(dialect)
     app.post(dialect.native.route, proxyRoute(dialect, deps, true))
     app.any(dialect.native.route, framed(methodNotAllowed('POST', shape)))
+    // The provider's other routes, each by its own method; another method falls to the 404.
+    for (const route of dialect.native.more ?? []) {
+      const handler = proxyRoute(dialect, deps, true, route)
+      if (route.method === 'get') app.get(route.pattern, handler)
+      else if (route.method === 'del') app.del(route.pattern, handler)
+      else app.post(route.pattern, handler)
+    }
   }
   for (const path of new Set(PROVIDERS.map((p) => DIALECTS[p].native.modelsRoute))) {
     app.get(path, framed(modelsRoute(deps, path)))

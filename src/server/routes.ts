@@ -7,7 +7,7 @@ import type { HttpResponse } from './uws.js'
 
 export const PROXY_ROUTES: readonly string[] = [
   ...PROVIDERS.map((p) => `POST ${DIALECTS[p].route}`),
-  ...PROVIDERS.flatMap((p) => DIALECTS[p].native.routeNames),
+  ...PROVIDERS.flatMap((p) => [...DIALECTS[p].native.routeNames, ...(DIALECTS[p].native.more ?? []).flatMap((r) => r.names)]),
   ...new Set(PROVIDERS.map((p) => `GET ${DIALECTS[p].native.modelsRoute}`)),
   'GET /healthz',
   'GET /readyz',
