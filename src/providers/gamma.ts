@@ -141,6 +141,8 @@ export const gamma: Dialect = {
     more: ['v1', 'v1alpha'].map((version) => ({ method: 'post' as const, pattern: `/${version}/models/:model`, names: modelPathNames(version), resolve: resolveModelPath })),
     sentBySdk: (header) => header('x-goog-api-key') !== '',
     modelsRoute: '/v1beta/models',
+    // Recent SDKs list under v1, as they call it: there the key header tells Gemini's request from OpenAI's and Anthropic's.
+    moreModelsRoutes: ['/v1/models', '/v1alpha/models'],
     modelList: (models) => JSON.stringify({
       models: models.map((m) => ({
         name: `models/${m.id}`,

@@ -44,9 +44,14 @@ export function dialectForRequest (owners: readonly Dialect[], header: HeaderRea
     owners.find((d) => d.native.sentBySdk === undefined) ?? owners[0]!
 }
 
+/** The paths of every provider's models lists, each once. */
+export function modelsRoutes (): string[] {
+  return [...new Set(PROVIDERS.flatMap((p) => [DIALECTS[p].native.modelsRoute, ...DIALECTS[p].native.moreModelsRoutes ?? []]))]
+}
+
 /** The providers whose models list is at `path`. */
 export function modelsRouteOwners (path: string): Dialect[] {
-  return PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path)
+  return PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path || d.native.moreModelsRoutes?.includes(path) === true)
 }
 
 function topSegment (path: string): string {

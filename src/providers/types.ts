@@ -122,6 +122,8 @@ export interface NativeApi {
   sentBySdk? (header: HeaderReader): boolean
   /** The GET path that lists models. */
   readonly modelsRoute: string
+  /** Other GET paths the same list is at (gamma's other API versions). */
+  readonly moreModelsRoutes?: readonly string[]
   /** The models list in the provider's own shape. */
   modelList (models: readonly ListedModel[]): string
   /** One of tracegate's errors in the provider's shape and status conventions, still carrying tracegate's code and request id. */

@@ -5,7 +5,7 @@ import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import type { Pricing } from '../pricing/index.js'
-import { dialectForRequest, DIALECTS, modelsRouteOwners, PROVIDERS, type Dialect } from '../providers/index.js'
+import { dialectForRequest, DIALECTS, modelsRouteOwners, modelsRoutes, type Dialect } from '../providers/index.js'
 import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { planRefusal } from '../proxy/plan-rule.js'
@@ -87,7 +87,7 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
       else app.post(route.pattern, handler)
     }
   }
-  for (const path of new Set(PROVIDERS.map((p) => DIALECTS[p].native.modelsRoute))) {
+  for (const path of modelsRoutes()) {
     app.get(path, framed(modelsRoute(deps, path)))
     // A native route: its 405 comes in the shape of the SDK that asked.
     app.any(path, framed((res, req) => { methodNotAllowed('GET', nativeShape(modelsDialect(path, req)!))(res) }))

@@ -519,7 +519,7 @@ t.test('paths tracegate does not serve', async (t) => {
     'POST /v1/messages', 'POST /v1/messages/count_tokens',
     ...['v1beta', 'v1', 'v1alpha'].flatMap((v) => ['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents'].map((m) => `POST /${v}/models/{model}:${m}`)),
     ...others.flatMap((d) => d.native.routeNames),
-    'GET /v1/models', 'GET /v1beta/models', ...others.map((d) => `GET ${d.native.modelsRoute}`), 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
+    'GET /v1/models', 'GET /v1beta/models', 'GET /v1alpha/models', ...others.map((d) => `GET ${d.native.modelsRoute}`), 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
   ]
   for (const method of ['predict', 'embedText']) {
     await t.test(`gamma :${method} is 404 in Gemini's shape`, async (t) => {
