@@ -260,3 +260,14 @@ t.test('embeddings: key check, trace and cost, no detection', async (t) => {
   const bad = await send(`${s.url}/v1beta/models/gemini-embedding-001:embedContent`, { body: JSON.stringify({ content: 'text' }), headers: google() })
   t.equal(bad.status, 400, 'content must be an object')
 })
+
+t.test('Gemini\'s models list under every version, told from OpenAI\'s and Anthropic\'s by the key header', async (t) => {
+  for (const path of ['/v1/models', '/v1beta/models', '/v1alpha/models']) {
+    const r = await send(`${s.url}${path}`, { method: 'GET', headers: { 'x-goog-api-key': K } })
+    t.equal(r.status, 200, path)
+    ids(t, r)
+    t.ok(Array.isArray(json(r).models) && json(r).models.length > 0, `${path}: Gemini's shape`)
+  }
+  const o = await send(`${s.url}/v1/models`, { method: 'GET', headers: { authorization: `Bearer ${K}` } })
+  t.equal(json(o).object, 'list', 'OpenAI\'s SDK still gets OpenAI\'s list')
+})
