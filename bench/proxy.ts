@@ -1,6 +1,7 @@
 // Proxy throughput and latency: autocannon against (a) the mock provider called directly, (b) tracegate
-// in front of it, on the contract endpoint and on the native /v1/chat/completions route (the keys in
-// headers, as the OpenAI SDK sends them), and (c) nginx proxy_pass in front of it when nginx is installed, non-streaming and
+// in front of it, on the contract endpoint, on the native /v1/chat/completions route (the keys in
+// headers, as the OpenAI SDK sends them) and on the Responses API's /v1/responses with the same prompt
+// (its ratio_vs_native compares it with chat completions), and (c) nginx proxy_pass in front of it when nginx is installed, non-streaming and
 // streaming; then a fixed 2,000 requests/s; then RSS growth under 1,000 concurrent slow streams.
 // Prints one JSON line per case. Settings: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (50),
 // BENCH_RATE (2000), BENCH_SLOW_STREAMS (1000), BENCH_SKIP (comma list of: throughput, rate, memory).
@@ -35,6 +36,11 @@ function line (obj: Record<string, unknown>): void {
 
 const round2 = (x: number): number => Math.round(x * 100) / 100
 
+/** The chat's prompt as a Responses API body: the system message as instructions, the user's as input. */
+function responsesBody (stream: boolean): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', instructions: MESSAGES[0]!.content, input: [{ role: 'user', content: MESSAGES[1]!.content }], stream, temperature: 0.7 })
+}
+
 /** Opens n streaming requests that each take ~10 s and reads them slowly; resolves when all are open. */
 async function openSlowStreams (url: string, key: string, n: number): Promise<Socket[]> {
   const u = new URL(url)
@@ -65,6 +71,7 @@ async function main (): Promise<void> {
     { name: 'direct', url: `${mock.url}/v1/chat/completions`, body: providerBody, headers: auth },
     { name: 'tracegate', url: `${tg.url}/api/alpha_service/chat_completion`, body: (s) => proxyBody(tg.key, s), headers: {} },
     { name: 'tracegate_native', url: `${tg.url}/v1/chat/completions`, body: providerBody, headers: { ...auth, 'x-tracegate-key': tg.key } },
+    { name: 'tracegate_responses', url: `${tg.url}/v1/responses`, body: responsesBody, headers: { ...auth, 'x-tracegate-key': tg.key } },
   ]
   if (nginx !== null) targets.push({ name: 'nginx', url: `${nginx.url}/v1/chat/completions`, body: providerBody, headers: auth })
   try {
@@ -82,6 +89,7 @@ async function main (): Promise<void> {
             rps: r.rps, p50_ms: r.p50, p99_ms: r.p99, errors: r.errors, non2xx: r.non2xx,
             ratio_vs_direct: round2(r.rps / results.direct!.rps),
             ...(t.name === 'tracegate_native' ? { ratio_vs_contract: round2(r.rps / results.tracegate!.rps) } : {}),
+            ...(t.name === 'tracegate_responses' ? { ratio_vs_native: round2(r.rps / results.tracegate_native!.rps) } : {}),
             ...(results.nginx === undefined ? {} : { ratio_vs_nginx: round2(r.rps / results.nginx.rps) }),
           })
         }

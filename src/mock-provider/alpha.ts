@@ -4,7 +4,8 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { alpha as wire } from '../providers/alpha.js'
 import { isObject } from '../providers/json.js'
 import { DONE_EVENT, dataEvent } from '../providers/sse.js'
-import { BaseCall, Rejection, type MockDialect } from './dialect.js'
+import { BaseCall, FixedCall, Rejection, type Call, type MockDialect } from './dialect.js'
+import { echoOf, embeddingInputs, embeddingsBody, inputItems, ResponsesCall, storedResponse } from './alpha-responses.js'
 import { randomHex, randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
@@ -123,9 +124,32 @@ class AlphaCall extends BaseCall {
   }
 }
 
+/** The headers of every answer: a request id, the processing time, the rate limits. */
+function baseHeaders (): OutgoingHttpHeaders {
+  return { 'content-type': 'application/json', 'x-request-id': requestId(), 'openai-processing-ms': 1, 'openai-version': '2020-10-01' }
+}
+
+const POST_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/responses', '/v1/responses/input_tokens', '/v1/embeddings'])
+/** `/v1/responses/{id}`, `/v1/responses/{id}/cancel` and `/v1/responses/{id}/input_items`: the id and the rest. */
+const STORED = /^\/v1\/responses\/(resp_[A-Za-z0-9]+)(\/cancel|\/input_items)?$/
+
+/** A call on a stored response: read (GET), its input items (GET), deleted (DELETE) or cancelled (POST). */
+function stored (method: string, path: string): Call | Rejection {
+  const m = STORED.exec(path)
+  if (m === null) return reject(404, `Invalid URL (${method} ${path})`, null)
+  const [, id, rest] = m as unknown as [string, string, string | undefined]
+  const body = method === 'DELETE' && rest === undefined
+    ? () => JSON.stringify({ id, object: 'response.deleted', deleted: true })
+    : method === 'GET' && rest === '/input_items' ? inputItems
+      : method === 'GET' && rest === undefined ? () => storedResponse(id, 'completed')
+        : method === 'POST' && rest === '/cancel' ? () => storedResponse(id, 'cancelled') : null
+  return body === null ? reject(404, `Invalid URL (${method} ${path})`, null) : new FixedCall('', baseHeaders(), body)
+}
+
 export const mockDialect: MockDialect = {
   name: 'alpha',
-  matches: (path) => path === '/v1/chat/completions',
+  matches: (path) => POST_PATHS.has(path) || STORED.test(path),
+  serves: (method, path) => (method === 'GET' || method === 'DELETE' || method === 'POST') && STORED.test(path),
 
   admit (req: IncomingMessage): Rejection | null {
     const auth = req.headers.authorization
@@ -133,10 +157,20 @@ export const mockDialect: MockDialect = {
     return error(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
   },
 
-  parse (body) {
+  parse (body, path, query, method) {
+    if (STORED.test(path)) return stored(method, path)
     const model = body.model
+    if (path === '/v1/responses/input_tokens') {
+      return new FixedCall(typeof model === 'string' ? model : '', baseHeaders(), (n) => JSON.stringify({ object: 'response.input_tokens', input_tokens: n }))
+    }
     if (typeof model !== 'string' || model === '') return reject(400, 'you must provide a model parameter')
+    if (path === '/v1/embeddings') {
+      const inputs = embeddingInputs(body.input)
+      if (inputs.length === 0) return reject(400, "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.")
+      return new FixedCall(model, baseHeaders(), (n) => embeddingsBody(model, inputs, body.encoding_format === 'base64', n))
+    }
     const stream = body.stream === true
+    if (path === '/v1/responses') return new ResponsesCall(model, stream, echoOf(body), baseHeaders)
     const options = body.stream_options
     return new AlphaCall(model, stream, stream && isObject(options) && options.include_usage === true)
   },

@@ -3,7 +3,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { beta as wire } from '../providers/beta.js'
 import { namedEvent } from '../providers/sse.js'
-import { BaseCall, Rejection, type MockDialect } from './dialect.js'
+import { BaseCall, FixedCall, Rejection, type MockDialect } from './dialect.js'
 import { randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
@@ -96,7 +96,7 @@ class BetaCall extends BaseCall {
 
 export const mockDialect: MockDialect = {
   name: 'beta',
-  matches: (path) => path === '/v1/messages',
+  matches: (path) => path === '/v1/messages' || path === '/v1/messages/count_tokens',
 
   admit (req: IncomingMessage): Rejection | null {
     const key = req.headers['x-api-key']
@@ -105,9 +105,13 @@ export const mockDialect: MockDialect = {
     return null
   },
 
-  parse (body) {
+  parse (body, path) {
     const model = body.model
     if (typeof model !== 'string' || model === '') return error(400, 'model: Field required')
+    // https://docs.anthropic.com/en/api/messages-count-tokens
+    if (path === '/v1/messages/count_tokens') {
+      return new FixedCall(model, { 'content-type': 'application/json', 'request-id': `req_${randomId(24)}` }, (n) => JSON.stringify({ input_tokens: n }))
+    }
     return new BetaCall(model, body.stream === true)
   },
 

@@ -65,14 +65,42 @@ export abstract class BaseCall implements Call {
   abstract tail (): string
 }
 
+/**
+ * An answer that generates nothing (a token count, embeddings, a stored response read back): one JSON
+ * body, never streamed; the behaviours that delay or fail a call apply to it as to any other.
+ */
+export class FixedCall extends BaseCall {
+  readonly #headers: OutgoingHttpHeaders
+  readonly #body: (inputTokens: number) => string
+  #text = ''
+
+  constructor (model: string, headers: OutgoingHttpHeaders, body: (inputTokens: number) => string) {
+    super(model, false)
+    this.#headers = headers
+    this.#body = body
+  }
+
+  protected started (): void {
+    this.#text = this.#body(this.inputTokens)
+  }
+
+  headers (): OutgoingHttpHeaders { return { ...this.#headers } }
+  body (): string { return this.#text }
+  head (): string { return '' }
+  chunk (): string { return '' }
+  tail (): string { return '' }
+}
+
 export interface MockDialect {
   readonly name: ProviderName
-  /** Whether this dialect serves the path (query string already cut off). */
+  /** Whether this dialect serves the POST path (query string already cut off). */
   matches (path: string): boolean
+  /** Whether it serves a GET or DELETE of the path (stored responses); parse() then gets an empty body. */
+  serves? (method: string, path: string): boolean
   /** Checks the headers (and gamma's query) before the body is looked at. */
   admit (req: IncomingMessage, query: string): Rejection | null
   /** Reads the parsed body (a JSON object) and the path into a call, or rejects it. */
-  parse (body: Record<string, unknown>, path: string, query: string): Call | Rejection
+  parse (body: Record<string, unknown>, path: string, query: string, method: string): Call | Rejection
   /** The provider's error answer for this status. */
   error (status: number, message?: string): Rejection
   /** The provider's answer to a body that is not a JSON object. */

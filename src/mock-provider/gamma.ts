@@ -4,13 +4,15 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { gamma as wire } from '../providers/gamma.js'
 import { crlfDataEvent } from '../providers/sse.js'
-import { BaseCall, Rejection, type MockDialect } from './dialect.js'
+import { BaseCall, FixedCall, Rejection, type MockDialect } from './dialect.js'
+import { embeddingVector } from './alpha-responses.js'
+import { asArray, asObject } from '../providers/json.js'
 import { randomId } from './ids.js'
 import { chunkJson, fullText, outputTokens } from './text.js'
 
-const PREFIXES = ['/v1beta/models/', '/v1/models/'] as const
-const GENERATE = ':generateContent'
-const STREAM = ':streamGenerateContent'
+const PREFIXES = ['/v1beta/models/', '/v1/models/', '/v1alpha/models/'] as const
+const METHODS = ['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents'] as const
+type Method = typeof METHODS[number]
 
 function error (status: number, message?: string): Rejection {
   const text = message ?? (status === 429 ? 'Resource has been exhausted (e.g. check quota).' : `Mock error ${status}.`)
@@ -22,14 +24,38 @@ function error (status: number, message?: string): Rejection {
 }
 
 /** The model segment and method of a path this dialect serves, or null. */
-function split (path: string): { model: string; stream: boolean } | null {
+function split (path: string): { model: string; method: Method } | null {
   const prefix = PREFIXES.find((p) => path.startsWith(p))
   if (prefix === undefined) return null
   const colon = path.lastIndexOf(':')
   if (colon <= prefix.length) return null
-  const method = path.slice(colon)
-  if (method !== GENERATE && method !== STREAM) return null
-  return { model: path.slice(prefix.length, colon), stream: method === STREAM }
+  const method = METHODS.find((m) => m === path.slice(colon + 1))
+  if (method === undefined) return null
+  return { model: path.slice(prefix.length, colon), method }
+}
+
+/** An embedding's values: the same text, the same vector. */
+function values (content: unknown): number[] {
+  return embeddingVector(JSON.stringify(asObject(content)?.parts ?? null))
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer' }
+
+/**
+ * countTokens (https://ai.google.dev/api/tokens), embedContent and batchEmbedContents
+ * (https://ai.google.dev/api/embeddings): an embedding answer carries no usage.
+ */
+function fixed (method: Method, model: string, body: Record<string, unknown>): FixedCall | Rejection {
+  if (method === 'countTokens') {
+    return new FixedCall(model, JSON_HEADERS, (n) => JSON.stringify({ totalTokens: n, promptTokensDetails: [{ modality: 'TEXT', tokenCount: n }] }))
+  }
+  if (method === 'embedContent') {
+    if (asObject(body.content) === null) return error(400, '* EmbedContentRequest.content: contents is not specified')
+    return new FixedCall(model, JSON_HEADERS, () => JSON.stringify({ embedding: { values: values(body.content) } }))
+  }
+  const requests = asArray(body.requests)
+  if (requests.length === 0) return error(400, '* BatchEmbedContentsRequest.requests: at least one request is required')
+  return new FixedCall(model, JSON_HEADERS, () => JSON.stringify({ embeddings: requests.map((r) => ({ values: values(asObject(r)?.content) })) }))
 }
 
 function queryParam (query: string, name: string): string | null {
@@ -113,7 +139,9 @@ export const mockDialect: MockDialect = {
       return error(400, 'Invalid model name in the request path.')
     }
     if (model === '') return error(400, 'A model name is required.')
-    return new GammaCall(model, target.stream, target.stream && queryParam(query, 'alt') === 'sse')
+    if (target.method !== 'generateContent' && target.method !== 'streamGenerateContent') return fixed(target.method, model, body)
+    const stream = target.method === 'streamGenerateContent'
+    return new GammaCall(model, stream, stream && queryParam(query, 'alt') === 'sse')
   },
 
   error,

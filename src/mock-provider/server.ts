@@ -108,7 +108,7 @@ class MockServer implements MockProvider {
     const path = q === -1 ? url : url.slice(0, q)
     const query = q === -1 ? '' : url.slice(q + 1)
     const method = req.method ?? 'GET'
-    const dialect = method === 'POST' ? this.#list.find((d) => d.matches(path)) : undefined
+    const dialect = method === 'POST' ? this.#list.find((d) => d.matches(path)) : this.#list.find((d) => d.serves?.(method, path) === true)
     if (dialect === undefined) {
       // Answered in the shape of the provider the client seems to be talking to.
       reply.reject(this.#dialects.get(dialectForPath(path, headerOf(req)).name)!.notFound(method, path))
@@ -121,7 +121,8 @@ class MockServer implements MockProvider {
     }
     let json: unknown
     try {
-      json = JSON.parse(body.toString('utf8'))
+      // A GET, a DELETE or a bodiless POST (a cancel) is read as an empty object.
+      json = body.length === 0 && (method !== 'POST' || dialect.serves?.(method, path) === true) ? {} : JSON.parse(body.toString('utf8'))
     } catch {
       json = undefined
     }
@@ -129,7 +130,7 @@ class MockServer implements MockProvider {
       reply.reject(dialect.invalidJson())
       return
     }
-    const call = dialect.parse(json, path, query)
+    const call = dialect.parse(json, path, query, method)
     if (call instanceof Rejection) {
       reply.reject(call)
       return

@@ -1,6 +1,6 @@
 // alpha: OpenAI Chat Completions (any OpenAI-compatible server can stand behind it).
 import { count as n, asArray, asObject, asString, epochSeconds, show, type Json } from './json.js'
-import { commonResponseHeader, contentText, schemaText, setUsage, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, contentText, schemaText, setUsage, textOfBase64, toolCallText, type AnswerSink, type Dialect, type NativeRoute, type ParamRule, type RequestSink, type ReportedUsage, type RouteCall } from './types.js'
 
 // OpenAI's error `type` and `code` by status (https://platform.openai.com/docs/guides/error-codes).
 const ERRORS: Readonly<Record<number, readonly [string, string | null]>> = {
@@ -111,6 +111,160 @@ function walkRequest (body: Json, sink: RequestSink): void {
   }
 }
 
+/**
+ * A Responses API body's texts (https://platform.openai.com/docs/api-reference/responses/create): the
+ * `input` (a string, or items: messages with text, refusal and file parts, function and custom tool
+ * calls, their outputs as data, reasoning summaries), numbered by item, then the `instructions` and
+ * the tools and text format the application declares. An embeddings body's `input` (a string or
+ * strings) walks the same way.
+ */
+function walkResponsesRequest (body: Json, sink: RequestSink): void {
+  const full = sink.full
+  const input = body.input
+  if (typeof input === 'string') sink.text(0, 'user', 'input', input)
+  asArray(input).forEach((it, i) => {
+    const at = `input[${i}]`
+    if (typeof it === 'string') { sink.text(i, 'user', at, it); return }
+    const item = asObject(it)
+    if (item === null) return
+    const type = asString(item.type) ?? 'message'
+    const before = sink.size
+    if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+      const id = asString(item.call_id)
+      const head = full ? `result${id !== null ? ` (${id})` : ''}` : null
+      const output = item.output
+      if (typeof output === 'string') sink.text(i, 'tool', `${at}.output`, output, head)
+      else responseParts(sink, i, 'tool', `${at}.output`, output, head)
+    } else if (type === 'function_call' || type === 'custom_tool_call') {
+      const name = full ? `tool call ${asString(item.name) ?? ''}${asString(item.call_id) !== null ? ` (${asString(item.call_id)})` : ''}`.trim() : null
+      const member = type === 'function_call' ? 'arguments' : 'input'
+      if (!sink.text(i, 'assistant', `${at}.${member}`, item[member], name, null, true) && full) sink.other(i, 'assistant', name, item[member] ?? item)
+    } else if (type === 'reasoning') {
+      asArray(item.summary).forEach((p, j) => { sink.text(i, 'assistant', `${at}.summary[${j}].text`, asObject(p)?.text, full ? 'reasoning summary' : null) })
+    } else if (type === 'message') {
+      const role = String(item.role ?? 'user')
+      if (typeof item.content === 'string') sink.text(i, role, `${at}.content`, item.content)
+      else responseParts(sink, i, role, `${at}.content`, item.content, null)
+    } else if (full) {
+      sink.other(i, 'user', type, item)
+      return
+    }
+    if (full && sink.size === before) sink.other(i, type === 'message' ? String(item.role ?? 'user') : 'tool', null, '(empty)')
+  })
+  sink.text(-1, 'system', 'instructions', body.instructions, full ? 'instructions' : null)
+  asArray(body.tools).forEach((t, j) => {
+    const tool = asObject(t)
+    if (tool === null || (tool.type !== 'function' && tool.type !== 'custom')) return
+    const head = full ? `tool ${asString(tool.name) ?? ''}`.trim() : null
+    sink.text(-1, 'system', `tools[${j}].description`, tool.description, head)
+    if (tool.parameters !== undefined) sink.text(-1, 'system', `tools[${j}].parameters`, schemaText(tool.parameters), full ? `${head ?? ''} parameters` : null, full ? show(tool.parameters) : null, true)
+  })
+  const format = asObject(asObject(body.text)?.format)
+  if (format !== null && format.type === 'json_schema') {
+    const head = full ? `response format ${asString(format.name) ?? ''}`.trim() : null
+    sink.text(-1, 'system', 'text.format.description', format.description, head)
+    sink.text(-1, 'system', 'text.format.schema', schemaText(format.schema), full ? `${head ?? ''} schema` : null, full ? show(format.schema) : null, true)
+  }
+}
+
+/** A Responses item's content parts: input, output and refusal text, and a file's name and text contents as data. */
+function responseParts (sink: RequestSink, i: number, role: string, base: string, content: unknown, label: string | null): void {
+  const full = sink.full
+  asArray(content).forEach((p, j) => {
+    const part = asObject(p)
+    if (part === null) return
+    const at = `${base}[${j}]`
+    if (sink.text(i, role, `${at}.text`, part.text, label)) return
+    if (part.type === 'refusal' && sink.text(i, role, `${at}.refusal`, part.refusal, full ? 'refusal' : null)) return
+    if (part.type === 'input_file') {
+      const name = asString(part.filename)
+      sink.text(i, role, `${at}.filename`, name, full ? 'file name' : null, null, false, 'data')
+      const text = textOfBase64(typeOfName(name), part.file_data)
+      if (sink.text(i, role, `${at}.file_data`, text, full ? `file${name !== null ? ` ${name}` : ''}` : null, null, false, 'data') || !full) return
+      sink.other(i, role, 'file', name ?? asString(part.file_id) ?? asString(part.file_url) ?? '')
+      return
+    }
+    if (!full) return
+    const type = String(part.type ?? 'part')
+    if (type === 'input_text' || type === 'output_text') return
+    sink.other(i, role, type === 'input_image' ? 'image' : type, type === 'input_image' ? asString(part.image_url) ?? asString(part.file_id) ?? '' : part)
+  })
+}
+
+/** A Responses answer's text: the output messages' text (a whole response), or one text delta (a stream event). */
+function responsesText (d: Json): string {
+  if (d.type === 'response.output_text.delta') return asString(d.delta) ?? ''
+  let s = ''
+  for (const it of asArray(d.output)) {
+    const item = asObject(it)
+    if (item?.type !== 'message') continue
+    for (const p of asArray(item.content)) {
+      const part = asObject(p)
+      if (part?.type === 'output_text' && typeof part.text === 'string') s += part.text
+    }
+  }
+  return s
+}
+
+/**
+ * A Responses answer as the dashboard shows it, all under index 0: a whole response's messages and
+ * function calls; in a stream, the text and refusal deltas and each function call opened, its
+ * argument pieces, and closed (the `response.completed` event repeats the whole answer and is skipped).
+ */
+function readResponsesAnswer (v: Json, t: AnswerSink, streamEvent: boolean): void {
+  if (streamEvent) {
+    const item = asObject(v.item)
+    if (v.type === 'response.output_text.delta' || v.type === 'response.refusal.delta' || v.type === 'response.function_call_arguments.delta') t.add(0, asString(v.delta))
+    else if (v.type === 'response.output_item.added' && item?.type === 'function_call') t.openCall(0, item.name)
+    else if (v.type === 'response.output_item.done' && item?.type === 'function_call') t.closeCall(0)
+    return
+  }
+  for (const it of asArray(v.output)) {
+    const item = asObject(it)
+    if (item?.type === 'function_call') { t.add(0, toolCallText(item.name, item.arguments)); continue }
+    if (item?.type !== 'message') continue
+    for (const p of asArray(item.content)) {
+      const part = asObject(p)
+      t.add(0, asString(part?.text) ?? asString(part?.refusal))
+    }
+  }
+}
+
+/** A Responses or chat request: a Responses body has `input` or `instructions` and no `messages`. */
+const isResponses = (b: Json): boolean => b.messages === undefined && (b.input !== undefined || b.instructions !== undefined)
+/** A Responses answer or stream event: it has `output`, or a `response.*` event type. */
+const isResponsesAnswer = (d: Json): boolean => d.choices === undefined && (d.output !== undefined || (typeof d.type === 'string' && d.type.startsWith('response.')))
+
+/** A stored response's id as the Responses API writes it (`resp_…`): anything else is not forwarded into a path. */
+const RESPONSE_ID = /^[A-Za-z0-9_-]{1,200}$/
+
+const RESPONSES_PARAMS: readonly ParamRule[] = [
+  { name: 'model', type: 'string', required: true },
+  { name: 'input', type: 'string', or: 'array', required: false },
+  { name: 'instructions', type: 'string', required: false },
+]
+const EMBEDDINGS_PARAMS: readonly ParamRule[] = [
+  { name: 'model', type: 'string', required: true },
+  { name: 'input', type: 'string', or: 'array', required: true },
+]
+
+/** A route with no parameter: always the one call. */
+function fixed (method: NativeRoute['method'], pattern: string, call: Omit<RouteCall, 'endpoint' | 'upstream' | 'model' | 'stream'>): NativeRoute {
+  const resolved: RouteCall = { ...call, endpoint: pattern, upstream: pattern, model: null, stream: null }
+  return { method, pattern, names: [`${method === 'del' ? 'DELETE' : method.toUpperCase()} ${pattern}`], resolve: () => resolved }
+}
+
+/** A relayed route on one stored response (`/v1/responses/:id…`): forwarded to the same path when the id is one. */
+function storedResponse (method: NativeRoute['method'], pattern: string): NativeRoute {
+  const endpoint = pattern.replace(':id', '{id}')
+  return {
+    method,
+    pattern,
+    names: [`${method === 'del' ? 'DELETE' : method.toUpperCase()} ${endpoint}`],
+    resolve: (path, params) => RESPONSE_ID.test(params[0] ?? '') ? { kind: 'relay', endpoint, upstream: path, model: null, stream: null, params: null } : null,
+  }
+}
+
 export const alpha: Dialect = {
   name: 'alpha',
   route: '/api/alpha_service/chat_completion',
@@ -119,6 +273,15 @@ export const alpha: Dialect = {
     routeNames: ['POST /v1/chat/completions'],
     keyHeaders: ['authorization'],
     keyQuery: null,
+    more: [
+      fixed('post', '/v1/responses', { kind: 'generate', params: RESPONSES_PARAMS }),
+      fixed('post', '/v1/responses/input_tokens', { kind: 'relay', params: null }),
+      storedResponse('get', '/v1/responses/:id'),
+      storedResponse('del', '/v1/responses/:id'),
+      storedResponse('post', '/v1/responses/:id/cancel'),
+      storedResponse('get', '/v1/responses/:id/input_items'),
+      fixed('post', '/v1/embeddings', { kind: 'embed', params: EMBEDDINGS_PARAMS }),
+    ],
     modelsRoute: '/v1/models',
     modelList: (models) => JSON.stringify({
       object: 'list',
@@ -134,7 +297,7 @@ export const alpha: Dialect = {
   priceProvider: 'openai',
   otelSystem: 'openai',
   mockModule: new URL('../mock-provider/alpha.js', import.meta.url).href,
-  maxTokens: { within: null, members: ['max_completion_tokens', 'max_tokens'] },
+  maxTokens: { within: null, members: ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] },
   keyField: 'alpha_api_key',
   ownFields: [],
   params: [
@@ -156,9 +319,18 @@ export const alpha: Dialect = {
     messages: system === undefined ? [{ role: 'user', content: text }] : [{ role: 'system', content: system }, { role: 'user', content: text }],
   }),
 
-  walkRequest,
+  walkRequest: (body, sink) => { if (isResponses(body)) walkResponsesRequest(body, sink); else walkRequest(body, sink) },
 
   promptText (b) {
+    if (isResponses(b)) {
+      let s = typeof b.instructions === 'string' ? b.instructions + '\n' : ''
+      if (typeof b.input === 'string') return s + b.input + '\n'
+      for (const it of asArray(b.input)) {
+        const item = asObject(it)
+        s += typeof it === 'string' ? it + '\n' : contentText(item?.content ?? item?.output)
+      }
+      return s
+    }
     let s = ''
     for (const m of asArray(b.messages)) s += contentText(asObject(m)?.content)
     return s
@@ -166,12 +338,17 @@ export const alpha: Dialect = {
 
   usageKey: '"usage"',
 
+  // Chat completions and embeddings: prompt and completion tokens. The Responses API: input and output
+  // tokens (reasoning included), in a whole response or the stream's response.completed event.
   readUsage (d: Json, u: ReportedUsage) {
-    const usage = asObject(d.usage)
-    return usage !== null && setUsage(u, usage.prompt_tokens, usage.completion_tokens, asObject(usage.prompt_tokens_details)?.cached_tokens)
+    const usage = asObject(d.usage) ?? asObject(asObject(d.response)?.usage)
+    if (usage === null) return false
+    if (usage.input_tokens !== undefined) return setUsage(u, usage.input_tokens, usage.output_tokens, asObject(usage.input_tokens_details)?.cached_tokens)
+    return setUsage(u, usage.prompt_tokens, usage.completion_tokens, asObject(usage.prompt_tokens_details)?.cached_tokens)
   },
 
   generatedText (d) {
+    if (isResponsesAnswer(d)) return responsesText(d)
     let s = ''
     for (const c of asArray(d.choices)) {
       const co = asObject(c)
@@ -186,7 +363,8 @@ export const alpha: Dialect = {
     return JSON.stringify({ error: { message, type, param: null, code: code === undefined ? usual : code } })
   },
 
-  readAnswer (v, t) {
+  readAnswer (v, t, streamEvent) {
+    if (isResponsesAnswer(v)) { readResponsesAnswer(v, t, streamEvent); return }
     for (const c of asArray(v.choices)) {
       const choice = asObject(c)
       const msg = asObject(choice?.message) ?? asObject(choice?.delta)

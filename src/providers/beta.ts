@@ -1,6 +1,6 @@
 // beta: Anthropic Messages.
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
-import { commonResponseHeader, contentText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage, type SpanSource } from './types.js'
+import { commonResponseHeader, contentText, schemaText, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage, type RouteCall, type SpanSource } from './types.js'
 
 // Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
 const ERROR_TYPES: Readonly<Record<number, string>> = {
@@ -15,6 +15,8 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
   504: 'timeout_error',
   529: 'overloaded_error',
 }
+
+const COUNT_TOKENS: RouteCall = { kind: 'relay', endpoint: '/v1/messages/count_tokens', upstream: '/v1/messages/count_tokens', model: null, stream: null, params: null }
 
 /**
  * Content: a string or blocks. Text blocks, tool_result blocks (their content, as role `tool`), tool_use
@@ -103,6 +105,13 @@ export const beta: Dialect = {
     keyQuery: null,
     // The SDK sends anthropic-version on every request, and its key as x-api-key.
     sentBySdk: (header) => header('anthropic-version') !== '' || header('x-api-key') !== '',
+    // Token counting: relayed after the key check (https://docs.anthropic.com/en/api/messages-count-tokens).
+    more: [{
+      method: 'post',
+      pattern: '/v1/messages/count_tokens',
+      names: ['POST /v1/messages/count_tokens'],
+      resolve: () => COUNT_TOKENS,
+    }],
     modelsRoute: '/v1/models',
     modelList (models) {
       const data = models.map((m) => ({ type: 'model', id: m.id, display_name: m.id, created_at: `${m.asOf}T00:00:00Z` }))
@@ -135,7 +144,9 @@ export const beta: Dialect = {
   // https://docs.anthropic.com/en/api/versioning: the API refuses a request without a version.
   defaultHeaders: { 'anthropic-version': '2023-06-01' },
   responseHeader (name) {
-    if (name === 'request-id' || name.startsWith('anthropic-ratelimit-') || name === 'anthropic-organization-id') return name
+    // Our request-id is the trace id (the SDK reads it); Anthropic's keeps its value under another name.
+    if (name === 'request-id') return 'x-upstream-request-id'
+    if (name.startsWith('anthropic-ratelimit-') || name === 'anthropic-organization-id') return name
     return commonResponseHeader(name)
   },
 

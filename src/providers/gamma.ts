@@ -1,7 +1,7 @@
 // gamma: Google Gemini generateContent. The path carries the model, so gamma takes `model` and `stream`
 // from the body as service fields and moves them into the upstream URL.
 import { count as n, asArray, asObject, asString, jsonStrings, show, type Json } from './json.js'
-import { commonResponseHeader, partsText, schemaText, setUsage, textOfBase64, toolCallText, type Dialect, type RequestSink, type ReportedUsage } from './types.js'
+import { commonResponseHeader, partsText, schemaText, setUsage, textOfBase64, toolCallText, type CallKind, type Dialect, type ParamRule, type RequestSink, type ReportedUsage, type RouteCall } from './types.js'
 
 // Gemini model ids (`gemini-2.5-flash`, `gemini-1.5-pro-002`, tuned `tunedModels/x` is not a models/ path).
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
@@ -24,6 +24,42 @@ const STATUSES: Readonly<Record<number, string>> = {
 function bareModel (model: string): string {
   return model.startsWith('models/') ? model.slice(7) : model
 }
+
+/** The API versions served, each forwarded under its own name: SDKs send `v1beta` or, newer ones, `v1`. */
+const VERSIONS: readonly string[] = ['v1', 'v1beta', 'v1alpha']
+
+const EMBED_CONTENT: readonly ParamRule[] = [{ name: 'content', type: 'object', required: true }]
+const BATCH_EMBED: readonly ParamRule[] = [{ name: 'requests', type: 'array', required: true }]
+
+/** The methods on a model path, and what each call is. */
+const METHODS: Readonly<Record<string, { readonly kind: CallKind, readonly stream: boolean | null, readonly params: readonly ParamRule[] | null }>> = {
+  generateContent: { kind: 'generate', stream: false, params: null },
+  streamGenerateContent: { kind: 'generate', stream: true, params: null },
+  countTokens: { kind: 'relay', stream: null, params: null },
+  embedContent: { kind: 'embed', stream: false, params: EMBED_CONTENT },
+  batchEmbedContents: { kind: 'embed', stream: false, params: BATCH_EMBED },
+}
+
+/** `/{version}/models/{model}:{method}`: the version from the path, the model and method from its last segment. */
+function resolveModelPath (path: string, params: readonly string[]): RouteCall | null {
+  const version = path.slice(1, path.indexOf('/', 1))
+  const segment = params[0] ?? ''
+  const colon = segment.lastIndexOf(':')
+  const name = segment.slice(colon + 1)
+  const method = Object.hasOwn(METHODS, name) ? METHODS[name]! : null
+  if (!VERSIONS.includes(version) || colon <= 0 || method === null) return null
+  const model = segment.slice(0, colon)
+  return {
+    kind: method.kind,
+    endpoint: `/${version}/models/{model}:${name}`,
+    upstream: `/${version}/models/${encodeURIComponent(bareModel(model))}:${name}`,
+    model,
+    stream: method.stream,
+    params: method.params,
+  }
+}
+
+const modelPathNames = (version: string): string[] => Object.keys(METHODS).map((m) => `POST /${version}/models/{model}:${m}`)
 
 /** A member under its REST name or its proto (snake_case) name: the API takes both. */
 const member = (o: Json | null, camel: string, snake: string): unknown => o?.[camel] ?? o?.[snake]
@@ -98,17 +134,15 @@ export const gamma: Dialect = {
   route: '/api/gamma_service/chat_completion',
   native: {
     route: '/v1beta/models/:model',
-    routeNames: ['POST /v1beta/models/{model}:generateContent', 'POST /v1beta/models/{model}:streamGenerateContent'],
+    routeNames: modelPathNames('v1beta'),
     keyHeaders: ['x-goog-api-key'],
     keyQuery: 'key',
-    parseModelSegment (segment) {
-      const colon = segment.lastIndexOf(':')
-      const method = segment.slice(colon + 1)
-      if (colon <= 0 || (method !== 'generateContent' && method !== 'streamGenerateContent')) return null
-      return { model: segment.slice(0, colon), stream: method === 'streamGenerateContent' }
-    },
+    resolve: resolveModelPath,
+    more: ['v1', 'v1alpha'].map((version) => ({ method: 'post' as const, pattern: `/${version}/models/:model`, names: modelPathNames(version), resolve: resolveModelPath })),
     sentBySdk: (header) => header('x-goog-api-key') !== '',
     modelsRoute: '/v1beta/models',
+    // Recent SDKs list under v1, as they call it: there the key header tells Gemini's request from OpenAI's and Anthropic's.
+    moreModelsRoutes: ['/v1/models', '/v1alpha/models'],
     modelList: (models) => JSON.stringify({
       models: models.map((m) => ({
         name: `models/${m.id}`,
@@ -166,12 +200,18 @@ export const gamma: Dialect = {
       const role = content.role === 'model' ? 'assistant' : String(content.role ?? 'user')
       parts(sink, i, role, `contents[${i}].parts`, content.parts)
     })
+    // The texts an embeddings call embeds, shown as the user's (detection does not run on them).
+    parts(sink, 0, 'user', 'content.parts', asObject(body.content)?.parts)
+    asArray(body.requests).forEach((r, i) => { parts(sink, i, 'user', `requests[${i}].content.parts`, asObject(asObject(r)?.content)?.parts) })
     declarations(sink, body)
   },
 
   promptText (b) {
     let s = partsText(asObject(b.systemInstruction)?.parts)
     for (const c of asArray(b.contents)) s += partsText(asObject(c)?.parts)
+    // embedContent's one content, batchEmbedContents' requests.
+    s += partsText(asObject(b.content)?.parts)
+    for (const r of asArray(b.requests)) s += partsText(asObject(asObject(r)?.content)?.parts)
     return s
   },
 

@@ -9,7 +9,7 @@ import type { Dialect, HeaderReader } from './types.js'
 const REGISTRY = { alpha, beta, gamma }
 
 export type ProviderName = keyof typeof REGISTRY
-export type { AnswerSink, ClientAnswer, ClientError, Dialect, HeaderReader, ListedModel, NativeApi, ParamRule, ReportedUsage, RequestFacts, RequestSink, UpstreamTarget } from './types.js'
+export type { AnswerSink, CallKind, ClientAnswer, ClientError, Dialect, HeaderReader, ListedModel, NativeApi, ParamRule, ReportedUsage, RequestFacts, RequestSink, RouteCall, NativeRoute, UpstreamTarget } from './types.js'
 
 // Filled in place, so that a provider registered before the rest of tracegate loads (registerProvider)
 // is seen through every import of these.
@@ -44,9 +44,14 @@ export function dialectForRequest (owners: readonly Dialect[], header: HeaderRea
     owners.find((d) => d.native.sentBySdk === undefined) ?? owners[0]!
 }
 
+/** The paths of every provider's models lists, each once. */
+export function modelsRoutes (): string[] {
+  return [...new Set(PROVIDERS.flatMap((p) => [DIALECTS[p].native.modelsRoute, ...DIALECTS[p].native.moreModelsRoutes ?? []]))]
+}
+
 /** The providers whose models list is at `path`. */
 export function modelsRouteOwners (path: string): Dialect[] {
-  return PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path)
+  return PROVIDERS.map((p) => DIALECTS[p]).filter((d) => d.native.modelsRoute === path || d.native.moreModelsRoutes?.includes(path) === true)
 }
 
 function topSegment (path: string): string {

@@ -5,9 +5,13 @@
 import type { ProviderName } from './index.js'
 import { asArray, asObject, count, jsonStrings, type Json } from './json.js'
 
+export type ParamType = 'string' | 'array' | 'number' | 'object'
+
 export interface ParamRule {
   readonly name: string
-  readonly type: 'string' | 'array' | 'number' | 'object'
+  readonly type: ParamType
+  /** Other types it may have (`input`: a string or an array). */
+  readonly or?: ParamType
   readonly required: boolean
 }
 
@@ -57,6 +61,39 @@ export interface ListedModel {
 }
 
 /**
+ * What tracegate does with a call on a native route: `generate` asks a model for an answer (every check,
+ * the limits, detection, the trace and its cost); `embed` asks for embeddings (the same without
+ * detection: an embedding gives a model no instructions); `relay` reads or counts without generating
+ * (the key and plan checks, then forwarded as it came; not limited, priced or traced).
+ */
+export type CallKind = 'generate' | 'embed' | 'relay'
+
+/** A call on a native route, as its path says. */
+export interface RouteCall {
+  readonly kind: CallKind
+  /** The route as traces, metrics and the docs name it (`/v1/models/{model}:embedContent`). */
+  readonly endpoint: string
+  /** The path sent to the provider, without the query (the client's query follows, less the key); null: the dialect's `target`. */
+  readonly upstream: string | null
+  /** The model the path names, or null where the body names it. */
+  readonly model: string | null
+  /** Whether the path says the answer streams, or null where the body says. */
+  readonly stream: boolean | null
+  /** The top-level parameters checked instead of the dialect's `params` (an embeddings body is not a chat body); null: the dialect's. */
+  readonly params: readonly ParamRule[] | null
+}
+
+/** One more route of the provider's API beside `route`: its method, its uWS pattern and how a path on it resolves. */
+export interface NativeRoute {
+  readonly method: 'get' | 'post' | 'del'
+  readonly pattern: string
+  /** The route's calls as the docs and the 404 list name them (`GET /v1/responses/{id}`). */
+  readonly names: readonly string[]
+  /** The call a request makes, from its path and the pattern's parameters; null: tracegate does not serve it (404). */
+  resolve (path: string, params: readonly string[]): RouteCall | null
+}
+
+/**
  * The provider's own API, served as a drop-in base URL: an SDK pointed at tracegate sends what it sends
  * to the provider, with its key in its usual header, and reads errors in the provider's own shape.
  */
@@ -69,8 +106,14 @@ export interface NativeApi {
   readonly keyHeaders: readonly string[]
   /** A query parameter that may carry the key instead (gamma's `?key=`), or null. */
   readonly keyQuery: string | null
-  /** The model and whether it streams, from the route's model segment (gamma), or null when it names no method. */
-  parseModelSegment? (segment: string): { readonly model: string, readonly stream: boolean } | null
+  /**
+   * The call a path on `route` makes, from the pattern's parameters (gamma: the version and the model
+   * segment, which names the method), or null when it names none tracegate serves. Absent: every path
+   * on `route` is a generation whose model and streaming the body names.
+   */
+  resolve? (path: string, params: readonly string[]): RouteCall | null
+  /** The provider's other routes (the Responses API, token counting, embeddings). */
+  readonly more?: readonly NativeRoute[]
   /**
    * Whether the request's headers show that the provider's own SDK sent it, where several providers
    * share a path (`GET /v1/models`). Absent on the provider that takes every request the others do not
@@ -79,6 +122,8 @@ export interface NativeApi {
   sentBySdk? (header: HeaderReader): boolean
   /** The GET path that lists models. */
   readonly modelsRoute: string
+  /** Other GET paths the same list is at (gamma's other API versions). */
+  readonly moreModelsRoutes?: readonly string[]
   /** The models list in the provider's own shape. */
   modelList (models: readonly ListedModel[]): string
   /** One of tracegate's errors in the provider's shape and status conventions, still carrying tracegate's code and request id. */

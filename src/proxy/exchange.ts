@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import { TracegateError } from '../errors.js'
-import type { Dialect } from '../providers/index.js'
+import type { CallKind, Dialect } from '../providers/index.js'
 import type { SpanRef } from '../otel/propagation.js'
 import { asTracegateError, sendError, type ErrorShape, type Headers } from '../server/respond.js'
 import type { HttpResponse } from '../server/uws.js'
@@ -39,6 +39,8 @@ export class Exchange {
   keyId: string | null = null
   model: string | null = null
   streaming = false
+  /** What the call does (providers/types.ts): a relayed one is not traced, an embedding not judged. */
+  kind: CallKind = 'generate'
   confidential = false
   /** The caller's x-tracegate-* labels; null when it sent none. */
   labels: CallLabels | null = null

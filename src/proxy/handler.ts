@@ -5,7 +5,7 @@ import type { KeyCache } from '../auth/cache.js'
 import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import type { Config } from '../config.js'
 import { bodyTooLarge, TracegateError } from '../errors.js'
-import type { Dialect } from '../providers/index.js'
+import type { Dialect, NativeRoute, RouteCall } from '../providers/index.js'
 import { readBody } from '../server/body.js'
 import { MALFORMED, requestLength } from '../server/head.js'
 import { nativeShape, sendError, startError, TRACEGATE_SHAPE } from '../server/respond.js'
@@ -114,6 +114,8 @@ interface Head {
   /** A native route's path facts (gamma: model and stream) and the query passed on (less the key). */
   readonly path: PathFacts | null
   readonly query: string
+  /** What the native path asks for (null on the contract route). */
+  readonly call: RouteCall | null
 }
 
 /** The request once read: its top-level members, the tracegate key, and the members to cut (contract route). */
@@ -139,15 +141,26 @@ class ProxyRoute {
   readonly #dialect: Dialect
   readonly #deps: ProxyDeps
   readonly #native: boolean
+  /** How a path on this route resolves to a call; null on the contract route. */
+  readonly #resolve: ((path: string, params: readonly string[]) => RouteCall | null) | null
+  /** Whether the route's method carries a body (GET and DELETE do not). */
+  readonly #hasBody: boolean
+  readonly #method: string
+  /** How many parameters (`:name` segments) the route's pattern has. */
+  readonly #paramCount: number
   readonly #limit: number
   readonly #serverKey: string | null
   readonly #origin: string
   readonly #basePath: string
 
-  constructor (dialect: Dialect, deps: ProxyDeps, native: boolean) {
+  constructor (dialect: Dialect, deps: ProxyDeps, native: boolean, route: NativeRoute | null) {
     this.#dialect = dialect
     this.#deps = deps
     this.#native = native
+    this.#resolve = !native ? null : route !== null ? route.resolve : dialect.native.resolve ?? mainCall(dialect)
+    this.#method = route === null ? 'POST' : route.method === 'del' ? 'DELETE' : route.method.toUpperCase()
+    this.#hasBody = this.#method === 'POST'
+    this.#paramCount = ((route?.pattern ?? (native ? dialect.native.route : '')).match(/\/:/g) ?? []).length
     this.#limit = deps.config.maxBodyBytes
     this.#serverKey = deps.config.providers[dialect.name].apiKey
     const baseUrl = new URL(deps.config.providers[dialect.name].baseUrl)
@@ -163,23 +176,21 @@ class ProxyRoute {
   #readHead (res: HttpResponse, req: HttpRequest): Head | null {
     const caller = readCallerHeaders(req)
     const dialect = this.#dialect
-    if (!this.#native) return { endpoint: dialect.route, caller, keys: null, path: null, query: '' }
+    if (this.#resolve === null) return { endpoint: dialect.route, caller, keys: null, path: null, query: '', call: null }
     const native = dialect.native
-    let path: PathFacts = { model: null, stream: null }
-    let endpoint = native.route
-    if (native.parseModelSegment !== undefined) {
-      const parsed = native.parseModelSegment(req.getParameter(0) ?? '')
-      // `models/x:countTokens` and the like.
-      if (parsed === null) { notFound(res, nativeShape(dialect)); return null }
-      path = parsed
-      endpoint = native.routeNames[parsed.stream ? 1 : 0]!.replace(/^POST /, '')
-    }
+    const segments: string[] = []
+    for (let i = 0; i < this.#paramCount; i++) segments.push(req.getParameter(i) ?? '')
+    const call = this.#resolve(req.getUrl(), segments)
+    // A method on a model path that tracegate does not serve.
+    if (call === null) { notFound(res, nativeShape(dialect)); return null }
+    const path: PathFacts = { model: call.model, stream: call.stream }
+    const endpoint = call.endpoint
     const rawQuery = req.getQuery() ?? ''
     const params = rawQuery === '' ? null : new URLSearchParams(rawQuery)
     const keys = readNativeKeys(dialect, req, params)
     if (params !== null && native.keyQuery !== null) params.delete(native.keyQuery)
     const query = params === null || params.size === 0 ? '' : '?' + params.toString()
-    return { endpoint, caller, keys, path, query }
+    return { endpoint, caller, keys, path, query, call }
   }
 
   /** Steps 1 and 2: the head's framing and size, then the body. */
@@ -188,6 +199,7 @@ class ProxyRoute {
     const head = this.#readHead(res, req)
     if (head === null) return
     const x = new Exchange(res, dialect, head.endpoint, this.#native ? nativeShape(dialect) : TRACEGATE_SHAPE, newRequestId(), this.#deps.onFinish)
+    if (head.call !== null) x.kind = head.call.kind
     this.#deps.onStart()
     // The client's trace context, read only when spans are exported (the provider then gets ours).
     if (this.#deps.spans === true) x.span = startSpan(req.getHeader('traceparent'), req.getHeader('tracestate'))
@@ -205,6 +217,15 @@ class ProxyRoute {
     }
     if (contentLength === MALFORMED) {
       malformed(x)
+      return
+    }
+    // GET and DELETE carry no body: the key is all there is to check.
+    if (!this.#hasBody) {
+      try {
+        this.#received(x, NO_BODY, head)
+      } catch (err) {
+        x.fail(err)
+      }
       return
     }
     // Over the limit, decided before reading when content-length says so.
@@ -233,16 +254,46 @@ class ProxyRoute {
       const sf = readServiceFields(raw, this.#dialect, head.caller.tracegateKey)
       got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut, conflict: sf.conflict }
     } else {
-      const members = readNativeBody(raw)
+      // A relayed call may have no body (a cancel, a GET); one it has is still the provider's JSON.
+      const members = x.kind === 'relay' && raw.length === 0 ? [] : readNativeBody(raw)
       if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
       got = { head, members, apiKey: head.keys.tracegateKey, cut: null, conflict: head.keys.conflict }
     }
+    const next = x.kind === 'relay' ? this.#relayed : this.#authorised
     const verdict = authenticate(this.#deps.keys, got.apiKey, 'proxy')
     if (verdict instanceof Promise) {
-      verdict.then((v) => { this.#authorised(x, raw, got, v) }).catch((err: unknown) => { x.fail(err) })
+      verdict.then((v) => { next.call(this, x, raw, got, v) }).catch((err: unknown) => { x.fail(err) })
     } else {
-      this.#authorised(x, raw, got, verdict)
+      next.call(this, x, raw, got, verdict)
     }
+  }
+
+  /**
+   * A relayed call (token counting, reading or cancelling a stored response): the key, its plan and the
+   * provider key, then forwarded as it came. It generates nothing, so it is neither limited, judged
+   * nor traced; its metrics count it under its route.
+   */
+  #relayed (x: Exchange, raw: Buffer, got: Received, verdict: KeyVerdict): void {
+    if (x.aborted) return
+    if (verdict instanceof TracegateError) {
+      x.fail(verdict)
+      return
+    }
+    const { head } = got
+    x.accountId = verdict.accountId
+    x.keyId = verdict.keyId
+    let out: Outbound
+    try {
+      const unplanned = planRefusal(verdict)
+      if (unplanned !== null) throw unplanned
+      if (got.conflict !== null) throw got.conflict
+      const providerKey = this.#providerKey(null, head, verdict.serverSideKeys)
+      out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw }
+    } catch (err) {
+      x.fail(err)
+      return
+    }
+    this.#dispatch(x, out)
   }
 
   /** Steps 5 to 7: the plan, the schema, the labels, the provider key and headers; then detection or the call. */
@@ -266,16 +317,17 @@ class ProxyRoute {
     try {
       const unplanned = planRefusal(verdict)
       if (unplanned !== null) throw unplanned
-      checked = checkSchema(raw, got.members, dialect, head.path)
+      checked = checkSchema(raw, got.members, dialect, head.path, head.call?.params ?? null)
       // Known from here on, also for the trace of a call refused below (a confidential one stays so).
       x.model = checked.model
       x.streaming = checked.stream
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
       if (got.conflict !== null) throw got.conflict
-      const providerKey = this.#providerKey(checked, head, verdict.serverSideKeys)
+      const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys)
+      const upstream = head.call?.upstream ?? null
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
-      out = { path: dialect.target(facts).path, headers: this.#headers(x, providerKey), body }
+      out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body }
     } catch (err) {
       // The trace of a call refused before the schema passed still names the model, when it is readable.
       x.model ??= head.path?.model ?? modelOf(raw, got.members, dialect)
@@ -304,7 +356,8 @@ class ProxyRoute {
   /** Past the limits: detection, or the call. */
   #admitted (x: Exchange, out: Outbound, verdict: KeyInfo): void {
     if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
-    if (this.#deps.detection === null || x.confidential) {
+    // An embeddings call gives a model no instructions: nothing to judge.
+    if (this.#deps.detection === null || x.confidential || x.kind === 'embed') {
       this.#dispatch(x, out)
       return
     }
@@ -315,10 +368,10 @@ class ProxyRoute {
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
-  #providerKey (checked: CheckedRequest, head: Head, serverSideKeys: boolean): string {
+  #providerKey (bodyKey: string | null, head: Head, serverSideKeys: boolean): string {
     const keys = head.keys
     const own = keys === null
-      ? contractProviderKey(checked.providerKey, head.caller.providerKey, this.#dialect.keyField)
+      ? contractProviderKey(bodyKey, head.caller.providerKey, this.#dialect.keyField)
       : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
     const key = own ?? (serverSideKeys ? this.#serverKey : null)
     if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
@@ -326,9 +379,9 @@ class ProxyRoute {
   }
 
   /** The upstream headers: the client's passed-on ones (printable ASCII only), defaults, the provider key. */
-  #headers (x: Exchange, providerKey: string): Record<string, string> {
+  #headers (x: Exchange, providerKey: string, json = true): Record<string, string> {
     const dialect = this.#dialect
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    const headers: Record<string, string> = json ? { 'content-type': 'application/json' } : {}
     for (const [name, value] of x.forwardHeaders) {
       if (!HEADER_VALUE.test(value)) throw new TracegateError('invalid_field', { param: name, message: `The ${name} header must be printable ASCII.` })
       headers[name] = value
@@ -379,14 +432,25 @@ class ProxyRoute {
     this.#deps.upstream.dispatch({
       origin: this.#origin,
       path: this.#basePath + out.path,
-      method: 'POST',
+      method: this.#method as 'POST',
       headers: out.headers,
-      body: out.body,
+      body: this.#hasBody ? out.body : null,
     }, new Passthrough(x))
   }
 }
 
-/** The contract route of a dialect (keys in the body), or its native route (keys in the SDK's headers). */
-export function proxyRoute (dialect: Dialect, deps: ProxyDeps, native = false): (res: HttpResponse, req: HttpRequest) => void {
-  return new ProxyRoute(dialect, deps, native).handle
+/** A main native route without a resolver of its own: a generation at `route`, whose model and streaming the body names. */
+function mainCall (dialect: Dialect): () => RouteCall {
+  const call: RouteCall = { kind: 'generate', endpoint: dialect.native.route, upstream: null, model: null, stream: null, params: null }
+  return () => call
+}
+
+const NO_BODY = Buffer.alloc(0)
+
+/**
+ * The contract route of a dialect (keys in the body), or a native route (keys in the SDK's headers):
+ * its main route when `route` is null, else one of its other routes.
+ */
+export function proxyRoute (dialect: Dialect, deps: ProxyDeps, native = false, route: NativeRoute | null = null): (res: HttpResponse, req: HttpRequest) => void {
+  return new ProxyRoute(dialect, deps, native, route).handle
 }

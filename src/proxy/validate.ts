@@ -1,7 +1,7 @@
 // The body checks of the proxy contract, split at the points where authentication and
 // the plan check come between them: `readServiceFields` is steps 2–3, `checkSchema` is step 6.
 import { TracegateError } from '../errors.js'
-import type { Dialect, RequestFacts } from '../providers/index.js'
+import type { Dialect, ParamRule, RequestFacts } from '../providers/index.js'
 import { PROVIDER_KEY_FIELDS } from '../providers/index.js'
 import { isValidJson, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
 
@@ -120,8 +120,16 @@ export interface PathFacts {
   readonly stream: boolean | null
 }
 
-/** Step 6: service field types, the provider's parameters the dialect requires. */
-export function checkSchema (body: Buffer, members: readonly Member[], dialect: Dialect, path: PathFacts | null = null): CheckedRequest {
+const typeName = (t: string): string => `${t === 'array' ? 'an' : 'a'} ${t}`
+/** A rule's types as the error names them: `a string`, `a string or an array`. */
+const typeNames = (rule: ParamRule): string => typeName(rule.type) + (rule.or === undefined ? '' : ` or ${typeName(rule.or)}`)
+
+/**
+ * Step 6: service field types, the provider's parameters the dialect requires, or those of the native
+ * route's call (`params`: an embeddings body is not a chat body).
+ */
+export function checkSchema (body: Buffer, members: readonly Member[], dialect: Dialect, path: PathFacts | null = null, params: readonly ParamRule[] | null = null): CheckedRequest {
+  const rules = params ?? dialect.params
   let isConfidential = false
   let providerKey: string | null = null
   let model: string | null = path?.model ?? null
@@ -155,9 +163,10 @@ export function checkSchema (body: Buffer, members: readonly Member[], dialect: 
       stream = kind === Kind.True
       continue
     }
-    const rule = dialect.params.find((p) => p.name === m.name)
+    const rule = rules.find((p) => p.name === m.name)
     if (rule === undefined) continue
-    if (KIND_NAMES[kind] !== rule.type) throw invalid(rule.name, `${rule.name} must be ${rule.type === 'array' ? 'an' : 'a'} ${rule.type}.`)
+    const type = KIND_NAMES[kind]
+    if (type !== rule.type && type !== rule.or) throw invalid(rule.name, `${rule.name} must be ${typeNames(rule)}.`)
     present.add(rule.name)
     if (rule.name === 'model') {
       model = stringValue(body, m)
@@ -166,7 +175,7 @@ export function checkSchema (body: Buffer, members: readonly Member[], dialect: 
       }
     }
   }
-  for (const rule of dialect.params) {
+  for (const rule of rules) {
     if (rule.required && !present.has(rule.name)) {
       throw new TracegateError('missing_parameter', { param: rule.name, message: `The ${dialect.name} endpoint needs ${rule.name}.` })
     }

@@ -37,7 +37,7 @@ export function metricsRoute (m: MetricsEndpoint) {
     m.render().then((text) => {
       if (aborted) return
       res.cork(() => {
-        res.writeStatus('200 OK').writeHeader('content-type', m.contentType).writeHeader('x-request-id', id).end(text)
+        res.writeStatus('200 OK').writeHeader('content-type', m.contentType).writeHeader('x-request-id', id).writeHeader('request-id', id).end(text)
       })
     }, () => {
       if (!aborted) sendError(res, 'internal_error', id)

@@ -5,7 +5,7 @@ import { authenticate, type KeyVerdict } from '../auth/authenticate.js'
 import { TracegateError } from '../errors.js'
 import { newRequestId } from '../ids.js'
 import type { Pricing } from '../pricing/index.js'
-import { dialectForRequest, DIALECTS, modelsRouteOwners, PROVIDERS, type Dialect } from '../providers/index.js'
+import { dialectForRequest, DIALECTS, modelsRouteOwners, modelsRoutes, type Dialect } from '../providers/index.js'
 import { readNativeKeys } from '../proxy/caller.js'
 import { proxyRoute, type ProxyDeps } from '../proxy/handler.js'
 import { planRefusal } from '../proxy/plan-rule.js'
@@ -79,8 +79,15 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     const shape = nativeShape(dialect)
     app.post(dialect.native.route, proxyRoute(dialect, deps, true))
     app.any(dialect.native.route, framed(methodNotAllowed('POST', shape)))
+    // The provider's other routes, each by its own method; another method falls to the 404.
+    for (const route of dialect.native.more ?? []) {
+      const handler = proxyRoute(dialect, deps, true, route)
+      if (route.method === 'get') app.get(route.pattern, handler)
+      else if (route.method === 'del') app.del(route.pattern, handler)
+      else app.post(route.pattern, handler)
+    }
   }
-  for (const path of new Set(PROVIDERS.map((p) => DIALECTS[p].native.modelsRoute))) {
+  for (const path of modelsRoutes()) {
     app.get(path, framed(modelsRoute(deps, path)))
     // A native route: its 405 comes in the shape of the SDK that asked.
     app.any(path, framed((res, req) => { methodNotAllowed('GET', nativeShape(modelsDialect(path, req)!))(res) }))

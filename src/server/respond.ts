@@ -68,6 +68,7 @@ export function sendJson (res: HttpResponse, status: number, body: string, reque
     for (const [k, v] of headers) res.writeHeader(k, v)
     res.writeHeader('content-type', 'application/json')
       .writeHeader('x-request-id', requestId)
+      .writeHeader('request-id', requestId)
       .end(closeConnection ? closingBody(body) : body, closeConnection)
   })
 }
@@ -91,7 +92,7 @@ export function startError (res: HttpResponse, err: TracegateError | ErrorCode, 
   res.cork(() => {
     res.writeStatus(statusLine(status))
     for (const [k, v] of headers) res.writeHeader(k, v)
-    res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', requestId)
+    res.writeHeader('content-type', 'application/json').writeHeader('x-request-id', requestId).writeHeader('request-id', requestId)
     res.write(body)
   })
   return status

@@ -69,7 +69,8 @@ export class Passthrough implements Dispatcher.DispatchHandler {
 
   #writeHead (): void {
     const res = this.#x.res
-    res.writeStatus(statusLine(this.#x.status)).writeHeader('x-request-id', this.#x.requestId)
+    // Both names: OpenAI's SDKs read x-request-id, Anthropic's request-id (its err.requestID).
+    res.writeStatus(statusLine(this.#x.status)).writeHeader('x-request-id', this.#x.requestId).writeHeader('request-id', this.#x.requestId)
     const h = this.#headers
     for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
     this.#headersWritten = true

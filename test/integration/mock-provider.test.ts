@@ -249,7 +249,7 @@ t.test('invalid JSON and unknown paths answer in the provider\'s shape', async (
   t.equal(json(n).error.type, 'invalid_request_error')
   const m = await send(mock.url + ALPHA, { method: 'GET', headers: alphaAuth })
   t.equal(m.status, 404)
-  const gn = await send(mock.url + '/v1beta/models/x:countTokens', { headers: gammaAuth, body: '{}' })
+  const gn = await send(mock.url + '/v1beta/models/x:predict', { headers: gammaAuth, body: '{}' })
   t.equal(gn.status, 404)
   t.equal(json(gn).error.status, 'NOT_FOUND')
 })

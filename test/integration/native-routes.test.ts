@@ -514,12 +514,14 @@ t.test('paths tracegate does not serve', async (t) => {
   const routes = [
     'POST /api/alpha_service/chat_completion', 'POST /api/beta_service/chat_completion', 'POST /api/gamma_service/chat_completion',
     ...others.map((d) => `POST ${d.route}`),
-    'POST /v1/chat/completions', 'POST /v1/messages',
-    'POST /v1beta/models/{model}:generateContent', 'POST /v1beta/models/{model}:streamGenerateContent',
+    'POST /v1/chat/completions', 'POST /v1/responses', 'POST /v1/responses/input_tokens', 'GET /v1/responses/{id}', 'DELETE /v1/responses/{id}',
+    'POST /v1/responses/{id}/cancel', 'GET /v1/responses/{id}/input_items', 'POST /v1/embeddings',
+    'POST /v1/messages', 'POST /v1/messages/count_tokens',
+    ...['v1beta', 'v1', 'v1alpha'].flatMap((v) => ['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents'].map((m) => `POST /${v}/models/{model}:${m}`)),
     ...others.flatMap((d) => d.native.routeNames),
-    'GET /v1/models', 'GET /v1beta/models', ...others.map((d) => `GET ${d.native.modelsRoute}`), 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
+    'GET /v1/models', 'GET /v1beta/models', 'GET /v1alpha/models', ...others.map((d) => `GET ${d.native.modelsRoute}`), 'GET /healthz', 'GET /readyz', 'GET /metrics (only with TRACEGATE_METRICS_TOKEN set)',
   ]
-  for (const method of ['countTokens', 'embedContent']) {
+  for (const method of ['predict', 'embedText']) {
     await t.test(`gamma :${method} is 404 in Gemini's shape`, async (t) => {
       const path = `/v1beta/models/gemini-2.5-flash:${method}`
       const r = await refused(t, 'gamma', { headers: { 'x-goog-api-key': K }, path }, 'not_found', null, ['routes'])
@@ -527,7 +529,7 @@ t.test('paths tracegate does not serve', async (t) => {
     })
   }
   await t.test('an unknown path is 404 with the routes', async (t) => {
-    const r = await send(s.url + '/v1/embeddings', { body: '{}', headers: { authorization: `Bearer ${K}` } })
+    const r = await send(s.url + '/v1/audio/speech', { body: '{}', headers: { authorization: `Bearer ${K}` } })
     t.equal(r.status, 404)
     const b = json(r)
     t.equal(b.error.code, 'not_found')
