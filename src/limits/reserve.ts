@@ -3,6 +3,7 @@
 // for text) and its output cap (the request's own, else DEFAULT_OUTPUT_TOKENS). A key or account with a
 // budget or tpm holds this for each call in flight, so parallel calls cannot all pass an exhausted limit.
 import type { Dialect } from '../providers/index.js'
+import type { CallKind } from '../providers/types.js'
 import { Kind, type Member } from '../proxy/scan.js'
 import type { Limits } from '../domain/limits.js'
 
@@ -47,8 +48,12 @@ export function outputCap (dialect: Dialect, body: Buffer, members: readonly Mem
 
 const holds = (l: Limits): boolean => l.tpm !== null || l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 
-/** The estimate of a call under these limits; none is worked out when neither key nor account has a budget or tpm. */
-export function estimateOf (dialect: Dialect, body: Buffer, members: readonly Member[], key: Limits, account: Limits): Estimate | undefined {
+/**
+ * The estimate of a call under these limits; none is worked out when neither key nor account has a budget
+ * or tpm. An embeddings call writes no output tokens, so it holds its prompt alone.
+ */
+export function estimateOf (dialect: Dialect, body: Buffer, members: readonly Member[], key: Limits, account: Limits, kind: CallKind = 'generate'): Estimate | undefined {
   if (!holds(key) && !holds(account)) return undefined
+  if (kind === 'embed') return { promptTokens: body.length, outputTokens: 0 }
   return { promptTokens: body.length, outputTokens: outputCap(dialect, body, members) ?? DEFAULT_OUTPUT_TOKENS }
 }

@@ -337,7 +337,7 @@ class ProxyRoute {
     // The limits of the key and its account: the last check before detection and the provider.
     const limiter = this.#deps.limiter
     if (limiter != null) {
-      const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits)
+      const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits, x.kind)
       const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate }
       const refusal = limiter.admit(call, x.model, raw.length)
       if (refusal instanceof Promise) {

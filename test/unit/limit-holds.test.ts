@@ -27,6 +27,8 @@ t.test('each dialect\'s output cap', async (t) => {
   const limited: Limits = { ...NO_LIMITS, budgetDayUsd: 1 }
   t.same(estimateOf(DIALECTS.alpha, raw, scanTopLevel(raw)!, limited, NO_LIMITS), { promptTokens: raw.length, outputTokens: DEFAULT_OUTPUT_TOKENS }, 'no cap: the default')
   t.equal(estimateOf(DIALECTS.alpha, raw, scanTopLevel(raw)!, { ...NO_LIMITS, rpm: 5 }, NO_LIMITS), undefined, 'nothing held under rpm alone')
+  const embed = Buffer.from(JSON.stringify({ model: 'text-embedding-3-small', input: 'hello' }))
+  t.same(estimateOf(DIALECTS.alpha, embed, scanTopLevel(embed)!, limited, NO_LIMITS, 'embed'), { promptTokens: embed.length, outputTokens: 0 }, 'embeddings write no output: the prompt alone is held')
 })
 
 let next = 0

@@ -10,15 +10,17 @@ import { forEachDataLine, sseData } from '../../src/providers/sse.js'
 
 const headers = (h: Record<string, string>) => (name: string): string => h[name] ?? ''
 
-t.test('GET /v1/models: Anthropic\'s SDK headers pick beta, anything else alpha', async (t) => {
+t.test('GET /v1/models: Anthropic\'s SDK headers pick beta, Gemini\'s gamma, anything else alpha', async (t) => {
   const owners = modelsRouteOwners('/v1/models')
-  t.same(owners.map((d) => d.name), ['alpha', 'beta'])
+  t.same(owners.map((d) => d.name), ['alpha', 'beta', 'gamma'])
+  t.equal(dialectForRequest(owners, headers({ 'x-goog-api-key': 'k' }))?.name, 'gamma')
   t.equal(dialectForRequest(owners, headers({ 'anthropic-version': '2023-06-01' }))?.name, 'beta')
   t.equal(dialectForRequest(owners, headers({ 'x-api-key': 'k' }))?.name, 'beta')
   t.equal(dialectForRequest(owners, headers({ authorization: 'Bearer k', 'anthropic-version': '2023-06-01' }))?.name, 'beta')
   t.equal(dialectForRequest(owners, headers({ authorization: 'Bearer k' }))?.name, 'alpha')
   t.equal(dialectForRequest(owners, headers({}))?.name, 'alpha', 'no key at all: the provider that claims no headers')
   t.same(modelsRouteOwners('/v1beta/models').map((d) => d.name), ['gamma'])
+  t.same(modelsRouteOwners('/v1alpha/models').map((d) => d.name), ['gamma'])
   t.same(modelsRouteOwners('/delta/v2/models').map((d) => d.name), ['delta'])
   t.equal(dialectForRequest(modelsRouteOwners('/nowhere'), headers({})), null)
 })
