@@ -7,7 +7,7 @@
 // Descent Tricks"), so an update costs only the features of one example.
 import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { DIM, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
+import { DIM, HEAD_ONLY, LENGTH_POWER, createBuffers, extractFeatures } from '../../workers/detector/features.js'
 import { STRONG_RULE, VOCAB_URL, WEIGHTS_URL, analyze, decodeModel, deepForward, encodeModel, plantedFindings, prepare, sigmoid, type Deep, type Model } from '../../workers/detector/model.js'
 import { segmentScore } from '../../workers/detector/injection.js'
 import { normalize } from '../../workers/detector/normalize.js'
@@ -111,9 +111,9 @@ export const DEFAULTS: TrainOptions = {
 }
 
 export interface Example {
-  /** Distinct buckets: features are binary, as model.ts scores them. */
+  /** Distinct buckets the linear part reads: features are binary, as model.ts scores them. */
   readonly buckets: Int32Array
-  /** Those of them that are word-level features at their first occurrence: the neural head's bag. */
+  /** Distinct word-level and head-only features: the neural head's bag. */
   readonly words: Int32Array
   readonly mask: number
   readonly y: number
@@ -125,15 +125,20 @@ export function featurize (rows: readonly Row[]): Example[] {
   return rows.map((r) => {
     const prep = prepare(r.text)
     extractFeatures(prep.modelText, buf)
-    const all = new Set<number>()
-    const words = new Set<number>()
+    // As model.ts reads them: a bucket counts at its first occurrence, the linear part's unless it is
+    // a head-only pair, the head's unless it is a character n-gram.
+    const seen = new Set<number>()
+    const linear: number[] = []
+    const words: number[] = []
     for (let k = 0; k < buf.count; k++) {
       const b = buf.buckets[k] as number
-      if (all.has(b)) continue
-      all.add(b)
-      if (buf.words[k] === 1) words.add(b)
+      if (seen.has(b)) continue
+      seen.add(b)
+      const kind = buf.words[k] as number
+      if (kind !== HEAD_ONLY) linear.push(b)
+      if (kind !== 0) words.push(b)
     }
-    return { buckets: Int32Array.from(all), words: Int32Array.from(words), mask: prep.mask, y: r.label }
+    return { buckets: Int32Array.from(linear), words: Int32Array.from(words), mask: prep.mask, y: r.label }
   })
 }
 

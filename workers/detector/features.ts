@@ -52,14 +52,28 @@ const CONCEPTS: Readonly<Record<string, readonly string[]>> = {
   now: ['now', 'henceforth', 'onwards', 'onward', 'instead', 'new'],
   ai: ['ai', 'assistant', 'model', 'chatbot', 'bot', 'gpt', 'chatgpt', 'llm', 'agent', 'language'],
   obey: ['must', 'shall', 'obey', 'follow', 'comply', 'required', 'only', 'exactly', 'verbatim'],
+  // Read by the neural head only (HEAD_CONCEPT): what the model reading a text writes back, counted
+  // only right after "your" ("your reply", not "reply to this email"), and orders to change or add to
+  // it. Their pairs say whom an order in data addresses: "add … to your answer" is to the model.
+  reply: ['response', 'responses', 'reply', 'replies', 'answer', 'answers', 'completion', 'solution', 'implementation', 'codebase', 'script', 'program'],
+  alter: ['add', 'include', 'insert', 'append', 'modify', 'alter', 'mention', 'replace', 'rewrite', 'rephrase', 'convert'],
 }
 const PAIR_SPAN = 6
+/** The concept number of `reply`, which counts only after "your" (see CONCEPTS). */
+const REPLY = Object.keys(CONCEPTS).indexOf('reply')
+/**
+ * Concepts from this number on are the head's: their words enter a ring of their own, so the pairs of
+ * the other concepts, and with them the linear part's features, are what they were without them.
+ */
+const HEAD_CONCEPT = REPLY
 
 function wordHash (w: string): number {
   let h = SEED_WORD
   for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619)
   return h
 }
+
+const YOUR = wordHash('your')
 
 // Word hash (as extractFeatures computes it) to concept number + 1, in an open-addressing table: one
 // lookup per word of every text, several times cheaper than a Map.
@@ -89,10 +103,13 @@ function conceptOf (h: number): number {
 
 /**
  * Extracted features live in these reused buffers; only the first `count` entries are valid. `words`
- * is 1 for a word-level feature (word, bigram, concept pair) and 0 for a character n-gram: the neural
- * part of the model (model.ts) reads only the word-level ones, a seventh of them, which keeps its cost
- * within the latency budget.
+ * is 1 for a word-level feature (word, bigram, concept pair), 0 for a character n-gram and HEAD_ONLY
+ * for a pair with a head concept: the neural part of the model (model.ts) reads the word-level ones
+ * and those, a seventh of all features, which keeps its cost within the latency budget; the linear
+ * part reads all but the HEAD_ONLY ones.
  */
+export const HEAD_ONLY = 2
+
 export interface FeatureBuffers {
   buckets: Int32Array
   positions: Int32Array
@@ -121,13 +138,15 @@ export function isWordChar(c: number): boolean {
 const RING = 4
 const RING_C = new Int32Array(RING)
 const RING_W = new Int32Array(RING)
+const HEAD_RING_C = new Int32Array(RING)
+const HEAD_RING_W = new Int32Array(RING)
 
 /** Fills `out` with every feature of `text` (already normalised). */
 export function extractFeatures(text: string, out: FeatureBuffers): void {
   const len = text.length
   // Per character at most 3 char n-grams and 2 word features; per word of two or more characters
-  // (with its separator) at most RING concept pairs.
-  const need = len * 8 + 8
+  // (with its separator) at most RING concept pairs and RING head pairs.
+  const need = len * 10 + 8
   if (out.buckets.length < need) {
     let size = out.buckets.length
     while (size < need) size *= 2
@@ -148,6 +167,10 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
   const ringC = RING_C
   const ringW = RING_W
   let ringN = 0
+  // The last RING concept words of any concept, for the head's pairs.
+  const headC = HEAD_RING_C
+  const headW = HEAD_RING_W
+  let headN = 0
   let words = 0
   for (let i = 0; i <= len; i++) {
     const c = i < len ? text.charCodeAt(i) : 32
@@ -168,8 +191,9 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
     } else if (inWord) {
       buckets[n] = fmix(word); kinds[n] = 1; positions[n++] = i - 1
       if (hasPrev) { buckets[n] = fmix(Math.imul(prevWord ^ SEED_BIGRAM, 0x01000193) ^ word); kinds[n] = 1; positions[n++] = i - 1 }
-      const concept = conceptOf(word)
-      if (concept >= 0) {
+      let concept = conceptOf(word)
+      if (concept === REPLY && !(hasPrev && prevWord === YOUR)) concept = -1
+      if (concept >= 0 && concept < HEAD_CONCEPT) {
         for (let k = 0; k < ringN; k++) {
           if (words - (ringW[k] as number) > PAIR_SPAN) continue
           buckets[n] = fmix(Math.imul((((ringC[k] as number) << 8) | concept) + 1, 0x85ebca77) ^ SEED_PAIR); kinds[n] = 1; positions[n++] = i - 1
@@ -178,13 +202,24 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
         ringC[ringN] = concept
         ringW[ringN++] = words
       }
+      if (concept >= 0) {
+        // Pairs with a head concept on either side, from a ring that holds every concept word.
+        for (let k = 0; k < headN; k++) {
+          const other = headC[k] as number
+          if (words - (headW[k] as number) > PAIR_SPAN || (other < HEAD_CONCEPT && concept < HEAD_CONCEPT)) continue
+          buckets[n] = fmix(Math.imul(((other << 8) | concept) + 1, 0x85ebca77) ^ SEED_PAIR); kinds[n] = HEAD_ONLY; positions[n++] = i - 1
+        }
+        if (headN === RING) { headC.copyWithin(0, 1); headW.copyWithin(0, 1); headN-- }
+        headC[headN] = concept
+        headW[headN++] = words
+      }
       words++
       prevWord = word
       hasPrev = true
       word = SEED_WORD
       inWord = false
       // A sentence end breaks bigrams and concept pairs so they do not span unrelated clauses.
-      if (c === 46 || c === 10 || c === 33 || c === 63) { hasPrev = false; ringN = 0 }
+      if (c === 46 || c === 10 || c === 33 || c === 63) { hasPrev = false; ringN = 0; headN = 0 }
     }
     c4 = c3; c3 = c2; c2 = c1; c1 = c
   }

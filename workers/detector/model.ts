@@ -12,7 +12,7 @@
 // embeddings are int8 times one scale each.
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
-import { BITS, DIM, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
+import { BITS, DIM, HEAD_ONLY, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
 import { FAMILIES, matchPlanted, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
 
@@ -389,11 +389,13 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
     const marks = seen[word] as number
     if ((marks & bit) !== 0) continue
     seen[word] = marks | bit
-    sum += w[b] as number
-    if (e !== undefined && words[k] === 1) {
+    const kind = words[k] as number
+    if (e !== undefined && kind !== 0) {
       const row = (b & emask) * dim
       for (let c = 0; c < dim; c++) acc[c] = (acc[c] as number) + (e[row + c] as number)
     }
+    if (kind === HEAD_ONLY) continue
+    sum += w[b] as number
     count++
   }
   unmark(buckets, from, to)
@@ -404,6 +406,7 @@ function distinctSum (model: Model, w: Int8Array | Float32Array, buckets: Int32A
 function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, positions: Int32Array, to: number, len: number): { sum: number; count: number } {
   if (posCredit.length < len) posCredit = new Float64Array(len)
   posCredit.fill(0, 0, len)
+  const kinds = feats.words
   let sum = 0
   let count = 0
   for (let k = 0; k < to; k++) {
@@ -412,6 +415,7 @@ function distinctSumCredited (w: Int8Array | Float32Array, buckets: Int32Array, 
     const marks = seen[word] as number
     if ((marks & bit) !== 0) continue
     seen[word] = marks | bit
+    if (kinds[k] === HEAD_ONLY) continue
     const wb = w[b] as number
     sum += wb
     const at = positions[k] as number
@@ -600,6 +604,7 @@ function explainWindow (model: Model, text: string, start: number, end: number):
       const marks = seen[word] as number
       if ((marks & bit) !== 0) continue
       seen[word] = marks | bit
+      if (feats.words[k] === HEAD_ONLY) continue
       count++
       posCredit[pos - start] = (posCredit[pos - start] as number) + (weights[b] as number)
     }
