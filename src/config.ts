@@ -72,6 +72,20 @@ export interface Config {
   readonly clickhouse: ClickHouseServerConfig | null
   /** Front threads serving the proxy port (TRACEGATE_THREADS): 1 serves it on the main thread. */
   readonly threads: number
+  readonly sql: SqlConfig
+}
+
+/** The SQL port (TRACEGATE_SQL_*) and the limits every query on it runs under. */
+export interface SqlConfig {
+  /** null: the SQL port is off. */
+  readonly port: number | null
+  readonly maxExecutionSeconds: number
+  readonly maxMemoryBytes: number
+  readonly maxResultRows: number
+  readonly maxResultBytes: number
+  readonly maxThreads: number
+  /** Queries one account may have running at once; more are refused with sql_busy. */
+  readonly perAccount: number
 }
 
 export interface TraceConfig {
@@ -273,5 +287,14 @@ export function loadConfig (env: Env = process.env): Config {
     otel: otelSettings(env),
     limits: Object.freeze({ redisUrl: redisUrl(env) }),
     threads: int(env, 'TRACEGATE_THREADS', defaultThreads(), 1, 64),
+    sql: Object.freeze({
+      port: env.TRACEGATE_SQL_PORT === undefined || env.TRACEGATE_SQL_PORT.trim() === '' ? null : int(env, 'TRACEGATE_SQL_PORT', 0, 0, 65535),
+      maxExecutionSeconds: int(env, 'TRACEGATE_SQL_MAX_EXECUTION_SECONDS', 30, 1, 3600),
+      maxMemoryBytes: int(env, 'TRACEGATE_SQL_MAX_MEMORY_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+      maxResultRows: int(env, 'TRACEGATE_SQL_MAX_RESULT_ROWS', 1_000_000, 1, 1_000_000_000),
+      maxResultBytes: int(env, 'TRACEGATE_SQL_MAX_RESULT_BYTES', 100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxThreads: int(env, 'TRACEGATE_SQL_MAX_THREADS', 2, 1, 256),
+      perAccount: int(env, 'TRACEGATE_SQL_QUERIES_PER_ACCOUNT', 2, 1, 1000),
+    }),
   })
 }

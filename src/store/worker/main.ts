@@ -35,6 +35,7 @@ import { limitUsage } from './limit-usage.js'
 import { usageByUser, usageExtras } from './usage-extra-queries.js'
 import { listSessions, sessionCalls } from './session-queries.js'
 import { serveFrontPorts, type Replier } from './ports.js'
+import { sqlQuery } from './sql-query.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -181,6 +182,7 @@ const handlers: Handlers<StoreOps, Call> = {
   usageByUser: ({ ch }, a) => usageByUser(ch, a),
   listSessions: ({ ch }, a) => listSessions(ch, a),
   sessionCalls: ({ ch }, a) => sessionCalls(ch, a),
+  sqlQuery: ({ ch }, a) => sqlQuery(ch, a),
   testSwitchConnection: async (_, a) => {
     seam()
     const old = holder!.client
