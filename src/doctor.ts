@@ -16,6 +16,7 @@ import { repoFile } from './paths.js'
 import { Pricing } from './pricing/index.js'
 import { PROVIDERS } from './providers/index.js'
 import { WEIGHTS_URL, loadModel } from '../workers/detector/model.js'
+import { clickhouseVersionProblem, MIN_CLICKHOUSE_VERSION } from './domain/clickhouse-version.js'
 
 export interface Check {
   /** Stable: tests and scripts read this, never the text. */
@@ -103,7 +104,10 @@ async function checkStore (config: Config): Promise<{ clickhouse: Check; migrati
   }
   const { status, server } = answer
   const by = server ? `, through the running tracegate (pid ${status.pid}) that holds the data directory` : ''
-  const clickhouse = status.store.url === (config.clickhouse?.url ?? null)
+  const tooOld = clickhouseVersionProblem(status.store.version)
+  const clickhouse = tooOld !== null
+    ? problem('clickhouse', `${what}: ${tooOld}`, `upgrade the server to ClickHouse ${MIN_CLICKHOUSE_VERSION} or newer`)
+    : status.store.url === (config.clickhouse?.url ?? null)
     ? ok('clickhouse', `${what} answers, version ${status.store.version}${by}${scratch === null ? '' : ' (tried in a scratch directory)'}`)
     : problem('clickhouse', `the running tracegate (pid ${status.pid}) uses ${describeStore(status.store.url)}, but these settings say ${what}`,
       'run the doctor with the settings the server runs with (its environment or env file)')
