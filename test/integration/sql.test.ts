@@ -164,3 +164,16 @@ t.test('limits: result rows and execution time', async (t) => {
   t.equal(long.code, '159', 'max_execution_time: ' + long.message)
   t.same(await rows(ca, 'SELECT number FROM system.numbers LIMIT 3'), [{ number: 0 }, { number: 1 }, { number: 2 }])
 })
+
+t.test('a heavy query holds up neither trace inserts nor the dashboard\'s queries', async (t) => {
+  const order: string[] = []
+  // Runs until the port's 1 s limit stops it.
+  const heavy = refused(ca, 'SELECT count() FROM system.numbers').then((r) => { order.push('heavy'); return r })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const id = (await proxyCall(s, b.proxyKey, 'alpha')).traceId
+  await stored(s.tg, b.accountId, [id])
+  await s.tg.store.call('listKeys', { accountId: a.accountId })
+  order.push('store')
+  t.equal((await heavy).code, '159', 'the heavy query ran to its limit')
+  t.same(order, ['store', 'heavy'], 'the insert and the store query finished while the heavy query ran')
+})

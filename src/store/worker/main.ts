@@ -51,6 +51,14 @@ const spansLoaded: Promise<void> = data.otel === null
   ? Promise.resolve()
   : import('./spans.js').then((m) => { spans = new m.SpanExport(data.otel!) })
 let ready: Promise<void> | null = null
+/**
+ * The SQL port's own ClickHouse connection, made on its first query. Embedded, chDB runs one query at a
+ * time per connection: on the store's connection a heavy query would hold up every trace insert and
+ * dashboard query behind it; on its own it runs beside them.
+ */
+let sqlClient: Promise<ClickHouseClient> | null = null
+/** Where the store's connection points (the test seam moves it), so the SQL port's follows. */
+let sqlServer = data.clickhouse
 let writes: Promise<unknown> = Promise.resolve()
 
 const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate', 'setPassword', 'updateKeyLimits', 'updateAccountLimits'])
@@ -182,12 +190,19 @@ const handlers: Handlers<StoreOps, Call> = {
   usageByUser: ({ ch }, a) => usageByUser(ch, a),
   listSessions: ({ ch }, a) => listSessions(ch, a),
   sessionCalls: ({ ch }, a) => sessionCalls(ch, a),
-  sqlQuery: ({ ch }, a) => sqlQuery(ch, a),
+  sqlQuery: async (_, a) => {
+    sqlClient ??= connect(data.dataDir, sqlServer)
+    return sqlQuery(await sqlClient.catch((err: unknown) => { sqlClient = null; throw err }), a)
+  },
   testSwitchConnection: async (_, a) => {
     seam()
     const old = holder!.client
     holder!.client = await connect(data.dataDir, a.server)
+    sqlServer = a.server
     await old.close().catch(() => {})
+    const oldSql = sqlClient
+    sqlClient = null
+    if (oldSql !== null) await oldSql.then((c) => c.close()).catch(() => {})
     return true
   },
   testQuery: async ({ ch }, a) => {
@@ -268,6 +283,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
       await traces?.close().catch((err: unknown) => { warn('flushing traces at close failed', { err: String(err) }) })
       await spansLoaded.catch(() => {})
       await spans?.close()
+      if (sqlClient !== null) await sqlClient.then((c) => c.close()).catch(() => {})
       if (holder !== null) await holder.client.close().catch(() => {})
       port.postMessage('closed')
       port.close()
