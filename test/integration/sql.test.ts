@@ -6,7 +6,8 @@ import t from 'tap'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { request } from 'undici'
 import { stored } from '../helpers/store.js'
-import { proxyCall, startDashboard, type Tenant } from '../helpers/dashboard.js'
+import { proxyCall, signedIn, startDashboard, type Tenant } from '../helpers/dashboard.js'
+import { cliEnv, runTracegate } from '../helpers/cli.js'
 
 const s = await startDashboard(t, { TRACEGATE_SQL_PORT: '0', TRACEGATE_SQL_MAX_RESULT_ROWS: '1000', TRACEGATE_SQL_MAX_EXECUTION_SECONDS: '1' }, { testSeams: true })
 const a = await s.tenant('acme')
@@ -176,4 +177,20 @@ t.test('a heavy query holds up neither trace inserts nor the dashboard\'s querie
   order.push('store')
   t.equal((await heavy).code, '159', 'the heavy query ran to its limit')
   t.same(order, ['store', 'heavy'], 'the insert and the store query finished while the heavy query ran')
+})
+
+t.test('a sql key made in the dashboard or with the command line', async (t) => {
+  const ui = await signedIn(s, a)
+  const made = await ui.post('/api/ui/keys', { name: 'grafana', scope: 'sql' })
+  t.equal(made.status, 201)
+  t.equal(made.json.key.scope, 'sql')
+  const fromUi = client(made.json.key.key as string)
+  t.same(await rows(fromUi, 'SELECT count() AS n FROM account.traces'), [{ n: sentA.length }])
+  const r = await runTracegate(['key', 'create', '--account', b.accountId, '--scope', 'sql', '--json'], cliEnv(s.dataDir))
+  t.equal(r.code, 0, r.stderr)
+  const fromCli = JSON.parse(r.stdout) as { key: string; scope: string }
+  t.equal(fromCli.scope, 'sql')
+  t.same(await rows(client(fromCli.key), 'SELECT count() AS n FROM account.traces'), [{ n: sentB.length + 1 }])
+  // A sql key is no proxy key.
+  t.equal((await proxyCall(s, fromCli.key, 'alpha')).status, 401)
 })
