@@ -63,6 +63,13 @@ t.test('a sql key reads its own account\'s traces', async (t) => {
   const cols = await rows<{ name: string; type: string }>(ca, "SELECT name, type FROM system.columns WHERE database = 'account' AND table = 'traces'")
   t.ok(cols.some((c) => c.name === 'cost_usd' && c.type === 'Nullable(Float64)'))
   t.ok((await rows<{ name: string }>(ca, 'SELECT name FROM system.databases')).some((d) => d.name === 'account'))
+  // And the statements schema browsers send instead.
+  t.same(await rows(ca, 'SHOW DATABASES'), [{ name: 'account' }])
+  t.same(await rows(ca, 'SHOW TABLES FROM "account"'), [{ name: 'traces' }, { name: 'usage' }])
+  const described = await rows<{ name: string; type: string }>(ca, 'DESC TABLE "account"."usage"')
+  t.same(described.map((c) => c.name).slice(0, 3), ['account_id', 'minute', 'key_id'])
+  t.not((await refused(ca, 'DESCRIBE TABLE default.api_keys')).code, 'none', 'DESCRIBE of another table')
+  t.not((await refused(ca, 'SHOW TABLES FROM default')).code, 'none', 'SHOW TABLES of another database')
 })
 
 t.test('other accounts, keys and users are unreachable whatever the SQL', async (t) => {

@@ -134,6 +134,30 @@ function checkTree (tree: Array<{ depth: number; text: string }>): void {
   }
 }
 
+/**
+ * The schema browsers' statements (SHOW DATABASES, SHOW TABLES, DESCRIBE of the port's tables), by the
+ * formatter's exact text, answered with the port's own query over the `account` database; null for any
+ * other statement.
+ */
+function catalogue (formatted: string): string | null {
+  if (formatted === 'SHOW DATABASES') return "SELECT name FROM system.databases WHERE name = 'account'"
+  if (formatted === 'SHOW TABLES' || formatted === 'SHOW TABLES FROM account') return "SELECT name FROM system.tables WHERE database = 'account' ORDER BY name"
+  const m = /^DESCRIBE TABLE (account\.(?:traces|usage))$/.exec(formatted)
+  return m === null ? null : `DESCRIBE TABLE ${m[1]!}`
+}
+
+async function run (ch: ClickHouseClient, query: string, params: Readonly<Record<string, string>>, format: string): Promise<SqlResult> {
+  try {
+    const rs = await ch.exec({ query, query_params: params })
+    const parts: Buffer[] = []
+    for await (const chunk of rs.stream) parts.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array))
+    const body = Buffer.concat(parts)
+    return { format, body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }
+  } catch (err) {
+    throw chError(err)
+  }
+}
+
 function settingsClause (accountId: string, limits: SqlLimits): string {
   // readonly last: every setting before it is the port's own.
   return [
@@ -170,6 +194,16 @@ export async function sqlQuery (ch: ClickHouseClient, q: SqlQuery): Promise<SqlR
       format = m[1]!
       inner = inner.slice(0, m.index)
     }
+  } catch (err) {
+    throw chError(err)
+  }
+  const own = catalogue(inner)
+  if (own !== null) {
+    const fmt = format ?? q.format
+    if (!SQL_FORMATS.has(fmt)) throw new TracegateError('sql_not_allowed', { message: `format ${fmt} is not served here` })
+    return run(ch, `${own}\nFORMAT ${fmt}`, {}, fmt)
+  }
+  try {
     checkAst(lines(await text(ch, `EXPLAIN AST ${inner}`, q.params)))
   } catch (err) {
     throw chError(err)
@@ -181,14 +215,5 @@ export async function sqlQuery (ch: ClickHouseClient, q: SqlQuery): Promise<SqlR
   } catch (err) {
     throw chError(err)
   }
-  const query = `SELECT * FROM (\n${inner}\n) SETTINGS ${settingsClause(q.accountId, limits)}\nFORMAT ${outFormat}`
-  try {
-    const rs = await ch.exec({ query, query_params: q.params })
-    const parts: Buffer[] = []
-    for await (const chunk of rs.stream) parts.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array))
-    const body = Buffer.concat(parts)
-    return { format: outFormat, body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }
-  } catch (err) {
-    throw chError(err)
-  }
+  return run(ch, `SELECT * FROM (\n${inner}\n) SETTINGS ${settingsClause(q.accountId, limits)}\nFORMAT ${outFormat}`, q.params, outFormat)
 }
