@@ -177,7 +177,7 @@ export class SqlServer {
       try {
         const { maxExecutionSeconds, maxMemoryBytes, maxResultRows, maxResultBytes, maxThreads } = this.#opts.config
         result = await this.#opts.store.call('sqlQuery', {
-          accountId, query, params, format, limits: { maxExecutionSeconds, maxMemoryBytes, maxResultRows, maxResultBytes, maxThreads },
+          accountId, query, params, format, limits: { maxExecutionSeconds, maxMemoryBytes, maxResultRows, maxResultBytes, maxThreads }, connections: this.#opts.config.connections,
         })
       } catch (err) {
         const code = (err as { code?: unknown }).code

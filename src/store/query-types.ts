@@ -167,6 +167,8 @@ export interface SqlQuery {
   /** The format when the query names none (default_format, else TabSeparated). */
   readonly format: string
   readonly limits: SqlLimits
+  /** How many ClickHouse connections the SQL port's queries share (TRACEGATE_SQL_CONNECTIONS). */
+  readonly connections: number
 }
 
 export interface SqlResult {

@@ -201,3 +201,15 @@ t.test('a sql key made in the dashboard or with the command line', async (t) => 
   // A sql key is no proxy key.
   t.equal((await proxyCall(s, fromCli.key, 'alpha')).status, 401)
 })
+
+t.test('one account\'s heavy queries keep no other account waiting, and a third at once is refused', async (t) => {
+  const order: string[] = []
+  const heavy = [1, 2].map(() => refused(ca, 'SELECT count() FROM system.numbers').then((r) => { order.push('a'); return r }))
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const third = await refused(ca, 'SELECT 1 AS x')
+  t.equal(third.code, '202', 'a third query of the same account: sql_busy')
+  t.same(await rows(cb, 'SELECT 1 AS x'), [{ x: 1 }])
+  order.push('b')
+  for (const r of await Promise.all(heavy)) t.equal(r.code, '159')
+  t.same(order, ['b', 'a', 'a'], 'the other account\'s query ran while both heavy ones did')
+})

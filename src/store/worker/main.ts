@@ -36,6 +36,7 @@ import { usageByUser, usageExtras } from './usage-extra-queries.js'
 import { listSessions, sessionCalls } from './session-queries.js'
 import { serveFrontPorts, type Replier } from './ports.js'
 import { sqlQuery } from './sql-query.js'
+import { SqlPool } from './sql-pool.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -51,13 +52,9 @@ const spansLoaded: Promise<void> = data.otel === null
   ? Promise.resolve()
   : import('./spans.js').then((m) => { spans = new m.SpanExport(data.otel!) })
 let ready: Promise<void> | null = null
-/**
- * The SQL port's own ClickHouse connection, made on its first query. Embedded, chDB runs one query at a
- * time per connection: on the store's connection a heavy query would hold up every trace insert and
- * dashboard query behind it; on its own it runs beside them.
- */
-let sqlClient: Promise<ClickHouseClient> | null = null
-/** Where the store's connection points (the test seam moves it), so the SQL port's follows. */
+/** The SQL port's own ClickHouse connections (sql-pool.ts), made on first use. */
+let sqlPool: SqlPool | null = null
+/** Where the store's connection points (the test seam moves it), so the SQL port's follow. */
 let sqlServer = data.clickhouse
 let writes: Promise<unknown> = Promise.resolve()
 
@@ -190,9 +187,9 @@ const handlers: Handlers<StoreOps, Call> = {
   usageByUser: ({ ch }, a) => usageByUser(ch, a),
   listSessions: ({ ch }, a) => listSessions(ch, a),
   sessionCalls: ({ ch }, a) => sessionCalls(ch, a),
-  sqlQuery: async (_, a) => {
-    sqlClient ??= connect(data.dataDir, sqlServer)
-    return sqlQuery(await sqlClient.catch((err: unknown) => { sqlClient = null; throw err }), a)
+  sqlQuery: (_, a) => {
+    sqlPool ??= new SqlPool(() => connect(data.dataDir, sqlServer), a.connections)
+    return sqlPool.run(a.accountId, (ch) => sqlQuery(ch, a))
   },
   testSwitchConnection: async (_, a) => {
     seam()
@@ -200,9 +197,9 @@ const handlers: Handlers<StoreOps, Call> = {
     holder!.client = await connect(data.dataDir, a.server)
     sqlServer = a.server
     await old.close().catch(() => {})
-    const oldSql = sqlClient
-    sqlClient = null
-    if (oldSql !== null) await oldSql.then((c) => c.close()).catch(() => {})
+    const oldSql = sqlPool
+    sqlPool = null
+    await oldSql?.close()
     return true
   },
   testQuery: async ({ ch }, a) => {
@@ -283,7 +280,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
       await traces?.close().catch((err: unknown) => { warn('flushing traces at close failed', { err: String(err) }) })
       await spansLoaded.catch(() => {})
       await spans?.close()
-      if (sqlClient !== null) await sqlClient.then((c) => c.close()).catch(() => {})
+      await sqlPool?.close()
       if (holder !== null) await holder.client.close().catch(() => {})
       port.postMessage('closed')
       port.close()
