@@ -252,7 +252,7 @@ export class Tracegate {
         }, config.host, config.dashboardPort)
         if (config.sql.port !== null) {
           try {
-            sql = await SqlServer.start({ store, keys, config: config.sql }, config.host, config.sql.port)
+            sql = await SqlServer.start({ store, keys, config: config.sql, metrics }, config.host, config.sql.port)
           } catch (err) {
             dashboard.close()
             throw err

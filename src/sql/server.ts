@@ -4,6 +4,7 @@
 // query costs its own time, never a proxy call's. Errors are ClickHouse's text form
 // (`Code: N. DB::Exception: <tracegate code>: … (TYPE)`), which the clients parse, with the tracegate code
 // also in the X-Tracegate-Error-Code header.
+import { performance } from 'node:perf_hooks'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
@@ -11,8 +12,9 @@ import { brotliCompress, brotliDecompress, deflate, gunzip, gzip, inflate } from
 import { authenticate } from '../auth/authenticate.js'
 import type { KeyCache } from '../auth/cache.js'
 import type { SqlConfig } from '../config.js'
-import { TracegateError, type ErrorCode } from '../errors.js'
+import { ERRORS, TracegateError, type ErrorCode } from '../errors.js'
 import type { StoreClient } from '../store/client.js'
+import type { Metrics, SqlResultLabel } from '../metrics.js'
 
 const MAX_REQUEST_BYTES = 1024 * 1024
 /** The ClickHouse server version the port reports in its headers (the clients only log it). */
@@ -68,6 +70,7 @@ export interface SqlServerOptions {
   readonly store: StoreClient
   readonly keys: KeyCache
   readonly config: SqlConfig
+  readonly metrics: Metrics
 }
 
 /** The key a request carries: basic auth's password, X-ClickHouse-Key, or the `password` parameter. */
@@ -142,6 +145,12 @@ export class SqlServer {
 
   async #handle (req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader('X-ClickHouse-Server-Display-Name', SERVER_NAME)
+    const started = performance.now()
+    let counted = false
+    const count = (result: SqlResultLabel): void => {
+      counted = true
+      this.#opts.metrics.sqlQuery(result, (performance.now() - started) / 1000)
+    }
     try {
       const url = new URL(req.url ?? '/', 'http://sql')
       if (url.pathname === '/ping' || (url.pathname === '/' && req.method === 'GET' && !url.searchParams.has('query'))) {
@@ -198,7 +207,12 @@ export class SqlServer {
       }
       headers['content-length'] = String(out.length)
       res.writeHead(200, headers).end(out)
+      count('ok')
     } catch (err) {
+      const code = err instanceof TracegateError ? err.code : null
+      if (!counted) {
+        count(code === 'sql_not_allowed' ? 'refused' : code === 'sql_busy' ? 'busy' : code !== null && ERRORS[code].status === 401 ? 'unauthorized' : 'error')
+      }
       this.#fail(res, err)
     }
   }

@@ -213,3 +213,12 @@ t.test('one account\'s heavy queries keep no other account waiting, and a third 
   for (const r of await Promise.all(heavy)) t.equal(r.code, '159')
   t.same(order, ['b', 'a', 'a'], 'the other account\'s query ran while both heavy ones did')
 })
+
+t.test('the metrics count the queries by how they ended', async (t) => {
+  const text = await s.tg.metrics.registry.metrics()
+  for (const result of ['ok', 'refused', 'error', 'busy', 'unauthorized']) {
+    const m = new RegExp(`^tracegate_sql_queries_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)
+    t.ok(m !== null && Number(m[1]) > 0, `${result} counted`)
+  }
+  t.match(text, /tracegate_sql_query_duration_seconds_bucket\{le="0.01",result="ok"\}/)
+})
