@@ -66,6 +66,16 @@ const DECODERS: Readonly<Record<string, (b: Buffer) => Promise<Buffer>>> = {
   gzip: promisify(gunzip), deflate: promisify(inflate), br: promisify(brotliDecompress),
 }
 
+const ESCAPES: Readonly<Record<string, string>> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '0': '\0' }
+
+/**
+ * A `param_*` value as the HTTP interface reads it: in TabSeparated's escaped form (`\t`, `\n`, `\\`, …),
+ * unescaped here because the store's client escapes the value again when it binds it.
+ */
+function unescapeParam (value: string): string {
+  return value.replace(/\\(.)/gs, (_, c: string) => ESCAPES[c] ?? c)
+}
+
 export interface SqlServerOptions {
   readonly store: StoreClient
   readonly keys: KeyCache
@@ -173,7 +183,7 @@ export class SqlServer {
       let compress = false
       for (const [name, value] of url.searchParams) {
         if (name === 'query') continue
-        if (name.startsWith('param_')) { params[name.slice('param_'.length)] = value; continue }
+        if (name.startsWith('param_')) { params[name.slice('param_'.length)] = unescapeParam(value); continue }
         if (name === 'default_format') { format = value; continue }
         if (name === 'enable_http_compression') { compress = value === '1' || value === 'true'; continue }
         if (!HTTP_SETTINGS.has(name)) throw new TracegateError('sql_not_allowed', { message: `setting ${name} cannot be changed on the SQL port` })

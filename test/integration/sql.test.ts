@@ -57,6 +57,9 @@ t.test('a sql key reads its own account\'s traces', async (t) => {
   t.same(await rows(ca, 'SELECT version() AS v').then((r) => r.length), 1)
   const byParam = await rows<{ n: number }>(ca, 'SELECT count() AS n FROM account.traces WHERE model = {m:String}', { m: 'no-such-model' })
   t.same(byParam, [{ n: 0 }])
+  const odd = "a\tb\nc'd\\e"
+  t.same(await rows(ca, 'SELECT {v:String} AS v', { v: odd }), [{ v: odd }], 'a parameter with escapes arrives as sent')
+  t.same(await rows(ca, "SELECT 'x\\ny' AS v -- a comment\n"), [{ v: 'x\ny' }], 'literals and comments as ClickHouse reads them')
   // What Grafana's and Metabase's drivers ask to list databases, tables and columns.
   const tables = await rows<{ name: string }>(ca, "SELECT name FROM system.tables WHERE database = 'account' ORDER BY name")
   t.same(tables.map((r) => r.name), ['traces', 'usage'])

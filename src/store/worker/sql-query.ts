@@ -187,7 +187,8 @@ export async function sqlQuery (ch: ClickHouseClient, q: SqlQuery): Promise<SqlR
   let format: string | null = null
   try {
     // TabSeparatedRaw writes the value as it is, then one line end.
-    inner = (await text(ch, `SELECT formatQuery({${PARAM}:String})`, { [PARAM]: q.query })).replace(/\n$/, '')
+    // Sent as base64, so the text reaches ClickHouse as it is whatever a client's escaping of parameters.
+    inner = (await text(ch, `SELECT formatQuery(base64Decode({${PARAM}:String}))`, { [PARAM]: Buffer.from(q.query, 'utf8').toString('base64') })).replace(/\n$/, '')
     // The formatter writes a FORMAT clause as the last line and never a line end inside a literal.
     const m = /\nFORMAT ([A-Za-z0-9_]+)$/.exec(inner)
     if (m !== null) {
