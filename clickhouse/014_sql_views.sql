@@ -1,6 +1,7 @@
 -- The SQL port's tables: views in the `account` database that show only the rows of the account named by
 -- the query's log_comment setting, which the SQL port alone sets (a caller can change no setting there).
--- Without it, or with anything but a UUID, they show the rows of the nil account: none.
+-- Without it, or with anything but a UUID, they show the rows of the nil account: none. A view lists its
+-- columns when made: a later migration that adds a column to traces or usage_minute recreates the view.
 CREATE DATABASE IF NOT EXISTS account;
 
 CREATE VIEW IF NOT EXISTS account.traces AS

@@ -101,6 +101,13 @@ t.test('other accounts, keys and users are unreachable whatever the SQL', async 
     ['merge()', "SELECT count() FROM merge('default', '^traces$')"],
     ['numbers()', 'SELECT * FROM numbers(10)'],
     ['dictGet', "SELECT dictGet('d', 'a', toUInt64(1)) AS x"],
+    ['joinGet', "SELECT joinGet('default.api_keys', 'key_hash', toUUID('00000000-0000-0000-0000-000000000000')) AS x"],
+    ['hasColumnInTable', "SELECT hasColumnInTable('default', 'api_keys', 'key_hash') AS x"],
+    ['a denied function in a lambda', "SELECT arrayMap(x -> file(x), ['/etc/passwd']) AS x"],
+    ['a table function in a subquery', "SELECT count() FROM account.traces WHERE model IN (SELECT * FROM file('/etc/passwd', 'LineAsString'))"],
+    ['EXPLAIN', 'EXPLAIN SELECT * FROM default.traces'],
+    ['SHOW CREATE', 'SHOW CREATE TABLE default.api_keys'],
+    ['COLUMNS of system.tables', "SELECT COLUMNS('.*') FROM system.tables"],
     ['a SETTINGS clause naming the account', `SELECT count() FROM account.traces SETTINGS log_comment = '${other}'`],
     ['a SETTINGS clause lifting read-only', 'SELECT count() FROM account.traces SETTINGS readonly = 0'],
     ['a SETTINGS clause in a subquery', `SELECT * FROM (SELECT count() FROM account.traces SETTINGS log_comment = '${other}')`],
@@ -115,6 +122,8 @@ t.test('other accounts, keys and users are unreachable whatever the SQL', async 
     t.not(r.code, 'none', `${what}: refused`)
     t.notOk(r.message.includes(other), `${what}: no other account in the error`)
   }
+  // Ordinary functions stay usable, whatever their name starts with.
+  t.same(await rows(ca, "SELECT cos(0) AS c, domain('http://a.example/x') AS d, length(URLHierarchy('http://a.example/x/y')) AS h"), [{ c: 1, d: 'a.example', h: 3 }])
   // A WHERE on another account is allowed and finds nothing.
   t.same(await rows(ca, `SELECT count() AS n FROM account.traces WHERE account_id = '${other}'`), [{ n: 0 }])
   // The settings the port takes from the URL cannot name an account or lift read-only.

@@ -24,15 +24,19 @@ const CATALOGUE_COLUMNS: Readonly<Record<string, ReadonlySet<string>>> = {
   'system.columns': new Set(['database', 'table', 'name', 'type', 'position', 'default_kind', 'default_expression', 'comment', 'is_in_partition_key', 'is_in_sorting_key', 'is_in_primary_key', 'is_in_sampling_key']),
 }
 
-/** Functions that read outside the query (files, URLs, servers, dictionaries, join tables, models) or tell about the host. */
-const DENIED_PREFIXES = ['dict', 'joinget', 'file', 'url', 'remote', 's3', 'gcs', 'oss', 'cos', 'azure', 'hdfs', 'hive', 'mysql', 'postgres',
-  'mongo', 'redis', 'sqlite', 'jdbc', 'odbc', 'executable', 'input', 'cluster', 'merge', 'iceberg', 'deltalake', 'hudi', 'catboost',
-  'evalmlmethod', 'showcertificate', 'getserversetting', 'filesystem', 'getclienthttpheader', 'getmacro', 'globalvariable', 'kafka', 'nats',
-  'rabbitmq', 'arrowflight', 'ytsaurus', 'paimon', 'prometheus', 'loop', 'generaterandom', 'view', 'viewif', 'fuzz']
+/**
+ * Functions that read outside the query (files, URLs, servers, dictionaries, join tables, models) or about
+ * the host, by name (lower case) or by the prefix of a family. Table functions need no entry: every one
+ * is refused where it stands (a function in FROM, a TABLE_FUNCTION of the query tree).
+ */
+const DENIED_NAMES: ReadonlySet<string> = new Set(['file', 'url', 'input', 'remote', 'remotesecure', 'joinget', 'joingetornull',
+  'catboostevaluate', 'evalmlmethod', 'showcertificate', 'getserversetting', 'getclienthttpheader', 'getmacro', 'globalvariable',
+  'hascolumnintable'])
+const DENIED_PREFIXES = ['dict', 'filesystem', 's3', 'azure', 'hdfs', 'mysql', 'postgresql', 'odbc', 'jdbc', 'executable']
 
 function denied (fn: string): boolean {
   const name = fn.toLowerCase()
-  return DENIED_PREFIXES.some((p) => name.startsWith(p))
+  return DENIED_NAMES.has(name) || DENIED_PREFIXES.some((p) => name.startsWith(p))
 }
 
 /** Output formats the port serves; a FORMAT clause or default_format names one of these. */
