@@ -3,7 +3,7 @@
 // connections, alone and then while BENCH_QUERIES analytic queries run back to back on the SQL port
 // (each reads every trace of the account many times over, a few seconds of ClickHouse CPU), runs
 // alternating. Prints the calls' p50 and p99 in each case, the queries run and their mean time, and the
-// time a light SQL query takes alone.
+// time another account's light SQL query takes alone and while the heavy ones run.
 // BENCH_DURATION (s per run, default 5), BENCH_RUNS (pairs, default 3), BENCH_CONNECTIONS (default 2),
 // BENCH_QUERIES (parallel analytic queries, default 2), BENCH_SEED (calls made first, default 2000),
 // BENCH_CLI (another build's src/cli.js), TRACEGATE_* passed through.
@@ -33,9 +33,9 @@ async function sql (port: number, key: string, query: string): Promise<{ ms: num
   return { ms: performance.now() - t0, ok: r.status === 200, text }
 }
 
-interface Run { readonly ms: number[]; readonly failures: number; readonly queries: number[]; readonly queryFailures: number }
+interface Run { readonly ms: number[]; readonly failures: number; readonly queries: number[]; readonly queryFailures: number; readonly light: number[] }
 
-async function run (tg: TracegateProc, port: number, sqlKey: string | null, seconds: number): Promise<Run> {
+async function run (tg: TracegateProc, port: number, sqlKey: string | null, seconds: number, otherKey: string): Promise<Run> {
   const until = performance.now() + seconds * 1000
   const ms: number[] = []
   const q: number[] = []
@@ -57,8 +57,15 @@ async function run (tg: TracegateProc, port: number, sqlKey: string | null, seco
       else { queryFailures++; if (queryFailures === 1) process.stderr.write(r.text) }
     }
   }
-  await Promise.all([...Array.from({ length: connections }, callLoop), ...Array.from({ length: sqlKey === null ? 0 : queries }, queryLoop)])
-  return { ms, failures, queries: q, queryFailures }
+  const light: number[] = []
+  const lightLoop = async (): Promise<void> => {
+    while (performance.now() < until) {
+      light.push((await sql(port, otherKey, LIGHT)).ms)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  await Promise.all([...Array.from({ length: connections }, callLoop), ...Array.from({ length: sqlKey === null ? 0 : queries }, queryLoop), lightLoop()])
+  return { ms, failures, queries: q, queryFailures, light }
 }
 
 async function main (): Promise<void> {
@@ -74,9 +81,11 @@ async function main (): Promise<void> {
       if (r.ok && Number((JSON.parse(r.text) as { n: number }).n) >= seed) break
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
-    const light: number[] = []
-    for (let i = 0; i < 20; i++) light.push((await sql(port, sqlKey, LIGHT)).ms)
-    await run(tg, port, null, 2)
+    const other = tracegateCli(tg, ['account', 'create', '--name', 'other', '--plan', 'pro']) as { id: string }
+    const otherKey = (tracegateCli(tg, ['key', 'create', '--account', other.id, '--scope', 'sql']) as { key: string }).key
+    await run(tg, port, null, 2, otherKey)
+    const lightAlone: number[] = []
+    const lightBusy: number[] = []
     const alone: number[] = []
     const busy: number[] = []
     const queryMs: number[] = []
@@ -84,10 +93,12 @@ async function main (): Promise<void> {
     let busyFailures = 0
     let queryFailures = 0
     for (let i = 0; i < runs; i++) {
-      const a = await run(tg, port, null, duration)
+      const a = await run(tg, port, null, duration, otherKey)
+      lightAlone.push(...a.light)
       alone.push(...a.ms)
       aloneFailures += a.failures
-      const b = await run(tg, port, sqlKey, duration)
+      const b = await run(tg, port, sqlKey, duration, otherKey)
+      lightBusy.push(...b.light)
       busy.push(...b.ms)
       busyFailures += b.failures
       queryMs.push(...b.queries)
@@ -101,7 +112,8 @@ async function main (): Promise<void> {
       connections,
       parallel_queries: queries,
       traces: seed,
-      light_query_ms: { p50: round2(quantile(light, 0.5)), max: round2(Math.max(...light)) },
+      other_account_light_query_alone_ms: { p50: round2(quantile(lightAlone, 0.5)), p99: round2(quantile(lightAlone, 0.99)) },
+      other_account_light_query_with_heavy_ms: { p50: round2(quantile(lightBusy, 0.5)), p99: round2(quantile(lightBusy, 0.99)) },
       calls_alone: { calls: alone.length, failures: aloneFailures, p50_ms: round2(quantile(alone, 0.5)), p99_ms: round2(quantile(alone, 0.99)) },
       calls_with_queries: { calls: busy.length, failures: busyFailures, p50_ms: round2(quantile(busy, 0.5)), p99_ms: round2(quantile(busy, 0.99)) },
       queries: { done: queryMs.length, failures: queryFailures, mean_ms: round2(queryMs.reduce((s, x) => s + x, 0) / Math.max(1, queryMs.length)) },
