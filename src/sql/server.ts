@@ -186,6 +186,9 @@ export class SqlServer {
         if (name.startsWith('param_')) { params[name.slice('param_'.length)] = unescapeParam(value); continue }
         if (name === 'default_format') { format = value; continue }
         if (name === 'enable_http_compression') { compress = value === '1' || value === 'true'; continue }
+        if ((name === 'compress' || name === 'decompress') && value !== '0' && value !== 'false') {
+          throw new TracegateError('sql_not_allowed', { message: `ClickHouse's native compression (${name}=1) is not served here: turn it off in the driver, and use HTTP compression (enable_http_compression=1) instead` })
+        }
         if (!HTTP_SETTINGS.has(name)) throw new TracegateError('sql_not_allowed', { message: `setting ${name} cannot be changed on the SQL port` })
       }
       const accountId = verdict.accountId

@@ -66,6 +66,7 @@ t.test('a sql key reads its own account\'s traces', async (t) => {
   const cols = await rows<{ name: string; type: string }>(ca, "SELECT name, type FROM system.columns WHERE database = 'account' AND table = 'traces'")
   t.ok(cols.some((c) => c.name === 'cost_usd' && c.type === 'Nullable(Float64)'))
   t.ok((await rows<{ name: string }>(ca, 'SELECT name FROM system.databases')).some((d) => d.name === 'account'))
+  t.ok((await rows<{ name: string }>(ca, "SELECT name, value FROM system.settings WHERE name = 'max_threads'")).length === 1, 'the settings a client reads at start')
   // And the statements schema browsers send instead.
   t.same(await rows(ca, 'SHOW DATABASES'), [{ name: 'account' }])
   t.same(await rows(ca, 'SHOW TABLES FROM "account"'), [{ name: 'traces' }, { name: 'usage' }])
@@ -175,6 +176,9 @@ t.test('formats and compression', async (t) => {
   })
   t.equal(raw.headers['content-encoding'], 'gzip', String(raw.statusCode))
   await raw.body.arrayBuffer()
+  const native = await request(`${url}/?compress=1`, { method: 'POST', body: 'SELECT 1', headers: { 'x-clickhouse-key': sqlA.key } })
+  t.equal(native.statusCode, 403, 'ClickHouse\'s block compression is refused, not answered uncompressed')
+  t.match(await native.body.text(), /compress=1/)
 })
 
 t.test('limits: result rows and execution time', async (t) => {

@@ -11,7 +11,7 @@ import type { SqlLimits, SqlQuery, SqlResult } from '../query-types.js'
 const TABLES: ReadonlySet<string> = new Set([
   'account.traces', 'account.usage',
   'system.one', 'system.numbers', 'system.databases', 'system.tables', 'system.columns',
-  'system.functions', 'system.data_type_families', 'system.time_zones',
+  'system.functions', 'system.data_type_families', 'system.time_zones', 'system.settings',
 ])
 
 /**
