@@ -190,8 +190,8 @@ export async function sqlQuery (ch: ClickHouseClient, q: SqlQuery): Promise<SqlR
   let inner: string
   let format: string | null = null
   try {
-    // TabSeparatedRaw writes the value as it is, then one line end.
-    // Sent as base64, so the text reaches ClickHouse as it is whatever a client's escaping of parameters.
+    // Sent as base64, so the text reaches ClickHouse as it is whatever a client's escaping of parameters;
+    // TabSeparatedRaw writes the value back as it is, then one line end.
     inner = (await text(ch, `SELECT formatQuery(base64Decode({${PARAM}:String}))`, { [PARAM]: Buffer.from(q.query, 'utf8').toString('base64') })).replace(/\n$/, '')
     // The formatter writes a FORMAT clause as the last line and never a line end inside a literal.
     const m = /\nFORMAT ([A-Za-z0-9_]+)$/.exec(inner)
