@@ -147,13 +147,25 @@ async function answersAsTracegate (host: string, port: number): Promise<boolean>
   }
 }
 
-async function checkPort (id: string, variable: string, host: string, port: number, server: number | null): Promise<Check> {
+/** The SQL port answers /ping as ClickHouse does, naming itself tracegate. */
+async function answersAsTracegateSql (host: string, port: number): Promise<boolean> {
+  try {
+    const res = await request(`http://${host.includes(':') ? `[${host}]` : host}:${port}/ping`, { headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS })
+    const body = await res.body.text()
+    return res.statusCode === 200 && body === 'Ok.\n' && res.headers['x-clickhouse-server-display-name'] === 'tracegate'
+  } catch {
+    return false
+  }
+}
+
+async function checkPort (id: string, variable: string, host: string, port: number, server: number | null,
+  probe: (host: string, port: number) => Promise<boolean> = answersAsTracegate): Promise<Check> {
   const where = `${host}:${port} (${variable})`
   if (port === 0) return ok(id, `${variable}=0: any free port, printed at start`)
   const code = await tryListen(host, port)
   if (code === null) return ok(id, `${where} is free`)
   if (code === 'EADDRINUSE') {
-    if (server !== null && await answersAsTracegate(host, port)) return ok(id, `${where} is held by the running tracegate (pid ${server})`)
+    if (server !== null && await probe(host, port)) return ok(id, `${where} is held by the running tracegate (pid ${server})`)
     return problem(id, `${where} is in use by another program`, `stop that program (\`ss -ltnp 'sport = :${port}'\` names it) or set ${variable} to a free port`)
   }
   if (code === 'EACCES') return problem(id, `${where}: this user may not listen on ports below 1024`, `set ${variable} to a port above 1023 (and put nginx in front, see deploy/nginx.conf)`)
@@ -209,6 +221,7 @@ export async function runDoctor (env: NodeJS.ProcessEnv = process.env): Promise<
     else checks.push(store.clickhouse, ...(store.migrations === null ? [] : [store.migrations]))
     checks.push(await checkPort('proxy_port', 'TRACEGATE_PROXY_PORT', config.host, config.proxyPort, store?.server ?? null))
     checks.push(await checkPort('dashboard_port', 'TRACEGATE_DASHBOARD_PORT', config.host, config.dashboardPort, store?.server ?? null))
+    if (config.sql.port !== null) checks.push(await checkPort('sql_port', 'TRACEGATE_SQL_PORT', config.host, config.sql.port, store?.server ?? null, answersAsTracegateSql))
     checks.push(checkPricing(config.pricingFile))
   }
   checks.push(checkDetector(), checkBrowserBundle())

@@ -238,3 +238,13 @@ t.test('the metrics count the queries by how they ended', async (t) => {
   }
   t.match(text, /tracegate_sql_query_duration_seconds_bucket\{le="0.01",result="ok"\}/)
 })
+
+t.test('doctor: the SQL port, when set, is checked like the others', async (t) => {
+  const r = await runTracegate(['doctor', '--json'], cliEnv(s.dataDir, { TRACEGATE_SQL_PORT: String(s.tg.sqlPort!) }))
+  const checks = (JSON.parse(r.stdout.trim().split('\n').pop() ?? 'null') as { checks: Array<{ id: string; ok: boolean; detail: string }> }).checks
+  const sql = checks.find((c) => c.id === 'sql_port')
+  t.ok(sql?.ok, sql?.detail ?? 'no sql_port check')
+  t.match(sql?.detail, /held by the running tracegate/)
+  const none = await runTracegate(['doctor', '--json'], cliEnv(s.dataDir))
+  t.notOk(none.stdout.includes('"sql_port"'), 'no check when the port is off')
+})
