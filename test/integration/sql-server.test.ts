@@ -1,5 +1,6 @@
 // The SQL port over a ClickHouse server (CLICKHOUSE_URL; here the tests' stand-in, ClickHouse's HTTP
-// interface over chDB in its own process): the same views, checks and formats as on the embedded store.
+// interface over chDB in its own process): the same views, checks and formats as on the embedded store,
+// and the memory limit.
 import t from 'tap'
 import { createClient } from '@clickhouse/client'
 import { stored } from '../helpers/store.js'
@@ -7,7 +8,7 @@ import { proxyCall, startDashboard } from '../helpers/dashboard.js'
 import { startStandIn } from '../helpers/clickhouse-standin.js'
 
 const server = await startStandIn(t)
-const s = await startDashboard(t, { TRACEGATE_SQL_PORT: '0', CLICKHOUSE_URL: server }, { testSeams: true })
+const s = await startDashboard(t, { TRACEGATE_SQL_PORT: '0', CLICKHOUSE_URL: server, TRACEGATE_SQL_MAX_MEMORY_BYTES: String(8 * 1024 * 1024) }, { testSeams: true })
 const a = await s.tenant('acme')
 const b = await s.tenant('globex')
 const key = await s.tg.admin.createKey({ account: a.accountId, scope: 'sql' })
@@ -26,4 +27,12 @@ t.test('own rows only, through the server', async (t) => {
   for (const q of ['SELECT count() FROM default.traces', 'SELECT key_hash FROM api_keys', `SELECT count() FROM account.traces SETTINGS log_comment = '${b.accountId}'`, "SELECT * FROM url('http://127.0.0.1:1/', 'CSV', 'a String')"]) {
     await t.rejects(ch.query({ query: q, format: 'JSONEachRow' }).then((r) => r.json()), q)
   }
+})
+
+t.test('a query over its memory limit fails with ClickHouse\'s code', async (t) => {
+  const err = await ch.query({ query: 'SELECT length(groupArray(toString(number))) AS n FROM (SELECT number FROM system.numbers LIMIT 5000000)', format: 'JSONEachRow' })
+    .then((r) => r.json()).then(() => null, (e: unknown) => e as { code?: string })
+  t.equal(err?.code, '241', 'MEMORY_LIMIT_EXCEEDED')
+  const ok = await (await ch.query({ query: 'SELECT length(groupArray(number)) AS n FROM (SELECT number FROM system.numbers LIMIT 1000)', format: 'JSONEachRow' })).json()
+  t.same(ok, [{ n: 1000 }])
 })
