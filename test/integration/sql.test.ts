@@ -9,7 +9,7 @@ import { stored } from '../helpers/store.js'
 import { proxyCall, signedIn, startDashboard, type Tenant } from '../helpers/dashboard.js'
 import { cliEnv, runTracegate } from '../helpers/cli.js'
 
-const s = await startDashboard(t, { TRACEGATE_SQL_PORT: '0', TRACEGATE_SQL_MAX_RESULT_ROWS: '1000', TRACEGATE_SQL_MAX_EXECUTION_SECONDS: '1' }, { testSeams: true })
+const s = await startDashboard(t, { TRACEGATE_SQL_PORT: '0', TRACEGATE_SQL_MAX_RESULT_ROWS: '1000', TRACEGATE_SQL_MAX_EXECUTION_SECONDS: '2' }, { testSeams: true })
 const a = await s.tenant('acme')
 const b = await s.tenant('globex')
 const sqlA = await s.tg.admin.createKey({ account: a.accountId, scope: 'sql', name: 'bi' })
@@ -191,7 +191,7 @@ t.test('limits: result rows and execution time', async (t) => {
 
 t.test('a heavy query holds up neither trace inserts nor the dashboard\'s queries', async (t) => {
   const order: string[] = []
-  // Runs until the port's 1 s limit stops it.
+  // Runs until the port's 2 s limit stops it.
   const heavy = refused(ca, 'SELECT count() FROM system.numbers').then((r) => { order.push('heavy'); return r })
   await new Promise((resolve) => setTimeout(resolve, 100))
   const id = (await proxyCall(s, b.proxyKey, 'alpha')).traceId
