@@ -21,7 +21,7 @@ const USAGE = `usage: tracegate <command> [options]
   migrate                               apply the ClickHouse migrations
   account create --name N --plan free|pro|enterprise [--server-side-keys]
   user create --account ID --email E    (password on standard input)
-  key create --account ID --scope proxy|read [--name N] [--expires-in 30d] [LIMITS] [--max-body-bytes N]
+  key create --account ID --scope proxy|read|sql [--name N] [--expires-in 30d] [LIMITS] [--max-body-bytes N]
   key update --id KEY_ID [LIMITS] [--max-body-bytes N]
   key revoke --id KEY_ID
   key list --account ID                 (with each key's limits and last use)

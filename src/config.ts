@@ -72,6 +72,22 @@ export interface Config {
   readonly clickhouse: ClickHouseServerConfig | null
   /** Front threads serving the proxy port (TRACEGATE_THREADS): 1 serves it on the main thread. */
   readonly threads: number
+  readonly sql: SqlConfig
+}
+
+/** The SQL port (TRACEGATE_SQL_*) and the limits every query on it runs under. */
+export interface SqlConfig {
+  /** null: the SQL port is off. */
+  readonly port: number | null
+  readonly maxExecutionSeconds: number
+  readonly maxMemoryBytes: number
+  readonly maxResultRows: number
+  readonly maxResultBytes: number
+  readonly maxThreads: number
+  /** Queries one account may have running at once; more are refused with sql_busy. */
+  readonly perAccount: number
+  /** ClickHouse connections the queries share, each running one at a time (more than perAccount). */
+  readonly connections: number
 }
 
 export interface TraceConfig {
@@ -218,6 +234,18 @@ export function loadConfig (env: Env = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('TRACEGATE_LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent')
   }
+  const sql: SqlConfig = Object.freeze({
+    port: env.TRACEGATE_SQL_PORT === undefined || env.TRACEGATE_SQL_PORT.trim() === '' ? null : int(env, 'TRACEGATE_SQL_PORT', 0, 0, 65535),
+    maxExecutionSeconds: int(env, 'TRACEGATE_SQL_MAX_EXECUTION_SECONDS', 30, 1, 3600),
+    maxMemoryBytes: int(env, 'TRACEGATE_SQL_MAX_MEMORY_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+    maxResultRows: int(env, 'TRACEGATE_SQL_MAX_RESULT_ROWS', 1_000_000, 1, 1_000_000_000),
+    maxResultBytes: int(env, 'TRACEGATE_SQL_MAX_RESULT_BYTES', 100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxThreads: int(env, 'TRACEGATE_SQL_MAX_THREADS', 2, 1, 256),
+    perAccount: int(env, 'TRACEGATE_SQL_QUERIES_PER_ACCOUNT', 2, 1, 1000),
+    connections: int(env, 'TRACEGATE_SQL_CONNECTIONS', 4, 2, 64),
+  })
+  // One account's queries never hold every connection, so another's is never queued behind them alone.
+  if (sql.perAccount >= sql.connections) throw new ConfigError('TRACEGATE_SQL_QUERIES_PER_ACCOUNT', 'must be less than TRACEGATE_SQL_CONNECTIONS')
   const host = str(env, 'TRACEGATE_HOST', '127.0.0.1')
   if (!/^[A-Za-z0-9.:-]+$/.test(host)) throw new ConfigError('TRACEGATE_HOST', 'must be a host name or IP address')
   return Object.freeze({
@@ -273,5 +301,6 @@ export function loadConfig (env: Env = process.env): Config {
     otel: otelSettings(env),
     limits: Object.freeze({ redisUrl: redisUrl(env) }),
     threads: int(env, 'TRACEGATE_THREADS', defaultThreads(), 1, 64),
+    sql,
   })
 }

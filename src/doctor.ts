@@ -16,6 +16,7 @@ import { repoFile } from './paths.js'
 import { Pricing } from './pricing/index.js'
 import { PROVIDERS } from './providers/index.js'
 import { WEIGHTS_URL, loadModel } from '../workers/detector/model.js'
+import { clickhouseVersionProblem, MIN_CLICKHOUSE_VERSION } from './domain/clickhouse-version.js'
 
 export interface Check {
   /** Stable: tests and scripts read this, never the text. */
@@ -103,7 +104,10 @@ async function checkStore (config: Config): Promise<{ clickhouse: Check; migrati
   }
   const { status, server } = answer
   const by = server ? `, through the running tracegate (pid ${status.pid}) that holds the data directory` : ''
-  const clickhouse = status.store.url === (config.clickhouse?.url ?? null)
+  const tooOld = clickhouseVersionProblem(status.store.version)
+  const clickhouse = tooOld !== null
+    ? problem('clickhouse', `${what}: ${tooOld}`, `upgrade the server to ClickHouse ${MIN_CLICKHOUSE_VERSION} or newer`)
+    : status.store.url === (config.clickhouse?.url ?? null)
     ? ok('clickhouse', `${what} answers, version ${status.store.version}${by}${scratch === null ? '' : ' (tried in a scratch directory)'}`)
     : problem('clickhouse', `the running tracegate (pid ${status.pid}) uses ${describeStore(status.store.url)}, but these settings say ${what}`,
       'run the doctor with the settings the server runs with (its environment or env file)')
@@ -143,13 +147,25 @@ async function answersAsTracegate (host: string, port: number): Promise<boolean>
   }
 }
 
-async function checkPort (id: string, variable: string, host: string, port: number, server: number | null): Promise<Check> {
+/** The SQL port answers /ping as ClickHouse does, naming itself tracegate. */
+async function answersAsTracegateSql (host: string, port: number): Promise<boolean> {
+  try {
+    const res = await request(`http://${host.includes(':') ? `[${host}]` : host}:${port}/ping`, { headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS })
+    const body = await res.body.text()
+    return res.statusCode === 200 && body === 'Ok.\n' && res.headers['x-clickhouse-server-display-name'] === 'tracegate'
+  } catch {
+    return false
+  }
+}
+
+async function checkPort (id: string, variable: string, host: string, port: number, server: number | null,
+  probe: (host: string, port: number) => Promise<boolean> = answersAsTracegate): Promise<Check> {
   const where = `${host}:${port} (${variable})`
   if (port === 0) return ok(id, `${variable}=0: any free port, printed at start`)
   const code = await tryListen(host, port)
   if (code === null) return ok(id, `${where} is free`)
   if (code === 'EADDRINUSE') {
-    if (server !== null && await answersAsTracegate(host, port)) return ok(id, `${where} is held by the running tracegate (pid ${server})`)
+    if (server !== null && await probe(host, port)) return ok(id, `${where} is held by the running tracegate (pid ${server})`)
     return problem(id, `${where} is in use by another program`, `stop that program (\`ss -ltnp 'sport = :${port}'\` names it) or set ${variable} to a free port`)
   }
   if (code === 'EACCES') return problem(id, `${where}: this user may not listen on ports below 1024`, `set ${variable} to a port above 1023 (and put nginx in front, see deploy/nginx.conf)`)
@@ -205,6 +221,7 @@ export async function runDoctor (env: NodeJS.ProcessEnv = process.env): Promise<
     else checks.push(store.clickhouse, ...(store.migrations === null ? [] : [store.migrations]))
     checks.push(await checkPort('proxy_port', 'TRACEGATE_PROXY_PORT', config.host, config.proxyPort, store?.server ?? null))
     checks.push(await checkPort('dashboard_port', 'TRACEGATE_DASHBOARD_PORT', config.host, config.dashboardPort, store?.server ?? null))
+    if (config.sql.port !== null) checks.push(await checkPort('sql_port', 'TRACEGATE_SQL_PORT', config.host, config.sql.port, store?.server ?? null, answersAsTracegateSql))
     checks.push(checkPricing(config.pricingFile))
   }
   checks.push(checkDetector(), checkBrowserBundle())

@@ -3,7 +3,7 @@
 // finds its series under one string key and adds to numbers (metrics-series.ts). What other parts count
 // (the trace pipeline, tokens and cost in the store worker, the key cache, the upstream pool) is read
 // only when scraped, the store worker's numbers in one traceStats call per scrape.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { DetectionOutcome } from './detection/pool.js'
 import type { Pricing } from './pricing/index.js'
 import type { ProviderName } from './providers/index.js'
@@ -56,6 +56,8 @@ interface CallSeries {
   readonly ttft: HistogramSeries
 }
 
+export type SqlResultLabel = 'ok' | 'refused' | 'error' | 'busy' | 'unauthorized'
+
 const DETECTION_RESULTS = ['clean', 'blocked', 'error', 'deadline', 'queue_full', 'too_large'] as const
 type DetectionResult = (typeof DETECTION_RESULTS)[number]
 
@@ -76,6 +78,8 @@ export class Metrics {
   readonly #served: CounterSeries | null
   /** The store worker's numbers for the scrape under way (one traceStats call per scrape). */
   #snapshot: Promise<TraceStats | null> | null = null
+  readonly #sqlQueries: Counter<'result'>
+  readonly #sqlDuration: Histogram<'result'>
   #late: LateSources | null = null
 
   constructor (sources: MetricsSources) {
@@ -109,8 +113,29 @@ export class Metrics {
     const thread = sources.thread === undefined ? '0' : sources.thread
     this.#served = thread === null ? null : served.series('', { thread })
 
+    // The SQL port runs on the main thread; front threads register these in their own registry, unread.
+    this.#sqlQueries = new Counter({
+      name: 'tracegate_sql_queries_total',
+      help: 'Queries of the SQL port: ok, refused (sql_not_allowed), error (ClickHouse refused it), busy (sql_busy), unauthorized.',
+      labelNames: ['result'],
+      registers: front ? [] : registers,
+    })
+    this.#sqlDuration = new Histogram({
+      name: 'tracegate_sql_query_duration_seconds',
+      help: 'Time of a SQL port query from its request to its answer, by result.',
+      labelNames: ['result'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+      registers: front ? [] : registers,
+    })
+
     if (!front) this.#storeMetrics(registers)
     this.#lateMetrics(registers, front)
+  }
+
+  /** One query of the SQL port, with how it ended. */
+  sqlQuery (result: SqlResultLabel, seconds: number): void {
+    this.#sqlQueries.inc({ result })
+    this.#sqlDuration.observe({ result }, seconds)
   }
 
   /** Once per request the proxy routes take, when it begins. */

@@ -20,6 +20,7 @@ import { ProxyStack } from './proxy/stack.js'
 import { Metrics } from './metrics.js'
 import { DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
+import { SqlServer } from './sql/server.js'
 import { recordPasswordReset } from './password-resets.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
@@ -72,6 +73,9 @@ export class Tracegate {
   readonly adminPort: number
   /** The metrics port, or null when TRACEGATE_METRICS_PORT is not set. */
   readonly metricsPort: number | null
+  /** The SQL port, or null when TRACEGATE_SQL_PORT is not set. */
+  readonly sqlPort: number | null
+  readonly #sql: SqlServer | null
   readonly mock: MockProvider | null
   readonly firstStart: FirstStart | null
   /** What serves the proxy port: the front threads (TRACEGATE_THREADS above 1), or this thread's own stack. */
@@ -94,7 +98,10 @@ export class Tracegate {
     config: Config; store: StoreClient; keys: KeyCache; admin: AdminOps; adminServer: AdminServer; proxy: ProxySide; proxyPort: number
     mock: MockProvider | null; firstStart: FirstStart | null; log: Logger | null; metrics: Metrics; detection: DetectionPool | null
     dashboard: DashboardServer; limiter: Limiter; state: Lifecycle; adminPort: number; metricsListen: { socket: unknown; port: number } | null
+    sql: SqlServer | null
   }) {
+    this.#sql = parts.sql
+    this.sqlPort = parts.sql?.port ?? null
     this.config = parts.config
     this.store = parts.store
     this.keys = parts.keys
@@ -235,6 +242,7 @@ export class Tracegate {
       const scrape: MetricsEndpoint = { render, contentType: metrics.contentType, token: config.metrics.token }
       let dashboard: DashboardServer
       let metricsBound: { socket: unknown; port: number } | null = null
+      let sql: SqlServer | null = null
       try {
         if (config.metrics.port !== null) metricsBound = await listen(createMetricsApp(scrape), config.host, config.metrics.port)
         dashboard = await DashboardServer.start({
@@ -242,6 +250,14 @@ export class Tracegate {
           isClosing: () => state.closing, limiter: limits,
           proxy: { port: proxyPort, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKey !== null) },
         }, config.host, config.dashboardPort)
+        if (config.sql.port !== null) {
+          try {
+            sql = await SqlServer.start({ store, keys, config: config.sql, metrics }, config.host, config.sql.port)
+          } catch (err) {
+            dashboard.close()
+            throw err
+          }
+        }
       } catch (err) {
         if (metricsBound !== null) uws.us_listen_socket_close(metricsBound.socket as never)
         adminServer.close()
@@ -250,11 +266,12 @@ export class Tracegate {
       endSessions = (userId) => { dashboard.endUserSessions(userId) }
       const self = new Tracegate({
         config, store, keys, admin, adminServer, proxy, proxyPort, mock, firstStart, log, metrics, detection, dashboard,
-        limiter: limits, state, adminPort: endpoint.port, metricsListen: metricsBound,
+        limiter: limits, state, adminPort: endpoint.port, metricsListen: metricsBound, sql,
       })
       log?.info({ host: config.host, port: proxyPort, threads: self.threads }, 'proxy listening')
       if (metricsBound !== null) log?.info({ host: config.host, port: metricsBound.port }, 'metrics listening')
       log?.info({ host: config.host, port: dashboard.port }, 'dashboard listening')
+      if (sql !== null) log?.info({ host: config.host, port: sql.port }, 'sql listening')
       return self
     } catch (err) {
       await fronts?.close(0)
@@ -305,6 +322,7 @@ export class Tracegate {
       await (fronts !== null ? fronts.close(grace) : stack.drain(grace))
       this.#adminServer.close()
       this.#dashboard.close()
+      await this.#sql?.close()
       if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
       await this.#detection?.close().catch(() => {})
       await this.limiter.close()

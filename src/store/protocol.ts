@@ -12,7 +12,7 @@ import type { Op, Request, Response } from '../domain/rpc.js'
 import type { Scope } from '../domain/scope.js'
 import type { OtelSettings } from '../otel/settings.js'
 import type { UsageGroupRow, UsersOrder } from './insight-types.js'
-import type { Breakdown, Bucket, ExportArgs, SessionCalls, SessionCallsQuery, SessionListFilter, SessionPage, TraceFilter, TracePage, UsageExtras, UsageRange, UsageReport, UsageScope } from './query-types.js'
+import type { Breakdown, Bucket, ExportArgs, SessionCalls, SqlQuery, SqlResult, SessionCallsQuery, SessionListFilter, SessionPage, TraceFilter, TracePage, UsageExtras, UsageRange, UsageReport, UsageScope } from './query-types.js'
 import type { EncodedTraces } from './trace-codec.js'
 import type { TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
 
@@ -83,6 +83,8 @@ export interface StoreOps {
   listSessions: Op<[SessionListFilter], SessionPage>
   /** One session's totals and a page of its calls, oldest first. */
   sessionCalls: Op<[SessionCallsQuery], SessionCalls>
+  /** One query of the SQL port, checked and run for its account (worker/sql-query.ts). */
+  sqlQuery: Op<[SqlQuery], SqlResult>
   /** Test seam: point the store at another ClickHouse (null: the embedded one) at the connection level. */
   testSwitchConnection: Op<[{ server: ClickHouseServerConfig | null }], boolean>
   /** Test seam: a read query, for tests that check what was stored. */

@@ -148,3 +148,30 @@ export interface SessionCalls {
   readonly calls: SessionCall[]
   readonly next: CallCursor | null
 }
+
+/** The limits every query of the SQL port runs under (TRACEGATE_SQL_*). */
+export interface SqlLimits {
+  readonly maxExecutionSeconds: number
+  readonly maxMemoryBytes: number
+  readonly maxResultRows: number
+  readonly maxResultBytes: number
+  readonly maxThreads: number
+}
+
+/** One query of the SQL port, for the account whose `sql` key sent it. */
+export interface SqlQuery {
+  readonly accountId: string
+  readonly query: string
+  /** Its `param_*` values, by name without the prefix, as text. */
+  readonly params: Readonly<Record<string, string>>
+  /** The format when the query names none (default_format, else TabSeparated). */
+  readonly format: string
+  readonly limits: SqlLimits
+  /** How many ClickHouse connections the SQL port's queries share (TRACEGATE_SQL_CONNECTIONS). */
+  readonly connections: number
+}
+
+export interface SqlResult {
+  readonly format: string
+  readonly body: Uint8Array
+}

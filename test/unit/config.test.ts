@@ -79,3 +79,13 @@ t.test('credentials in CLICKHOUSE_URL become the user and password, and leave th
   t.notMatch(explicit.clickhouse?.url ?? '', 'b@')
   t.equal(configError({ CLICKHOUSE_URL: 'tcp://ch:9000' }).variable, 'CLICKHOUSE_URL')
 })
+
+t.test('the SQL port: off unless its port is set, its limits read and checked', async (t) => {
+  t.equal(loadConfig({}).sql.port, null, 'off by default')
+  t.equal(loadConfig({ TRACEGATE_SQL_PORT: ' ' }).sql.port, null, 'blank is off')
+  const c = loadConfig({ TRACEGATE_SQL_PORT: '0', TRACEGATE_SQL_MAX_EXECUTION_SECONDS: '5', TRACEGATE_SQL_MAX_RESULT_ROWS: '10', TRACEGATE_SQL_CONNECTIONS: '8', TRACEGATE_SQL_QUERIES_PER_ACCOUNT: '3' })
+  t.same([c.sql.port, c.sql.maxExecutionSeconds, c.sql.maxResultRows, c.sql.connections, c.sql.perAccount], [0, 5, 10, 8, 3])
+  t.equal(configError({ TRACEGATE_SQL_PORT: 'x' }).variable, 'TRACEGATE_SQL_PORT')
+  t.equal(configError({ TRACEGATE_SQL_MAX_EXECUTION_SECONDS: '0' }).variable, 'TRACEGATE_SQL_MAX_EXECUTION_SECONDS')
+  t.equal(configError({ TRACEGATE_SQL_QUERIES_PER_ACCOUNT: '4' }).variable, 'TRACEGATE_SQL_QUERIES_PER_ACCOUNT', 'one account may not hold every connection')
+})

@@ -15,6 +15,7 @@ const EXPIRES: ReadonlyArray<readonly [string, string]> = [
 ]
 const SCOPES: ReadonlyArray<readonly [string, string]> = [
   ['proxy', 'proxy — send calls through the proxy'], ['read', 'read — read traces and usage (read API)'],
+  ['sql', 'sql — query your traces in SQL (SQL port)'],
 ]
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))

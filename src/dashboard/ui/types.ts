@@ -65,7 +65,7 @@ export interface ApiKey {
   id: string
   name: string
   prefix: string
-  scope: 'proxy' | 'read'
+  scope: 'proxy' | 'read' | 'sql'
   created_at: string | number
   expires_at: string | number | null
   last_used_at: string | number | null

@@ -9,6 +9,7 @@ import { brotliCompress, constants as zlib } from 'node:zlib'
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { ClickHouseServerConfig } from '../../config.js'
 import { TracegateError } from '../../errors.js'
+import { clickhouseVersionProblem, MIN_CLICKHOUSE_VERSION } from '../../domain/clickhouse-version.js'
 
 // Counts and byte sizes (UInt64) come back as JSON numbers, not strings, for every query.
 const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const
@@ -65,6 +66,11 @@ async function checkServer (client: ClickHouseClient, server: ClickHouseServerCo
   const first = Array.isArray(rows) ? rows[0] as { version?: unknown } | undefined : undefined
   if (typeof first?.version !== 'string') {
     throw new TracegateError('clickhouse_unavailable', { message: `the server at ${where} (CLICKHOUSE_URL) did not answer as ClickHouse: SELECT version() returned no version` })
+  }
+  // Refused before any migration touches it: an older server fails later on types it lacks.
+  const tooOld = clickhouseVersionProblem(first.version)
+  if (tooOld !== null) {
+    throw new TracegateError('clickhouse_unavailable', { message: `the server at ${where} (CLICKHOUSE_URL): ${tooOld}; upgrade it to ${MIN_CLICKHOUSE_VERSION} or newer` })
   }
 }
 

@@ -35,6 +35,8 @@ import { limitUsage } from './limit-usage.js'
 import { usageByUser, usageExtras } from './usage-extra-queries.js'
 import { listSessions, sessionCalls } from './session-queries.js'
 import { serveFrontPorts, type Replier } from './ports.js'
+import { sqlQuery } from './sql-query.js'
+import { SqlPool } from './sql-pool.js'
 
 const data = workerData as StoreWorkerData
 const port = parentPort!
@@ -50,6 +52,10 @@ const spansLoaded: Promise<void> = data.otel === null
   ? Promise.resolve()
   : import('./spans.js').then((m) => { spans = new m.SpanExport(data.otel!) })
 let ready: Promise<void> | null = null
+/** The SQL port's own ClickHouse connections (sql-pool.ts), made on first use. */
+let sqlPool: SqlPool | null = null
+/** Where the store's connection points (the test seam moves it), so the SQL port's follow. */
+let sqlServer = data.clickhouse
 let writes: Promise<unknown> = Promise.resolve()
 
 const SERIAL: ReadonlySet<OpName> = new Set(['createAccount', 'createUser', 'createKey', 'revokeKey', 'migrate', 'setPassword', 'updateKeyLimits', 'updateAccountLimits'])
@@ -181,11 +187,19 @@ const handlers: Handlers<StoreOps, Call> = {
   usageByUser: ({ ch }, a) => usageByUser(ch, a),
   listSessions: ({ ch }, a) => listSessions(ch, a),
   sessionCalls: ({ ch }, a) => sessionCalls(ch, a),
+  sqlQuery: (_, a) => {
+    sqlPool ??= new SqlPool(() => connect(data.dataDir, sqlServer), a.connections)
+    return sqlPool.run(a.accountId, (ch) => sqlQuery(ch, a))
+  },
   testSwitchConnection: async (_, a) => {
     seam()
     const old = holder!.client
     holder!.client = await connect(data.dataDir, a.server)
+    sqlServer = a.server
     await old.close().catch(() => {})
+    const oldSql = sqlPool
+    sqlPool = null
+    await oldSql?.close()
     return true
   },
   testQuery: async ({ ch }, a) => {
@@ -266,6 +280,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
       await traces?.close().catch((err: unknown) => { warn('flushing traces at close failed', { err: String(err) }) })
       await spansLoaded.catch(() => {})
       await spans?.close()
+      await sqlPool?.close()
       if (holder !== null) await holder.client.close().catch(() => {})
       port.postMessage('closed')
       port.close()
