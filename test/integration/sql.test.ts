@@ -90,6 +90,12 @@ t.test('other accounts, keys and users are unreachable whatever the SQL', async 
     ['a CTE', 'WITH x AS (SELECT * FROM default.traces) SELECT count() FROM x'],
     ['a JOIN', 'SELECT count() FROM account.traces AS t JOIN default.api_keys AS k ON t.key_id = k.id'],
     ['IN a table', 'SELECT count() FROM account.traces WHERE key_id IN default.api_keys'],
+    ['IN a table of the database', 'SELECT count() FROM account.traces WHERE key_id IN api_keys'],
+    ['NOT IN a table', 'SELECT count() FROM account.traces WHERE key_id NOT IN default.api_keys'],
+    ['a value in the error of a scalar subquery', `SELECT toUInt8(assumeNotNull((SELECT any(toString(trace_id)) FROM default.traces WHERE account_id = '${other}'))) AS x`],
+    ['a value in the error of a scalar subquery on the bare name', `SELECT toUInt8(assumeNotNull((SELECT any(toString(trace_id)) FROM traces WHERE account_id = '${other}'))) AS x`],
+    ['a CTE named like a table, read outside its scope', 'SELECT count() FROM (WITH traces AS (SELECT 1 AS a) SELECT a FROM traces) AS q CROSS JOIN traces'],
+    ['a table of the database by its bare name', 'SELECT count() FROM api_keys'],
     ['a table by parameter', 'SELECT count() FROM {t:Identifier}', { t: 'default.traces' }],
     ['system.parts', 'SELECT * FROM system.parts'],
     ['system.tables sizes', 'SELECT total_rows FROM system.tables'],
@@ -122,7 +128,12 @@ t.test('other accounts, keys and users are unreachable whatever the SQL', async 
     const r = await refused(ca, query, params)
     t.not(r.code, 'none', `${what}: refused`)
     t.notOk(r.message.includes(other), `${what}: no other account in the error`)
+    t.notOk(sentB.some((id) => r.message.includes(id)), `${what}: no other account's trace in the error`)
   }
+  // The query's own CTEs, subqueries and IN lists stay usable.
+  t.same(await rows(ca, 'WITH mine AS (SELECT trace_id FROM account.traces) SELECT count() AS n FROM mine WHERE trace_id IN (SELECT trace_id FROM mine)'), [{ n: sentA.length }])
+  t.same(await rows(ca, 'WITH mine AS (SELECT trace_id FROM account.traces) SELECT count() AS n FROM account.traces WHERE trace_id IN mine'), [{ n: sentA.length }])
+  t.same(await rows(ca, 'SELECT (SELECT count() FROM account.traces) AS n'), [{ n: sentA.length }], 'a scalar subquery over its own account')
   // Ordinary functions stay usable, whatever their name starts with.
   t.same(await rows(ca, "SELECT cos(0) AS c, domain('http://a.example/x') AS d, length(URLHierarchy('http://a.example/x/y')) AS h"), [{ c: 1, d: 'a.example', h: 3 }])
   // A WHERE on another account is allowed and finds nothing.

@@ -3,7 +3,7 @@
 // formatted text), the checks below walk what it reports, and what runs is that formatted single SELECT
 // inside an outer SELECT whose SETTINGS make it read-only, bound it, and name the caller's account, which
 // the `account` views (clickhouse/014_sql_views.sql) read. The caller can set no setting in the query.
-import type { ClickHouseClient } from '@clickhouse/client'
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client'
 import { TracegateError } from '../../errors.js'
 import type { SqlLimits, SqlQuery, SqlResult } from '../query-types.js'
 
@@ -66,8 +66,8 @@ function chError (err: unknown): TracegateError {
   return new TracegateError('sql_error', { message: `Code: ${code}. DB::Exception: ${message}${type === null ? '' : ` (${type})`}` })
 }
 
-async function text (ch: ClickHouseClient, query: string, params: Record<string, unknown>): Promise<string> {
-  const rs = await ch.query({ query, query_params: params, format: 'TabSeparatedRaw' })
+async function text (ch: ClickHouseClient, query: string, params: Record<string, unknown>, settings?: ClickHouseSettings): Promise<string> {
+  const rs = await ch.query({ query, query_params: params, format: 'TabSeparatedRaw', ...(settings === undefined ? {} : { clickhouse_settings: settings }) })
   return rs.text()
 }
 
@@ -105,6 +105,59 @@ function checkAst (ast: Array<{ depth: number; text: string }>): void {
       if (denied(name)) refuse(`function ${name} is not allowed here`)
     }
   }
+}
+
+/** The functions whose second argument, written as a bare name, is a table. */
+const IN_FUNCTIONS: ReadonlySet<string> = new Set(['in', 'notIn', 'globalIn', 'globalNotIn', 'nullIn', 'notNullIn', 'globalNullIn', 'globalNotNullIn'])
+/** Where a bare name in the unanalysed tree names a table. */
+const TABLE_PLACES: ReadonlySet<string> = new Set(['JOIN TREE', 'LEFT TABLE EXPRESSION', 'RIGHT TABLE EXPRESSION', 'TABLE EXPRESSION'])
+
+/**
+ * Checks the tree before analysis, which runs scalar subqueries (their values and errors would reach the
+ * caller): every name in a table's place is an allowed table or one of the query's own CTEs. A CTE may not
+ * share a name with a table of the connection's database, so a name read outside the CTE's scope cannot
+ * reach that table either.
+ */
+function checkNames (tree: Array<{ depth: number; text: string }>, ownTables: ReadonlySet<string>): void {
+  const ctes = new Set<string>()
+  for (const { text } of tree) {
+    const cte = /cte_name: ([^,\s]+)/.exec(text)?.[1]
+    if (cte === undefined) continue
+    if (ownTables.has(cte)) refuse(`a CTE may not be named ${cte}, the name of a table; read account.traces or account.usage`)
+    ctes.add(cte)
+  }
+  const parentOf = (i: number): number => {
+    for (let j = i - 1; j >= 0; j--) if (tree[j]!.depth < tree[i]!.depth) return j
+    return -1
+  }
+  for (let i = 0; i < tree.length; i++) {
+    const { text } = tree[i]!
+    if (text.startsWith('TABLE_FUNCTION')) refuse('a table function is not allowed; read account.traces or account.usage')
+    if (!text.startsWith('IDENTIFIER ')) continue
+    const name = /identifier: (\S+)$/.exec(text)?.[1] ?? ''
+    const parent = parentOf(i)
+    let table = parent >= 0 && TABLE_PLACES.has(tree[parent]!.text)
+    if (!table && parent >= 0 && tree[parent]!.text.startsWith('LIST ')) {
+      // The second of a FUNCTION in(...)'s ARGUMENTS list.
+      const args = parentOf(parent)
+      const fn = args >= 0 && tree[args]!.text === 'ARGUMENTS' ? parentOf(args) : -1
+      const fnName = fn >= 0 ? /^FUNCTION id: \d+, function_name: ([^,\s]+)/.exec(tree[fn]!.text)?.[1] : undefined
+      if (fnName !== undefined && IN_FUNCTIONS.has(fnName)) {
+        const siblings = tree.slice(parent + 1).findIndex((l) => l.depth <= tree[parent]!.depth)
+        const end = siblings < 0 ? tree.length : parent + 1 + siblings
+        const children = tree.slice(parent + 1, end).filter((l) => l.depth === tree[i]!.depth)
+        table = children.length === 2 && children[1] === tree[i]
+      }
+    }
+    if (!table) continue
+    if (name.includes('.') ? !TABLES.has(name) : !ctes.has(name)) refuse(`table ${name} is not readable here; read account.traces or account.usage`)
+  }
+}
+
+/** The tables of the connection's own database, whose names a CTE may not take. */
+async function ownTables (ch: ClickHouseClient): Promise<Set<string>> {
+  const out = await text(ch, 'SELECT name FROM system.tables WHERE database = currentDatabase()', {})
+  return new Set(out.split('\n').filter((n) => n !== ''))
 }
 
 /** Checks the analysed query: every table is allowed, catalogue tables only through their safe columns. */
@@ -162,6 +215,20 @@ async function run (ch: ClickHouseClient, query: string, params: Readonly<Record
   }
 }
 
+/**
+ * The settings clause's bounds, for the analysis that runs before the query: it runs no statement but
+ * the query's own scalar subqueries, which checkNames has confined to the account's tables.
+ */
+function settingsOf (accountId: string, limits: SqlLimits): ClickHouseSettings {
+  return {
+    log_comment: accountId,
+    max_execution_time: limits.maxExecutionSeconds,
+    timeout_overflow_mode: 'throw',
+    max_memory_usage: String(limits.maxMemoryBytes),
+    max_threads: limits.maxThreads,
+  }
+}
+
 function settingsClause (accountId: string, limits: SqlLimits): string {
   // readonly last: every setting before it is the port's own.
   return [
@@ -216,7 +283,9 @@ export async function sqlQuery (ch: ClickHouseClient, q: SqlQuery): Promise<SqlR
   const outFormat = format ?? q.format
   if (!SQL_FORMATS.has(outFormat)) throw new TracegateError('sql_not_allowed', { message: `format ${outFormat} is not served here` })
   try {
-    checkTree(lines(await text(ch, `EXPLAIN QUERY TREE ${inner}`, q.params)))
+    checkNames(lines(await text(ch, `EXPLAIN QUERY TREE run_passes = 0 ${inner}`, q.params)), await ownTables(ch))
+    // The analysis runs scalar subqueries: under the query's own account and limits.
+    checkTree(lines(await text(ch, `EXPLAIN QUERY TREE ${inner}`, q.params, settingsOf(q.accountId, limits))))
   } catch (err) {
     throw chError(err)
   }
