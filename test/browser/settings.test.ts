@@ -1,10 +1,12 @@
 // The dashboard's settings and its boundaries in a real browser: a key created in Settings →
 // API Keys is shown once (copy button, warning), works against the proxy, and once revoked through the
 // confirmation is refused with 401; the account page; a second account sees none of the first one's
-// traces in the list, at a detail address, or in usage; signing out returns to the sign-in page.
+// traces in the list, at a detail address, or in usage; signing out returns to the sign-in page. An sql
+// key made there reads its account's traces through the SQL port, with the official ClickHouse client.
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { Page } from 'playwright-core'
+import { createClient } from '@clickhouse/client'
 import { storedTrace } from '../helpers/store.js'
 import { firstStart, startDashboard } from '../helpers/dashboard.js'
 import { chatBody, checkWatched, launchBrowser, newPage, nonce, openList, rowOf, said, screenshot, sendBody, signIn, type Watched } from '../helpers/browser.js'
@@ -12,7 +14,7 @@ import { shownNumber, text } from '../helpers/browser-checks.js'
 
 // The browser first: without it the file fails at once, before a server is started.
 const browser = await launchBrowser(t)
-const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
+const d = await startDashboard(t, { TRACEGATE_SQL_PORT: '0' }, { bootstrap: true, testSeams: true })
 const owner = firstStart(d)
 const admin = await newPage(browser, d.dashboard)
 const page = admin.page
@@ -26,7 +28,7 @@ async function keyValue (p: Page): Promise<string> {
 }
 
 /** Opens the create-key form on the page shown, fills and submits it, and returns the key it shows once. */
-async function createKey (p: Page, name: string, scope: 'proxy' | 'read', expires?: string): Promise<string> {
+async function createKey (p: Page, name: string, scope: 'proxy' | 'read' | 'sql', expires?: string): Promise<string> {
   await p.locator('button[data-testid=create-key]').click()
   const form = p.locator('form[data-testid=create-key-form]')
   await form.waitFor()
@@ -200,6 +202,26 @@ t.test('a read key made in the dashboard reads through the read API and is refus
   t.ok(Array.isArray(body.traces) && body.traces.length > 0, 'with this account\'s traces')
   const proxied = await callWith(value, 'read-key')
   t.equal(proxied.status, 401, 'the proxy refuses a read key')
+  t.equal(proxied.code, 'wrong_key_scope', 'wrong_key_scope')
+})
+
+t.test('an sql key made in the dashboard reads its account\'s traces through the SQL port, and is refused by the proxy', async (t) => {
+  const mine = await callWith(owner.proxyKey, 'for-sql')
+  t.equal(mine.status, 200)
+  await storedTrace(d.tg, accountId, mine.traceId)
+  await page.goto('/settings/keys')
+  const value = await createKey(page, 'grafana', 'sql', 'never')
+  t.match(value, /^tgk_[A-Za-z0-9_-]{43}$/, 'the key is shown')
+  const stored = (await d.tg.admin.listKeys({ account: accountId })).find((k) => k.name === 'grafana')
+  const row = page.locator(`tr[data-testid=key-row][data-key-id="${stored?.id}"]`)
+  await row.waitFor()
+  t.equal((await text(row.locator('td[data-col=scope]'))).trim(), 'sql', 'scope sql')
+  const ch = createClient({ url: `http://127.0.0.1:${d.tg.sqlPort!}`, username: 'grafana', password: value })
+  t.teardown(() => ch.close())
+  const rows = await (await ch.query({ query: 'SELECT trace_id, account_id FROM account.traces WHERE trace_id = {id:UUID}', query_params: { id: mine.traceId }, format: 'JSONEachRow' })).json<{ trace_id: string; account_id: string }>()
+  t.same(rows, [{ trace_id: mine.traceId, account_id: accountId }], 'the SQL port answers the sql key with its account\'s trace')
+  const proxied = await callWith(value, 'sql-key')
+  t.equal(proxied.status, 401, 'the proxy refuses an sql key')
   t.equal(proxied.code, 'wrong_key_scope', 'wrong_key_scope')
 })
 
