@@ -123,6 +123,16 @@ t.test('other accounts, keys and users are unreachable whatever the SQL', async 
     ['two statements', 'SELECT 1; DROP TABLE default.api_keys'],
     ['CREATE', 'CREATE TABLE default.x (a UInt8) ENGINE = Memory'],
     ['INTO OUTFILE', "SELECT 1 INTO OUTFILE '/tmp/tracegate-sql-test'"],
+    ['a SETTINGS clause in a scalar subquery', `SELECT (SELECT count() FROM account.traces SETTINGS log_comment = '${other}') AS n`],
+    ['INTERSECT with the raw table', 'SELECT trace_id FROM account.traces INTERSECT SELECT trace_id FROM default.traces'],
+    ['EXCEPT with the raw table', 'SELECT trace_id FROM default.traces EXCEPT SELECT trace_id FROM account.traces'],
+    ['EXISTS over the raw table', `SELECT count() FROM account.traces WHERE EXISTS (SELECT 1 FROM traces WHERE account_id = '${other}')`],
+    ['ARRAY JOIN over the raw table', 'SELECT t FROM default.traces ARRAY JOIN tags AS t'],
+    ['a window over the raw table', 'SELECT count() OVER () FROM traces'],
+    ['a recursive CTE reaching the raw table', 'WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r JOIN traces ON 1 = 1 WHERE n < 2) SELECT * FROM r'],
+    ['IN a tuple of tables', 'SELECT count() FROM account.traces WHERE (key_id, model) IN default.api_keys'],
+    ['getServerSetting', "SELECT getServerSetting('path') AS x"],
+    ['dictGetOrDefault', "SELECT dictGetOrDefault('d', 'a', toUInt64(1), 'x') AS x"],
   ]
   for (const [what, query, params] of cases) {
     const r = await refused(ca, query, params)
