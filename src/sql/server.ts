@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
-import { brotliCompress, brotliDecompress, deflate, gunzip, gzip, inflate } from 'node:zlib'
+import { brotliCompress, brotliDecompress, deflate, gunzip, gzip, inflate, type ZlibOptions } from 'node:zlib'
 import { authenticate } from '../auth/authenticate.js'
 import type { KeyCache } from '../auth/cache.js'
 import type { SqlConfig } from '../config.js'
@@ -62,8 +62,10 @@ function contentType (format: string): string {
 const gzipAsync = promisify(gzip)
 const deflateAsync = promisify(deflate)
 const brotliAsync = promisify(brotliCompress)
-const DECODERS: Readonly<Record<string, (b: Buffer) => Promise<Buffer>>> = {
-  gzip: promisify(gunzip), deflate: promisify(inflate), br: promisify(brotliDecompress),
+type Decode = (b: Buffer, o: ZlibOptions) => Promise<Buffer>
+/** Decoders that stop past the size a query may have, so a small compressed body cannot fill the memory. */
+const DECODERS: Readonly<Record<string, Decode>> = {
+  gzip: promisify(gunzip) as Decode, deflate: promisify(inflate) as Decode, br: promisify(brotliDecompress) as Decode,
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '0': '\0' }
@@ -113,7 +115,10 @@ async function readBody (req: IncomingMessage): Promise<Buffer> {
   if (typeof encoding === 'string' && encoding !== '' && encoding !== 'identity') {
     const decode = DECODERS[encoding.toLowerCase()]
     if (decode === undefined) throw new TracegateError('invalid_parameter', { message: `Content-Encoding ${encoding} is not supported` })
-    const out = await decode(body).catch(() => { throw new TracegateError('invalid_parameter', { message: 'the request body could not be decompressed' }) })
+    const out = await decode(body, { maxOutputLength: MAX_REQUEST_BYTES + 1 }).catch((err: unknown) => {
+      if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new TracegateError('body_too_large', { message: `the query is larger than ${MAX_REQUEST_BYTES} bytes` })
+      throw new TracegateError('invalid_parameter', { message: 'the request body could not be decompressed' })
+    })
     if (out.length > MAX_REQUEST_BYTES) throw new TracegateError('body_too_large', { message: `the query is larger than ${MAX_REQUEST_BYTES} bytes` })
     return out
   }

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { request } from 'undici'
+import { brotliCompressSync, gzipSync } from 'node:zlib'
 import { stored } from '../helpers/store.js'
 import { proxyCall, signedIn, startDashboard, type Tenant } from '../helpers/dashboard.js'
 import { cliEnv, runTracegate } from '../helpers/cli.js'
@@ -200,6 +201,15 @@ t.test('formats and compression', async (t) => {
   const native = await request(`${url}/?compress=1`, { method: 'POST', body: 'SELECT 1', headers: { 'x-clickhouse-key': sqlA.key } })
   t.equal(native.statusCode, 403, 'ClickHouse\'s block compression is refused, not answered uncompressed')
   t.match(await native.body.text(), /compress=1/)
+  // A small compressed body that would grow past the query's size limit is refused before it has grown.
+  for (const [encoding, pack] of [['br', brotliCompressSync], ['gzip', gzipSync]] as const) {
+    const bomb = pack(Buffer.alloc(64 * 1024 * 1024, 0x20))
+    t.ok(bomb.length < 128 * 1024, `${encoding}: the body sent is ${bomb.length} bytes`)
+    const big = await request(`${url}/`, { method: 'POST', body: bomb, headers: { 'x-clickhouse-key': sqlA.key, 'content-encoding': encoding } })
+    t.equal(big.statusCode, 413, `${encoding}: a body that decompresses past 1 MiB`)
+    t.match(await big.body.text(), /larger than 1048576 bytes/)
+  }
+  t.same(await rows(ca, 'SELECT 1 AS one'), [{ one: 1 }], 'the port still answers')
 })
 
 t.test('limits: result rows and execution time', async (t) => {
