@@ -293,6 +293,21 @@ class ProxyRoute {
       x.fail(err)
       return
     }
+    // One request against the key's and account's requests per minute (and the key's body size): a
+    // relayed call spends no tokens, so tpm and budgets do not refuse it.
+    const limiter = this.#deps.limiter
+    if (limiter != null) {
+      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, relay: true }
+      const refusal = limiter.admit(call, null, raw.length)
+      if (refusal instanceof Promise) {
+        refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#dispatch(x, out) }).catch((err: unknown) => { x.fail(err) })
+        return
+      }
+      if (refusal !== null) {
+        refuse(x, refusal)
+        return
+      }
+    }
     this.#dispatch(x, out)
   }
 
