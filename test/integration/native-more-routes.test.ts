@@ -11,6 +11,7 @@ import { json, send, type RawResponse } from '../helpers/http.js'
 import { storedTrace } from '../helpers/store.js'
 import { sseData } from '../helpers/sse.js'
 import { expectedCost } from '../helpers/traces.js'
+import { checkNativeError } from '../helpers/native.js'
 import { REASONING_TOKENS } from '../../src/mock-provider/alpha-responses.js'
 
 const s = await startServer(t, {}, { testSeams: true })
@@ -270,4 +271,26 @@ t.test('Gemini\'s models list under every version, told from OpenAI\'s and Anthr
   }
   const o = await send(`${s.url}/v1/models`, { method: 'GET', headers: { authorization: `Bearer ${K}` } })
   t.equal(json(o).object, 'list', 'OpenAI\'s SDK still gets OpenAI\'s list')
+})
+
+t.test('a method a new route does not serve: 405 method_not_allowed with Allow, in the SDK\'s shape, never forwarded', async (t) => {
+  const before = s.mock.stats.received
+  const cases: Array<[string, string, string, 'alpha' | 'beta' | 'gamma', Record<string, string>]> = [
+    ['PUT', '/v1/responses', 'POST', 'alpha', openai()],
+    ['GET', '/v1/embeddings', 'POST', 'alpha', openai()],
+    ['PATCH', '/v1/responses/resp_0123456789abcdef', 'GET, DELETE', 'alpha', openai()],
+    ['DELETE', '/v1/responses/resp_0123456789abcdef/cancel', 'POST', 'alpha', openai()],
+    ['POST', '/v1/responses/resp_0123456789abcdef/input_items', 'GET', 'alpha', openai()],
+    ['GET', '/v1/messages/count_tokens', 'POST', 'beta', anthropic()],
+    ['GET', '/v1/models/gemini-2.5-flash:countTokens', 'POST', 'gamma', google()],
+    ['GET', '/v1alpha/models/gemini-2.5-flash:generateContent', 'POST', 'gamma', google()],
+  ]
+  for (const [method, path, allow, provider, headers] of cases) {
+    const r = await send(`${s.url}${path}`, { method, headers })
+    t.equal(r.status, 405, `${method} ${path}`)
+    t.equal(r.headers.allow, allow, `${method} ${path}: Allow`)
+    ids(t, r)
+    checkNativeError(t, provider, r, 'method_not_allowed')
+  }
+  t.equal(s.mock.stats.received, before, 'none reached the provider')
 })
