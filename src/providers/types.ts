@@ -81,6 +81,8 @@ export interface RouteCall {
   readonly stream: boolean | null
   /** The top-level parameters checked instead of the dialect's `params` (an embeddings body is not a chat body); null: the dialect's. */
   readonly params: readonly ParamRule[] | null
+  /** A relayed call that may come without a body (cancelling a stored response); any other POST needs its JSON. */
+  readonly bodyless?: boolean
 }
 
 /** One more route of the provider's API beside `route`: its method, its uWS pattern and how a path on it resolves. */

@@ -254,8 +254,8 @@ class ProxyRoute {
       const sf = readServiceFields(raw, this.#dialect, head.caller.tracegateKey)
       got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut, conflict: sf.conflict }
     } else {
-      // A relayed call may have no body (a cancel, a GET); one it has is still the provider's JSON.
-      const members = x.kind === 'relay' && raw.length === 0 ? [] : readNativeBody(raw)
+      // A cancel may come without a body (a GET has none); any other body is still the provider's JSON.
+      const members = raw.length === 0 && (!this.#hasBody || head.call?.bodyless === true) ? [] : readNativeBody(raw)
       if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
       got = { head, members, apiKey: head.keys.tracegateKey, cut: null, conflict: head.keys.conflict }
     }
@@ -287,6 +287,11 @@ class ProxyRoute {
       const unplanned = planRefusal(verdict)
       if (unplanned !== null) throw unplanned
       if (got.conflict !== null) throw got.conflict
+      // A model the path names (Gemini's countTokens) is checked as a generation's is.
+      const model = head.call?.model ?? null
+      if (model !== null && this.#dialect.validModel !== undefined && !this.#dialect.validModel(model)) {
+        throw new TracegateError('invalid_field', { param: 'model', message: 'The model in the path is not a valid model name.' })
+      }
       const providerKey = this.#providerKey(null, head, verdict.serverSideKeys)
       out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw }
     } catch (err) {
