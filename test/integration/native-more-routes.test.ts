@@ -119,7 +119,13 @@ t.test('token counting: relayed after the key check, not traced', async (t) => {
   const before = s.mock.stats.received
   const bad = await send(`${s.url}/v1/messages/count_tokens`, { body: '{not json', headers: anthropic() })
   t.equal(bad.status, 400, 'bad JSON is refused')
-  t.equal(s.mock.stats.received, before, 'and never reaches the provider')
+  for (const [path, headers] of [['/v1/messages/count_tokens', anthropic()], ['/v1/responses/input_tokens', openai()], ['/v1beta/models/gemini-2.5-flash:countTokens', google()]] as const) {
+    const empty = await send(`${s.url}${path}`, { body: '', headers })
+    checkNativeError(t, path.includes('count_tokens') ? 'beta' : path.includes('gemini') ? 'gamma' : 'alpha', empty, 'invalid_json')
+  }
+  const odd = await send(`${s.url}/v1beta/models/gemini%2F..%2F..%2Fv1%2Ffiles:countTokens`, { body: '{"contents":[]}', headers: google() })
+  checkNativeError(t, 'gamma', odd, 'invalid_field', 'model')
+  t.equal(s.mock.stats.received, before, 'none of them reaches the provider')
 })
 
 t.test('Responses API, not streamed: the answer, and a trace with its usage and cost', async (t) => {
@@ -174,6 +180,9 @@ t.test('Responses API: checks and detection as on chat completions', async (t) =
     { model: 'gpt-4o-mini', instructions: INJECTION, input: 'hi' },
     { model: 'gpt-4o-mini', input: INJECTION },
     { model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: INJECTION }] }] },
+    // A stored prompt's variables: filled into the prompt the model reads.
+    { model: 'gpt-4o-mini', prompt: { id: 'pmpt_0123', variables: { city: INJECTION } } },
+    { model: 'gpt-4o-mini', prompt: { id: 'pmpt_0123', variables: { doc: { type: 'input_text', text: INJECTION } } }, input: 'hi' },
   ]
   for (const b of blocked) {
     const r = await send(`${s.url}/v1/responses`, { body: JSON.stringify(b), headers: openai() })
