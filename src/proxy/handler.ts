@@ -21,6 +21,7 @@ import type { Refusal } from '../limits/rules.js'
 import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
+import { maskToolCredentials } from './tool-credentials.js'
 import { planRefusal } from './plan-rule.js'
 import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
 import { cutMembers, Kind, stringValue, type Member } from './scan.js'
@@ -328,7 +329,9 @@ class ProxyRoute {
     const dialect = this.#dialect
     const { head } = got
     const body = got.cut === null ? raw : cutMembers(raw, got.members, got.cut)
-    x.forwarded = body
+    // The trace keeps the body without the credentials a native body may carry for a tool server.
+    x.forwarded = got.cut === null && head.keys !== null ? maskToolCredentials(raw, got.members) ?? body : body
+    x.forwardedBytes = body.length
     x.accountId = verdict.accountId
     x.keyId = verdict.keyId
     x.maskPii = verdict.detection.piiAtRest === 'mask'

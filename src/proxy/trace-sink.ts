@@ -72,7 +72,7 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
     errorCause: x.errorCause ?? '',
-    requestBytes: x.forwarded?.length ?? 0,
+    requestBytes: x.forwardedBytes,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,
     latencyMs: round(latency),

@@ -303,3 +303,26 @@ t.test('a method a new route does not serve: 405 method_not_allowed with Allow, 
   }
   t.equal(s.mock.stats.received, before, 'none reached the provider')
 })
+
+t.test('Responses API: an MCP tool\'s credentials go to the provider, never into the trace', async (t) => {
+  const pk = providerKey()
+  const body = JSON.stringify({
+    model: 'gpt-4o-mini',
+    input: 'What is on the board?',
+    tools: [
+      { type: 'mcp', server_label: 'board', server_url: 'https://mcp.example.com/sse', authorization: 'mcp-oauth-SECRET-1', headers: { 'X-Api-Key': 'mcp-header-SECRET-2' }, require_approval: 'never' },
+      { type: 'function', name: 'lookup', description: 'Looks up a card.', parameters: { type: 'object', properties: {} } },
+    ],
+  })
+  const r = await send(`${s.url}/v1/responses`, { body, headers: openai(pk) })
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  t.equal(upstream(pk).body, body, 'forwarded byte for byte, credentials included')
+  const row = await storedTrace(s.tg, s.accountId, r.requestId)
+  t.equal(row.request_bytes, Buffer.byteLength(body), 'the size forwarded')
+  const rows = await s.tg.store.call('testQuery', { query: 'SELECT prompt FROM traces WHERE trace_id = {id:UUID}', params: { id: r.requestId } }) as Array<{ prompt: string }>
+  t.equal(rows.length, 1)
+  const stored = rows[0]!.prompt
+  t.notMatch(stored, /SECRET-1|SECRET-2/, 'no credential in the stored request')
+  t.match(stored, /mcp\.example\.com/, 'the rest of the tool is kept')
+  t.match(stored, /Looks up a card/, 'and the other tools')
+})
