@@ -269,7 +269,7 @@ function storedResponse (method: NativeRoute['method'], pattern: string): Native
     method,
     pattern,
     names: [`${method === 'del' ? 'DELETE' : method.toUpperCase()} ${endpoint}`],
-    resolve: (path, params) => RESPONSE_ID.test(params[0] ?? '') ? { kind: 'relay', endpoint, upstream: path, model: null, stream: null, params: null, bodyless: true } : null,
+    resolve: (path, params) => RESPONSE_ID.test(params[0] ?? '') ? { kind: 'relay', endpoint, upstream: path, model: null, stream: null, params: null, bodyless: true, ownKey: true } : null,
   }
 }
 

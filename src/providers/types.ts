@@ -83,6 +83,11 @@ export interface RouteCall {
   readonly params: readonly ParamRule[] | null
   /** A relayed call that may come without a body (cancelling a stored response); any other POST needs its JSON. */
   readonly bodyless?: boolean
+  /**
+   * A call on what the provider stores under the provider key (a stored response): it needs the caller's
+   * own key, as the server-side key is every account's and would reach other accounts' data by id.
+   */
+  readonly ownKey?: boolean
 }
 
 /** One more route of the provider's API beside `route`: its method, its uWS pattern and how a path on it resolves. */

@@ -293,7 +293,8 @@ class ProxyRoute {
       if (model !== null && this.#dialect.validModel !== undefined && !this.#dialect.validModel(model)) {
         throw new TracegateError('invalid_field', { param: 'model', message: 'The model in the path is not a valid model name.' })
       }
-      const providerKey = this.#providerKey(null, head, verdict.serverSideKeys)
+      const ownKey = head.call?.ownKey === true
+      const providerKey = this.#providerKey(null, head, verdict.serverSideKeys && !ownKey, ownKey ? OWN_KEY_NEEDED : undefined)
       out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw }
     } catch (err) {
       x.fail(err)
@@ -391,13 +392,13 @@ class ProxyRoute {
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
-  #providerKey (bodyKey: string | null, head: Head, serverSideKeys: boolean): string {
+  #providerKey (bodyKey: string | null, head: Head, serverSideKeys: boolean, message?: string): string {
     const keys = head.keys
     const own = keys === null
       ? contractProviderKey(bodyKey, head.caller.providerKey, this.#dialect.keyField)
       : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
     const key = own ?? (serverSideKeys ? this.#serverKey : null)
-    if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
+    if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key', ...(message === undefined ? {} : { message }) })
     return key
   }
 
@@ -469,6 +470,8 @@ function mainCall (dialect: Dialect): () => RouteCall {
 }
 
 const NO_BODY = Buffer.alloc(0)
+
+const OWN_KEY_NEEDED = 'A stored response is read, cancelled or deleted with your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
 
 /**
  * The contract route of a dialect (keys in the body), or a native route (keys in the SDK's headers):

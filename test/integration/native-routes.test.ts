@@ -552,3 +552,23 @@ t.test('no key in any stored trace', async (t) => {
   const one = await storedTrace(s.tg, sideAccount.id, traced[sideAccount.id]![0]!)
   t.equal(one.cost_status, 'priced', 'a server-side call is traced and priced like any other')
 })
+
+t.test('a stored response needs the caller\'s own provider key: the server-side key is every account\'s', async (t) => {
+  const received = s.mock.stats.received
+  for (const [method, path] of [['GET', '/v1/responses/resp_0123456789abcdef'], ['GET', '/v1/responses/resp_0123456789abcdef/input_items'], ['POST', '/v1/responses/resp_0123456789abcdef/cancel'], ['DELETE', '/v1/responses/resp_0123456789abcdef']] as const) {
+    const r = await send(s.url + path, { method, headers: { authorization: `Bearer ${SIDE}` } })
+    checkNativeError(t, 'alpha', r, 'missing_provider_key', 'x-tracegate-provider-key')
+    t.match(json(r).error.message, /own provider key/)
+  }
+  t.equal(s.mock.stats.received, received, 'none reached the provider with the server\'s key')
+  const pk = providerKey('alpha')
+  const own = await send(s.url + '/v1/responses/resp_0123456789abcdef', { method: 'GET', headers: { authorization: `Bearer ${SIDE}`, 'x-tracegate-provider-key': pk } })
+  t.equal(own.status, 200, 'with its own key it is read')
+  const counted = await send(s.url + '/v1/messages/count_tokens', {
+    body: JSON.stringify({ model: 'claude-sonnet-4-6', messages: [{ role: 'user', content: 'count me' }] }),
+    headers: { 'x-api-key': SIDE, 'anthropic-version': '2023-06-01' },
+  })
+  t.equal(counted.status, 200, 'token counting reads nothing stored: the server-side key serves it')
+  const last = s.mock.requests.at(-1)!
+  t.equal(last.headers['x-api-key'], SERVER_KEYS.beta)
+})
