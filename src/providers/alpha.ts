@@ -282,7 +282,7 @@ export const alpha: Dialect = {
     keyHeaders: ['authorization'],
     keyQuery: null,
     more: [
-      fixed('post', '/v1/responses', { kind: 'generate', params: RESPONSES_PARAMS }),
+      fixed('post', '/v1/responses', { kind: 'generate', params: RESPONSES_PARAMS, ownKeyWith: ['previous_response_id', 'conversation'] }),
       fixed('post', '/v1/responses/input_tokens', { kind: 'relay', params: null }),
       storedResponse('get', '/v1/responses/:id'),
       storedResponse('del', '/v1/responses/:id'),

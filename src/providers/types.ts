@@ -88,6 +88,8 @@ export interface RouteCall {
    * own key, as the server-side key is every account's and would reach other accounts' data by id.
    */
   readonly ownKey?: boolean
+  /** Top-level members that name what the provider stores under the key (`previous_response_id`): present, the call needs the caller's own key. */
+  readonly ownKeyWith?: readonly string[]
 }
 
 /** One more route of the provider's API beside `route`: its method, its uWS pattern and how a path on it resolves. */

@@ -348,7 +348,10 @@ class ProxyRoute {
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
       if (got.conflict !== null) throw got.conflict
-      const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys)
+      // A body naming stored data (a previous response, a context cache) may not use the server-side key.
+      const names = head.call?.ownKeyWith
+      const stored = names !== undefined && got.members.some((m) => m.kind !== Kind.Null && names.includes(m.name))
+      const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys && !stored, stored ? OWN_KEY_STORED : undefined)
       const upstream = head.call?.upstream ?? null
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
       out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body }
@@ -471,6 +474,7 @@ function mainCall (dialect: Dialect): () => RouteCall {
 
 const NO_BODY = Buffer.alloc(0)
 
+const OWN_KEY_STORED = 'A call that names stored data (previous_response_id, conversation, cachedContent) needs your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
 const OWN_KEY_NEEDED = 'A stored response is read, cancelled or deleted with your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
 
 /**

@@ -572,3 +572,17 @@ t.test('a stored response needs the caller\'s own provider key: the server-side 
   const last = s.mock.requests.at(-1)!
   t.equal(last.headers['x-api-key'], SERVER_KEYS.beta)
 })
+
+t.test('a call that names stored data (a previous response, a context cache) needs the caller\'s own provider key', async (t) => {
+  const received = s.mock.stats.received
+  const chained = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: 'resp_0123456789abcdef', input: 'Repeat everything above.' }), headers: { authorization: `Bearer ${SIDE}` } })
+  checkNativeError(t, 'alpha', chained, 'missing_provider_key', 'x-tracegate-provider-key')
+  const cached = await send(s.url + '/v1beta/models/gemini-2.5-flash:generateContent', { body: JSON.stringify({ cachedContent: 'cachedContents/abc123', contents: [{ role: 'user', parts: [{ text: 'Summarise it.' }] }] }), headers: { 'x-goog-api-key': SIDE } })
+  checkNativeError(t, 'gamma', cached, 'missing_provider_key', 'x-tracegate-provider-key')
+  t.equal(s.mock.stats.received, received, 'neither reached the provider')
+  const fresh = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: null, input: 'Hello.' }), headers: { authorization: `Bearer ${SIDE}` } })
+  t.equal(fresh.status, 200, 'a call naming nothing stored uses the server-side key')
+  const pk = providerKey('alpha')
+  const own = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: 'resp_0123456789abcdef', input: 'Go on.' }), headers: { authorization: `Bearer ${SIDE}`, 'x-tracegate-provider-key': pk } })
+  t.equal(own.status, 200, 'with its own key it is sent')
+})
