@@ -170,6 +170,7 @@ export const gamma: Dialect = {
   mockModule: new URL('../mock-provider/gamma.js', import.meta.url).href,
   maxTokens: { within: 'generationConfig', members: ['maxOutputTokens'] },
   keyField: 'gamma_api_key',
+  ownKeyWith: CACHED_CONTENT,
   ownFields: ['model', 'stream'],
   params: [
     { name: 'model', type: 'string', required: true },

@@ -204,6 +204,8 @@ export interface Dialect {
   readonly maxTokens: { readonly within: string | null, readonly members: readonly string[] }
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
+  /** On the contract route: top-level members naming data stored under the provider key (gamma's cachedContent); present, the call needs the caller's own key. */
+  readonly ownKeyWith?: readonly string[]
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */
   readonly ownFields: readonly string[]
   /** The provider's own top-level parameters tracegate checks before forwarding (type and presence). */

@@ -349,7 +349,7 @@ class ProxyRoute {
       x.labels = callLabels(head.caller)
       if (got.conflict !== null) throw got.conflict
       // A body naming stored data (a previous response, a context cache) may not use the server-side key.
-      const names = head.call?.ownKeyWith
+      const names = head.call === null ? dialect.ownKeyWith : head.call.ownKeyWith
       const stored = names !== undefined && got.members.some((m) => m.kind !== Kind.Null && names.includes(m.name))
       const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys && !stored, stored ? OWN_KEY_STORED : undefined)
       const upstream = head.call?.upstream ?? null
