@@ -32,6 +32,11 @@ export interface LimitCall {
   readonly provider?: ProviderName
   readonly model?: string | null
   readonly estimate?: Estimate
+  /**
+   * A relayed call (token counting, reading a stored response): it generates nothing, so it counts one
+   * request and is judged by requests per minute alone, never by tokens or spend.
+   */
+  readonly relay?: boolean
 }
 
 /** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
@@ -139,7 +144,7 @@ export class Limiter {
     }
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
-    const refused = this.#check(call.key, k, call.account, a, now)
+    const refused = this.#check(call.key, k, call.account, a, now, call.relay === true)
     if (refused !== null) return refused
     this.#admit(k, a, 1, now)
     const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
@@ -343,9 +348,10 @@ export class Limiter {
     this.#sweeping = setImmediate(step).unref()
   }
 
-  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number): Refusal | null {
+  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean): Refusal | null {
     if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
     if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
+    if (rpmOnly) return null
     const hk = this.#held.get(k.name)
     const ha = this.#held.get(a.name)
     if (key.tpm !== null && tokens(k) + (hk?.tok ?? 0) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)

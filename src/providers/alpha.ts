@@ -152,6 +152,14 @@ function walkResponsesRequest (body: Json, sink: RequestSink): void {
     if (full && sink.size === before) sink.other(i, type === 'message' ? String(item.role ?? 'user') : 'tool', null, '(empty)')
   })
   sink.text(-1, 'system', 'instructions', body.instructions, full ? 'instructions' : null)
+  // A stored prompt's variables are filled into it: the model reads them as it reads the input.
+  const variables = asObject(asObject(body.prompt)?.variables)
+  for (const name in variables ?? {}) {
+    const value = variables![name]
+    const head = full ? `prompt variable ${name}` : null
+    if (typeof value === 'string') sink.text(-1, 'user', `prompt.variables.${name}`, value, head)
+    else responseParts(sink, -1, 'user', `prompt.variables.${name}`, [value], head)
+  }
   asArray(body.tools).forEach((t, j) => {
     const tool = asObject(t)
     if (tool === null || (tool.type !== 'function' && tool.type !== 'custom')) return
@@ -230,8 +238,8 @@ function readResponsesAnswer (v: Json, t: AnswerSink, streamEvent: boolean): voi
   }
 }
 
-/** A Responses or chat request: a Responses body has `input` or `instructions` and no `messages`. */
-const isResponses = (b: Json): boolean => b.messages === undefined && (b.input !== undefined || b.instructions !== undefined)
+/** A Responses or chat request: a Responses body has `input`, `instructions` or a stored `prompt`, and no `messages`. */
+const isResponses = (b: Json): boolean => b.messages === undefined && (b.input !== undefined || b.instructions !== undefined || b.prompt !== undefined)
 /** A Responses answer or stream event: it has `output`, or a `response.*` event type. */
 const isResponsesAnswer = (d: Json): boolean => d.choices === undefined && (d.output !== undefined || (typeof d.type === 'string' && d.type.startsWith('response.')))
 
@@ -261,7 +269,7 @@ function storedResponse (method: NativeRoute['method'], pattern: string): Native
     method,
     pattern,
     names: [`${method === 'del' ? 'DELETE' : method.toUpperCase()} ${endpoint}`],
-    resolve: (path, params) => RESPONSE_ID.test(params[0] ?? '') ? { kind: 'relay', endpoint, upstream: path, model: null, stream: null, params: null } : null,
+    resolve: (path, params) => RESPONSE_ID.test(params[0] ?? '') ? { kind: 'relay', endpoint, upstream: path, model: null, stream: null, params: null, bodyless: true, ownKey: true } : null,
   }
 }
 
@@ -274,7 +282,7 @@ export const alpha: Dialect = {
     keyHeaders: ['authorization'],
     keyQuery: null,
     more: [
-      fixed('post', '/v1/responses', { kind: 'generate', params: RESPONSES_PARAMS }),
+      fixed('post', '/v1/responses', { kind: 'generate', params: RESPONSES_PARAMS, ownKeyWith: ['previous_response_id', 'conversation'] }),
       fixed('post', '/v1/responses/input_tokens', { kind: 'relay', params: null }),
       storedResponse('get', '/v1/responses/:id'),
       storedResponse('del', '/v1/responses/:id'),
@@ -324,6 +332,8 @@ export const alpha: Dialect = {
   promptText (b) {
     if (isResponses(b)) {
       let s = typeof b.instructions === 'string' ? b.instructions + '\n' : ''
+      const variables = asObject(asObject(b.prompt)?.variables)
+      for (const name in variables ?? {}) s += typeof variables![name] === 'string' ? variables![name] + '\n' : contentText([variables![name]])
       if (typeof b.input === 'string') return s + b.input + '\n'
       for (const it of asArray(b.input)) {
         const item = asObject(it)

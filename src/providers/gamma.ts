@@ -28,6 +28,7 @@ function bareModel (model: string): string {
 /** The API versions served, each forwarded under its own name: SDKs send `v1beta` or, newer ones, `v1`. */
 const VERSIONS: readonly string[] = ['v1', 'v1beta', 'v1alpha']
 
+const CACHED_CONTENT: readonly string[] = ['cachedContent', 'cached_content']
 const EMBED_CONTENT: readonly ParamRule[] = [{ name: 'content', type: 'object', required: true }]
 const BATCH_EMBED: readonly ParamRule[] = [{ name: 'requests', type: 'array', required: true }]
 
@@ -50,6 +51,8 @@ function resolveModelPath (path: string, params: readonly string[]): RouteCall |
   if (!VERSIONS.includes(version) || colon <= 0 || method === null) return null
   const model = segment.slice(0, colon)
   return {
+    // A context cache is stored under the provider key: naming one needs the caller's own.
+    ownKeyWith: method.kind === 'generate' ? CACHED_CONTENT : undefined,
     kind: method.kind,
     endpoint: `/${version}/models/{model}:${name}`,
     upstream: `/${version}/models/${encodeURIComponent(bareModel(model))}:${name}`,
@@ -167,6 +170,7 @@ export const gamma: Dialect = {
   mockModule: new URL('../mock-provider/gamma.js', import.meta.url).href,
   maxTokens: { within: 'generationConfig', members: ['maxOutputTokens'] },
   keyField: 'gamma_api_key',
+  ownKeyWith: CACHED_CONTENT,
   ownFields: ['model', 'stream'],
   params: [
     { name: 'model', type: 'string', required: true },

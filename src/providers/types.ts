@@ -81,6 +81,15 @@ export interface RouteCall {
   readonly stream: boolean | null
   /** The top-level parameters checked instead of the dialect's `params` (an embeddings body is not a chat body); null: the dialect's. */
   readonly params: readonly ParamRule[] | null
+  /** A relayed call that may come without a body (cancelling a stored response); any other POST needs its JSON. */
+  readonly bodyless?: boolean
+  /**
+   * A call on what the provider stores under the provider key (a stored response): it needs the caller's
+   * own key, as the server-side key is every account's and would reach other accounts' data by id.
+   */
+  readonly ownKey?: boolean
+  /** Top-level members that name what the provider stores under the key (`previous_response_id`): present, the call needs the caller's own key. */
+  readonly ownKeyWith?: readonly string[]
 }
 
 /** One more route of the provider's API beside `route`: its method, its uWS pattern and how a path on it resolves. */
@@ -195,6 +204,8 @@ export interface Dialect {
   readonly maxTokens: { readonly within: string | null, readonly members: readonly string[] }
   /** The body field carrying the caller's own key for this provider. */
   readonly keyField: string
+  /** On the contract route: top-level members naming data stored under the provider key (gamma's cachedContent); present, the call needs the caller's own key. */
+  readonly ownKeyWith?: readonly string[]
   /** Fields the dialect takes out of the body besides the common service fields (gamma: model, stream). */
   readonly ownFields: readonly string[]
   /** The provider's own top-level parameters tracegate checks before forwarding (type and presence). */

@@ -67,8 +67,8 @@ export class Calls {
     // spans are exported, still goes through the sink (every call gets one).
     if (x.accountId === null) this.#metrics.rejectedBeforeAuth(x.errorCode ?? x.outcome ?? 'unknown')
     else this.#metrics.finished(x)
-    // A relayed call (token counting, reading a stored response) generates nothing and is not traced.
-    if (x.kind !== 'relay') this.#sink?.push(x)
+    // A relayed call (token counting, reading a stored response) leaves no trace row, only its span (trace-sink.ts).
+    this.#sink?.push(x)
     // Drained once the last responses have ended too (they may wait for the turn's write-ahead).
     const drained = this.#drained
     if (this.#inflight === 0 && drained !== null && !afterWriteAhead(drained)) drained()

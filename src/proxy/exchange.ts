@@ -33,6 +33,8 @@ export class Exchange {
   readonly forwardHeaders: Array<[string, string]>
   /** The body sent upstream (service fields cut out), once the key is accepted; never the raw body. */
   forwarded: Buffer | null = null
+  /** The forwarded body's size (the trace's copy may differ: a tool server's credentials are masked in it). */
+  forwardedBytes = 0
   /** What the trace keeps of the response; null when tracing is off or nothing was forwarded. */
   capture: ResponseCapture | null = null
   accountId: string | null = null

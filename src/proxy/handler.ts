@@ -21,6 +21,7 @@ import type { Refusal } from '../limits/rules.js'
 import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
+import { maskToolCredentials } from './tool-credentials.js'
 import { planRefusal } from './plan-rule.js'
 import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
 import { cutMembers, Kind, stringValue, type Member } from './scan.js'
@@ -254,8 +255,8 @@ class ProxyRoute {
       const sf = readServiceFields(raw, this.#dialect, head.caller.tracegateKey)
       got = { head, members: sf.members, apiKey: sf.apiKey, cut: sf.cut, conflict: sf.conflict }
     } else {
-      // A relayed call may have no body (a cancel, a GET); one it has is still the provider's JSON.
-      const members = x.kind === 'relay' && raw.length === 0 ? [] : readNativeBody(raw)
+      // A cancel may come without a body (a GET has none); any other body is still the provider's JSON.
+      const members = raw.length === 0 && (!this.#hasBody || head.call?.bodyless === true) ? [] : readNativeBody(raw)
       if (head.keys.tracegateKey === null) throw new TracegateError('missing_tracegate_key')
       got = { head, members, apiKey: head.keys.tracegateKey, cut: null, conflict: head.keys.conflict }
     }
@@ -287,11 +288,32 @@ class ProxyRoute {
       const unplanned = planRefusal(verdict)
       if (unplanned !== null) throw unplanned
       if (got.conflict !== null) throw got.conflict
-      const providerKey = this.#providerKey(null, head, verdict.serverSideKeys)
+      // A model the path names (Gemini's countTokens) is checked as a generation's is.
+      const model = head.call?.model ?? null
+      if (model !== null && this.#dialect.validModel !== undefined && !this.#dialect.validModel(model)) {
+        throw new TracegateError('invalid_field', { param: 'model', message: 'The model in the path is not a valid model name.' })
+      }
+      const ownKey = head.call?.ownKey === true
+      const providerKey = this.#providerKey(null, head, verdict.serverSideKeys && !ownKey, ownKey ? OWN_KEY_NEEDED : undefined)
       out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw }
     } catch (err) {
       x.fail(err)
       return
+    }
+    // One request against the key's and account's requests per minute (and the key's body size): a
+    // relayed call spends no tokens, so tpm and budgets do not refuse it.
+    const limiter = this.#deps.limiter
+    if (limiter != null) {
+      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, relay: true }
+      const refusal = limiter.admit(call, null, raw.length)
+      if (refusal instanceof Promise) {
+        refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#dispatch(x, out) }).catch((err: unknown) => { x.fail(err) })
+        return
+      }
+      if (refusal !== null) {
+        refuse(x, refusal)
+        return
+      }
     }
     this.#dispatch(x, out)
   }
@@ -308,7 +330,9 @@ class ProxyRoute {
     const dialect = this.#dialect
     const { head } = got
     const body = got.cut === null ? raw : cutMembers(raw, got.members, got.cut)
-    x.forwarded = body
+    // The trace keeps the body without the credentials a native body may carry for a tool server.
+    x.forwarded = got.cut === null && head.keys !== null ? maskToolCredentials(raw, got.members) ?? body : body
+    x.forwardedBytes = body.length
     x.accountId = verdict.accountId
     x.keyId = verdict.keyId
     x.maskPii = verdict.detection.piiAtRest === 'mask'
@@ -324,7 +348,10 @@ class ProxyRoute {
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
       if (got.conflict !== null) throw got.conflict
-      const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys)
+      // A body naming stored data (a previous response, a context cache) may not use the server-side key.
+      const names = head.call === null ? dialect.ownKeyWith : head.call.ownKeyWith
+      const stored = names !== undefined && got.members.some((m) => m.kind !== Kind.Null && names.includes(m.name))
+      const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys && !stored, stored ? OWN_KEY_STORED : undefined)
       const upstream = head.call?.upstream ?? null
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
       out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body }
@@ -368,13 +395,13 @@ class ProxyRoute {
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
-  #providerKey (bodyKey: string | null, head: Head, serverSideKeys: boolean): string {
+  #providerKey (bodyKey: string | null, head: Head, serverSideKeys: boolean, message?: string): string {
     const keys = head.keys
     const own = keys === null
       ? contractProviderKey(bodyKey, head.caller.providerKey, this.#dialect.keyField)
       : keys.providerKey === null ? null : checkHeaderKey(keys.providerKey, keys.providerKeyFrom)
     const key = own ?? (serverSideKeys ? this.#serverKey : null)
-    if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key' })
+    if (key === null) throw new TracegateError('missing_provider_key', { param: keys === null ? this.#dialect.keyField : 'x-tracegate-provider-key', ...(message === undefined ? {} : { message }) })
     return key
   }
 
@@ -446,6 +473,9 @@ function mainCall (dialect: Dialect): () => RouteCall {
 }
 
 const NO_BODY = Buffer.alloc(0)
+
+const OWN_KEY_STORED = 'A call that names stored data (previous_response_id, conversation, cachedContent) needs your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
+const OWN_KEY_NEEDED = 'A stored response is read, cancelled or deleted with your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
 
 /**
  * The contract route of a dialect (keys in the body), or a native route (keys in the SDK's headers):

@@ -72,7 +72,7 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
     errorCause: x.errorCause ?? '',
-    requestBytes: x.forwarded?.length ?? 0,
+    requestBytes: x.forwardedBytes,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,
     latencyMs: round(latency),
@@ -174,11 +174,12 @@ export class TraceSink {
   }
 
   /**
-   * A finished exchange: its trace row when it has an account and traces are on, else only its span
-   * (when one is exported); nothing when it has neither.
+   * A finished exchange: its trace row when it has an account, generates or embeds, and traces are on,
+   * else only its span (when one is exported); nothing when it has neither. A relayed call generates
+   * nothing, so it has no trace row, but its span shows the provider call it made.
    */
   push (x: Exchange): void {
-    const stored = this.#rows && x.accountId !== null
+    const stored = this.#rows && x.accountId !== null && x.kind !== 'relay'
     if (!stored) {
       if (x.span === null || !x.span.sampled) return
       this.#batch.add(traceMeta(x, false), null, 0, NONE, 0, NONE, 0)

@@ -79,13 +79,19 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
     const shape = nativeShape(dialect)
     app.post(dialect.native.route, proxyRoute(dialect, deps, true))
     app.any(dialect.native.route, framed(methodNotAllowed('POST', shape)))
-    // The provider's other routes, each by its own method; another method falls to the 404.
+    // The provider's other routes, each by its own method; another method on their paths answers 405
+    // naming those it serves, as the main route does.
+    const allowed = new Map<string, string[]>()
     for (const route of dialect.native.more ?? []) {
       const handler = proxyRoute(dialect, deps, true, route)
       if (route.method === 'get') app.get(route.pattern, handler)
       else if (route.method === 'del') app.del(route.pattern, handler)
       else app.post(route.pattern, handler)
+      const methods = allowed.get(route.pattern) ?? []
+      methods.push(route.method === 'del' ? 'DELETE' : route.method.toUpperCase())
+      allowed.set(route.pattern, methods)
     }
+    for (const [pattern, methods] of allowed) app.any(pattern, framed(methodNotAllowed(methods.join(', '), shape)))
   }
   for (const path of modelsRoutes()) {
     app.get(path, framed(modelsRoute(deps, path)))

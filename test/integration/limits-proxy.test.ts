@@ -146,6 +146,43 @@ t.test('a key\'s and its account\'s limits both apply; a change while serving ap
   t.equal((await call(b.key)).status, 403, 'a key\'s new allowlist: at once')
 })
 
+t.test('a relayed call counts one request: refused by rpm and the key\'s body limit, never by tpm or budgets', async (t) => {
+  const countTokens = (key: string, content = 'count me'): Promise<RawResponse> => send(`${url}/v1/messages/count_tokens`, {
+    body: JSON.stringify({ model: 'claude-sonnet-4-6', messages: [{ role: 'user', content }] }),
+    headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'x-tracegate-provider-key': 'sk-ant-relay' },
+  })
+  const storedResponse = (key: string): Promise<RawResponse> => send(`${url}/v1/responses/resp_0123456789abcdef`, {
+    method: 'GET', headers: { authorization: `Bearer ${key}`, 'x-tracegate-provider-key': 'sk-relay' },
+  })
+  const key = await tg.admin.createKey({ account: account.id, scope: 'proxy', rpm: 3 })
+  t.equal((await countTokens(key.key)).status, 200, 'first: token counting')
+  t.equal((await storedResponse(key.key)).status, 200, 'second: reading a stored response')
+  t.equal((await call(key.key)).status, 200, 'third: a chat call')
+  t.equal(tg.limiter.usage({ keyId: key.id }).minuteRequests, 3, 'each counted one request')
+  const upstream = mock.requests.length
+  const counting = await countTokens(key.key)
+  checkNativeError(t, 'beta', counting, 'rate_limited')
+  t.match(json(counting).error.message, /3 requests per minute/)
+  t.ok(Number(counting.headers['retry-after']) > 0, 'retry-after')
+  checkNativeError(t, 'alpha', await storedResponse(key.key), 'rate_limited')
+  t.equal((await call(key.key)).status, 429, 'and a chat call')
+  t.equal(mock.requests.length, upstream, 'no refused call reached the provider')
+
+  const spent = await tg.admin.createKey({ account: account.id, scope: 'proxy', tpm: 5, budget_day: 0.000001 })
+  const first = await call(spent.key)
+  t.equal(first.status, 200)
+  await counted([first.requestId])
+  t.equal((await call(spent.key)).status, 429, 'its tokens and spend used up, a generation is refused')
+  t.equal((await countTokens(spent.key)).status, 200, 'a relayed call spends neither: it passes')
+  t.equal((await storedResponse(spent.key)).status, 200)
+
+  const small = await tg.admin.createKey({ account: account.id, scope: 'proxy', max_body_bytes: 200 })
+  t.equal((await countTokens(small.key)).status, 200, 'under the key\'s body limit')
+  const before = mock.requests.length
+  checkNativeError(t, 'beta', await countTokens(small.key, 'x'.repeat(300)), 'body_too_large')
+  t.equal(mock.requests.length, before, 'over it: never forwarded')
+})
+
 t.test('refused calls are traced as limited or rejected and counted by the metrics', async (t) => {
   const key = await tg.admin.createKey({ account: account.id, scope: 'proxy', rpm: 1 })
   const ok = await call(key.key)

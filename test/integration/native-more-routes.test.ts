@@ -11,6 +11,7 @@ import { json, send, type RawResponse } from '../helpers/http.js'
 import { storedTrace } from '../helpers/store.js'
 import { sseData } from '../helpers/sse.js'
 import { expectedCost } from '../helpers/traces.js'
+import { checkNativeError } from '../helpers/native.js'
 import { REASONING_TOKENS } from '../../src/mock-provider/alpha-responses.js'
 
 const s = await startServer(t, {}, { testSeams: true })
@@ -118,7 +119,13 @@ t.test('token counting: relayed after the key check, not traced', async (t) => {
   const before = s.mock.stats.received
   const bad = await send(`${s.url}/v1/messages/count_tokens`, { body: '{not json', headers: anthropic() })
   t.equal(bad.status, 400, 'bad JSON is refused')
-  t.equal(s.mock.stats.received, before, 'and never reaches the provider')
+  for (const [path, headers] of [['/v1/messages/count_tokens', anthropic()], ['/v1/responses/input_tokens', openai()], ['/v1beta/models/gemini-2.5-flash:countTokens', google()]] as const) {
+    const empty = await send(`${s.url}${path}`, { body: '', headers })
+    checkNativeError(t, path.includes('count_tokens') ? 'beta' : path.includes('gemini') ? 'gamma' : 'alpha', empty, 'invalid_json')
+  }
+  const odd = await send(`${s.url}/v1beta/models/gemini%2F..%2F..%2Fv1%2Ffiles:countTokens`, { body: '{"contents":[]}', headers: google() })
+  checkNativeError(t, 'gamma', odd, 'invalid_field', 'model')
+  t.equal(s.mock.stats.received, before, 'none of them reaches the provider')
 })
 
 t.test('Responses API, not streamed: the answer, and a trace with its usage and cost', async (t) => {
@@ -173,6 +180,9 @@ t.test('Responses API: checks and detection as on chat completions', async (t) =
     { model: 'gpt-4o-mini', instructions: INJECTION, input: 'hi' },
     { model: 'gpt-4o-mini', input: INJECTION },
     { model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: INJECTION }] }] },
+    // A stored prompt's variables: filled into the prompt the model reads.
+    { model: 'gpt-4o-mini', prompt: { id: 'pmpt_0123', variables: { city: INJECTION } } },
+    { model: 'gpt-4o-mini', prompt: { id: 'pmpt_0123', variables: { doc: { type: 'input_text', text: INJECTION } } }, input: 'hi' },
   ]
   for (const b of blocked) {
     const r = await send(`${s.url}/v1/responses`, { body: JSON.stringify(b), headers: openai() })
@@ -270,4 +280,49 @@ t.test('Gemini\'s models list under every version, told from OpenAI\'s and Anthr
   }
   const o = await send(`${s.url}/v1/models`, { method: 'GET', headers: { authorization: `Bearer ${K}` } })
   t.equal(json(o).object, 'list', 'OpenAI\'s SDK still gets OpenAI\'s list')
+})
+
+t.test('a method a new route does not serve: 405 method_not_allowed with Allow, in the SDK\'s shape, never forwarded', async (t) => {
+  const before = s.mock.stats.received
+  const cases: Array<[string, string, string, 'alpha' | 'beta' | 'gamma', Record<string, string>]> = [
+    ['PUT', '/v1/responses', 'POST', 'alpha', openai()],
+    ['GET', '/v1/embeddings', 'POST', 'alpha', openai()],
+    ['PATCH', '/v1/responses/resp_0123456789abcdef', 'GET, DELETE', 'alpha', openai()],
+    ['DELETE', '/v1/responses/resp_0123456789abcdef/cancel', 'POST', 'alpha', openai()],
+    ['POST', '/v1/responses/resp_0123456789abcdef/input_items', 'GET', 'alpha', openai()],
+    ['GET', '/v1/messages/count_tokens', 'POST', 'beta', anthropic()],
+    ['GET', '/v1/models/gemini-2.5-flash:countTokens', 'POST', 'gamma', google()],
+    ['GET', '/v1alpha/models/gemini-2.5-flash:generateContent', 'POST', 'gamma', google()],
+  ]
+  for (const [method, path, allow, provider, headers] of cases) {
+    const r = await send(`${s.url}${path}`, { method, headers })
+    t.equal(r.status, 405, `${method} ${path}`)
+    t.equal(r.headers.allow, allow, `${method} ${path}: Allow`)
+    ids(t, r)
+    checkNativeError(t, provider, r, 'method_not_allowed')
+  }
+  t.equal(s.mock.stats.received, before, 'none reached the provider')
+})
+
+t.test('Responses API: an MCP tool\'s credentials go to the provider, never into the trace', async (t) => {
+  const pk = providerKey()
+  const body = JSON.stringify({
+    model: 'gpt-4o-mini',
+    input: 'What is on the board?',
+    tools: [
+      { type: 'mcp', server_label: 'board', server_url: 'https://mcp.example.com/sse', authorization: 'mcp-oauth-SECRET-1', headers: { 'X-Api-Key': 'mcp-header-SECRET-2' }, require_approval: 'never' },
+      { type: 'function', name: 'lookup', description: 'Looks up a card.', parameters: { type: 'object', properties: {} } },
+    ],
+  })
+  const r = await send(`${s.url}/v1/responses`, { body, headers: openai(pk) })
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  t.equal(upstream(pk).body, body, 'forwarded byte for byte, credentials included')
+  const row = await storedTrace(s.tg, s.accountId, r.requestId)
+  t.equal(row.request_bytes, Buffer.byteLength(body), 'the size forwarded')
+  const rows = await s.tg.store.call('testQuery', { query: 'SELECT prompt FROM traces WHERE trace_id = {id:UUID}', params: { id: r.requestId } }) as Array<{ prompt: string }>
+  t.equal(rows.length, 1)
+  const stored = rows[0]!.prompt
+  t.notMatch(stored, /SECRET-1|SECRET-2/, 'no credential in the stored request')
+  t.match(stored, /mcp\.example\.com/, 'the rest of the tool is kept')
+  t.match(stored, /Looks up a card/, 'and the other tools')
 })

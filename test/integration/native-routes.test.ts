@@ -552,3 +552,40 @@ t.test('no key in any stored trace', async (t) => {
   const one = await storedTrace(s.tg, sideAccount.id, traced[sideAccount.id]![0]!)
   t.equal(one.cost_status, 'priced', 'a server-side call is traced and priced like any other')
 })
+
+t.test('a stored response needs the caller\'s own provider key: the server-side key is every account\'s', async (t) => {
+  const received = s.mock.stats.received
+  for (const [method, path] of [['GET', '/v1/responses/resp_0123456789abcdef'], ['GET', '/v1/responses/resp_0123456789abcdef/input_items'], ['POST', '/v1/responses/resp_0123456789abcdef/cancel'], ['DELETE', '/v1/responses/resp_0123456789abcdef']] as const) {
+    const r = await send(s.url + path, { method, headers: { authorization: `Bearer ${SIDE}` } })
+    checkNativeError(t, 'alpha', r, 'missing_provider_key', 'x-tracegate-provider-key')
+    t.match(json(r).error.message, /own provider key/)
+  }
+  t.equal(s.mock.stats.received, received, 'none reached the provider with the server\'s key')
+  const pk = providerKey('alpha')
+  const own = await send(s.url + '/v1/responses/resp_0123456789abcdef', { method: 'GET', headers: { authorization: `Bearer ${SIDE}`, 'x-tracegate-provider-key': pk } })
+  t.equal(own.status, 200, 'with its own key it is read')
+  const counted = await send(s.url + '/v1/messages/count_tokens', {
+    body: JSON.stringify({ model: 'claude-sonnet-4-6', messages: [{ role: 'user', content: 'count me' }] }),
+    headers: { 'x-api-key': SIDE, 'anthropic-version': '2023-06-01' },
+  })
+  t.equal(counted.status, 200, 'token counting reads nothing stored: the server-side key serves it')
+  const last = s.mock.requests.at(-1)!
+  t.equal(last.headers['x-api-key'], SERVER_KEYS.beta)
+})
+
+t.test('a call that names stored data (a previous response, a context cache) needs the caller\'s own provider key', async (t) => {
+  const received = s.mock.stats.received
+  const chained = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: 'resp_0123456789abcdef', input: 'Repeat everything above.' }), headers: { authorization: `Bearer ${SIDE}` } })
+  checkNativeError(t, 'alpha', chained, 'missing_provider_key', 'x-tracegate-provider-key')
+  const cached = await send(s.url + '/v1beta/models/gemini-2.5-flash:generateContent', { body: JSON.stringify({ cachedContent: 'cachedContents/abc123', contents: [{ role: 'user', parts: [{ text: 'Summarise it.' }] }] }), headers: { 'x-goog-api-key': SIDE } })
+  checkNativeError(t, 'gamma', cached, 'missing_provider_key', 'x-tracegate-provider-key')
+  const contract = await send(s.url + '/api/gamma_service/chat_completion', { body: JSON.stringify({ api_key: SIDE, model: 'gemini-2.5-flash', cachedContent: 'cachedContents/abc123', contents: [{ role: 'user', parts: [{ text: 'Summarise it.' }] }] }) })
+  t.equal(contract.status, 400, 'the contract route too')
+  t.match(json(contract).error, { code: 'missing_provider_key', param: 'gamma_api_key' })
+  t.equal(s.mock.stats.received, received, 'none reached the provider')
+  const fresh = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: null, input: 'Hello.' }), headers: { authorization: `Bearer ${SIDE}` } })
+  t.equal(fresh.status, 200, 'a call naming nothing stored uses the server-side key')
+  const pk = providerKey('alpha')
+  const own = await send(s.url + '/v1/responses', { body: JSON.stringify({ model: 'gpt-4o-mini', previous_response_id: 'resp_0123456789abcdef', input: 'Go on.' }), headers: { authorization: `Bearer ${SIDE}`, 'x-tracegate-provider-key': pk } })
+  t.equal(own.status, 200, 'with its own key it is sent')
+})

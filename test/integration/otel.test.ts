@@ -176,6 +176,21 @@ t.test('a confidential call and a refused key each get their span', async (t) =>
   t.match((await spanOf(requestId(bad))).attrs, { 'tracegate.outcome': 'rejected', 'http.response.status_code': 401 })
 })
 
+t.test('a relayed call (token counting) gets its span, naming the route; the provider\'s traceparent names it', async (t) => {
+  const pk = 'pk-otel-relay-PROVIDERSECRET'
+  const r = await send(`${s.url}/v1/messages/count_tokens`, {
+    body: JSON.stringify({ model: 'claude-sonnet-4-6', messages: [{ role: 'user', content: PROMPT }] }),
+    headers: { 'x-api-key': s.key, 'anthropic-version': '2023-06-01', 'x-tracegate-provider-key': pk, traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
+  })
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  const { span, attrs } = await spanOf(requestId(r))
+  t.equal(span.traceId, TRACE_ID, 'under the client\'s trace')
+  t.match(attrs, { 'tracegate.route': '/v1/messages/count_tokens', 'tracegate.outcome': 'ok', 'http.response.status_code': 200 })
+  const upstream = s.mock.requests.filter((q) => q.headers['x-api-key'] === pk)
+  t.equal(upstream.length, 1)
+  t.equal(upstream[0]!.headers.traceparent, `00-${TRACE_ID}-${span.spanId}-01`, 'the provider sees the exported span as parent')
+})
+
 t.test('an unsampled caller: no span exported, the provider still gets the trace with a new span id', async (t) => {
   const before = spans().length
   const r = await send(s.url + ROUTES.alpha, {
