@@ -136,43 +136,97 @@ export function isWordChar(c: number): boolean {
 }
 
 const RING = 4
-const RING_C = new Int32Array(RING)
-const RING_W = new Int32Array(RING)
-const HEAD_RING_C = new Int32Array(RING)
-const HEAD_RING_W = new Int32Array(RING)
+
+/**
+ * Where an extraction stands between two calls of extractRange: the characters and word behind it, and
+ * the sentence's concept rings. Features of a text extracted in several ranges are exactly those of one
+ * pass, so a long text can be read in pieces while the buffers hold only the part being scored.
+ */
+export interface FeatureCursor {
+  /** The next step: characters [0, at) are read; step text.length is the closing space. */
+  at: number
+  c1: number; c2: number; c3: number; c4: number
+  word: number
+  inWord: boolean
+  prevWord: number
+  hasPrev: boolean
+  words: number
+  ringN: number
+  headN: number
+  readonly ringC: Int32Array
+  readonly ringW: Int32Array
+  readonly headC: Int32Array
+  readonly headW: Int32Array
+}
+
+export function createCursor (): FeatureCursor {
+  return {
+    at: 0, c1: 32, c2: 32, c3: 32, c4: 32, word: SEED_WORD, inWord: false, prevWord: 0, hasPrev: false, words: 0,
+    ringN: 0, headN: 0, ringC: new Int32Array(RING), ringW: new Int32Array(RING), headC: new Int32Array(RING), headW: new Int32Array(RING),
+  }
+}
+
+/** Back to the start of a text (the text is padded with one leading space). */
+export function resetCursor (cur: FeatureCursor): void {
+  cur.at = 0; cur.c1 = 32; cur.c2 = 32; cur.c3 = 32; cur.c4 = 32
+  cur.word = SEED_WORD; cur.inWord = false; cur.prevWord = 0; cur.hasPrev = false; cur.words = 0
+  cur.ringN = 0; cur.headN = 0
+}
+
+const whole = createCursor()
 
 /** Fills `out` with every feature of `text` (already normalised). */
 export function extractFeatures(text: string, out: FeatureBuffers): void {
+  resetCursor(whole)
+  out.count = 0
+  extractRange(text, out, whole, text.length + 1)
+}
+
+/**
+ * Appends to `out` (after its `count` entries) the features of steps [cur.at, to) of `text`, step
+ * text.length being the closing space that ends the last word, and moves the cursor to `to`. The
+ * features of step i end at i (character n-grams) or i - 1 (the word that step closes).
+ */
+export function extractRange(text: string, out: FeatureBuffers, cur: FeatureCursor, to: number): void {
   const len = text.length
+  const from = cur.at
   // Per character at most 3 char n-grams and 2 word features; per word of two or more characters
-  // (with its separator) at most RING concept pairs and RING head pairs.
-  const need = len * 10 + 8
+  // (with its separator) at most RING concept pairs and RING head pairs; a word begun before `from`
+  // can close within the range (the slack).
+  const need = out.count + (to - from) * 10 + 32
   if (out.buckets.length < need) {
     let size = out.buckets.length
     while (size < need) size *= 2
-    out.buckets = new Int32Array(size)
-    out.positions = new Int32Array(size)
-    out.words = new Uint8Array(size)
+    const keep = out.count
+    const buckets = new Int32Array(size)
+    const positions = new Int32Array(size)
+    const words = new Uint8Array(size)
+    buckets.set(out.buckets.subarray(0, keep))
+    positions.set(out.positions.subarray(0, keep))
+    words.set(out.words.subarray(0, keep))
+    out.buckets = buckets
+    out.positions = positions
+    out.words = words
   }
   const buckets = out.buckets
   const positions = out.positions
   const kinds = out.words
-  let n = 0
-  let c1 = 32, c2 = 32, c3 = 32, c4 = 32 // previous characters, most recent first; text starts after a space
-  let word = SEED_WORD
-  let inWord = false
-  let prevWord = 0
-  let hasPrev = false
+  let n = out.count
+  let c1 = cur.c1, c2 = cur.c2, c3 = cur.c3, c4 = cur.c4 // previous characters, most recent first
+  let word = cur.word
+  let inWord = cur.inWord
+  let prevWord = cur.prevWord
+  let hasPrev = cur.hasPrev
   // The last RING concept words of the sentence: concept and word number.
-  const ringC = RING_C
-  const ringW = RING_W
-  let ringN = 0
+  const ringC = cur.ringC
+  const ringW = cur.ringW
+  let ringN = cur.ringN
   // The last RING concept words of any concept, for the head's pairs.
-  const headC = HEAD_RING_C
-  const headW = HEAD_RING_W
-  let headN = 0
-  let words = 0
-  for (let i = 0; i <= len; i++) {
+  const headC = cur.headC
+  const headW = cur.headW
+  let headN = cur.headN
+  let words = cur.words
+  for (let i = from; i < to; i++) {
     const c = i < len ? text.charCodeAt(i) : 32
     if (i < len) {
       // Character n-grams ending at i (the text is padded with one leading space), as nested
@@ -224,4 +278,8 @@ export function extractFeatures(text: string, out: FeatureBuffers): void {
     c4 = c3; c3 = c2; c2 = c1; c1 = c
   }
   out.count = n
+  cur.at = to
+  cur.c1 = c1; cur.c2 = c2; cur.c3 = c3; cur.c4 = c4
+  cur.word = word; cur.inWord = inWord; cur.prevWord = prevWord; cur.hasPrev = hasPrev; cur.words = words
+  cur.ringN = ringN; cur.headN = headN
 }

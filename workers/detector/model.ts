@@ -12,7 +12,7 @@
 // embeddings are int8 times one scale each.
 import { readFileSync } from 'node:fs'
 import { repoFile } from '../../src/paths.js'
-import { BITS, DIM, HEAD_ONLY, LENGTH_POWER, createBuffers, extractFeatures, isWordChar } from './features.js'
+import { BITS, DIM, HEAD_ONLY, LENGTH_POWER, createBuffers, createCursor, extractFeatures, extractRange, isWordChar, resetCursor } from './features.js'
 import { findPayloads, normalize, originalSpan, type Normalized } from './normalize.js'
 import { FAMILIES, matchPlanted, matchRules, mentions, type Family, type RuleMatch } from './rules.js'
 
@@ -314,6 +314,70 @@ function featuresOf (text: string): void {
   featsOf = text
 }
 
+/**
+ * A text longer than this is read in pieces: the buffers then hold the features of about one window
+ * past COMPACT_AT, not ten entries per character of the whole text (hundreds of MB for a 4 MB prompt,
+ * kept by the worker). Its features are not kept for a second reading.
+ */
+const STREAM_MIN = 1 << 16
+const COMPACT_AT = 1 << 16
+const cursor = createCursor()
+
+/** Drops the features before index `from` of the buffer. */
+function compact (from: number): void {
+  if (from === 0) return
+  const n = feats.count
+  feats.buckets.copyWithin(0, from, n)
+  feats.positions.copyWithin(0, from, n)
+  feats.words.copyWithin(0, from, n)
+  feats.count = n - from
+}
+
+/**
+ * bestWindow over `text`, whole or in pieces (STREAM_MIN); the same windows and logits either way.
+ * `score` reads the buffer by index, and must read `feats` when called (a piece may move it).
+ */
+function scoreWindows (text: string, window: number, stride: number, score: (from: number, to: number) => number): { logit: number, start: number, end: number } {
+  const len = text.length
+  if (len <= STREAM_MIN) {
+    featuresOf(text)
+    return bestWindow(len, window, stride, score)
+  }
+  featsOf = null
+  resetCursor(cursor)
+  feats.count = 0
+  let best = -Infinity, bs = 0, be = 0
+  let lo = 0
+  for (let s = 0; ; s += stride) {
+    const e = Math.min(len, s + window)
+    // The features of steps before e are exactly those ending before e (the window's run in bestWindow);
+    // the last window also takes the closing step that ends the last word.
+    extractRange(text, feats, cursor, e === len ? len + 1 : e)
+    const positions = feats.positions
+    while (lo < feats.count && (positions[lo] as number) < s) lo++
+    if (lo >= COMPACT_AT) { compact(lo); lo = 0 }
+    const logit = score(lo, feats.count)
+    if (logit > best) { best = logit; bs = s; be = e }
+    if (e === len) break
+  }
+  return { logit: best, start: bs, end: be }
+}
+
+/** Leaves in the buffer every feature of `text` ending in [start, end), and perhaps others. */
+function featuresAround (text: string, start: number, end: number): void {
+  if (featsOf === text) return
+  if (text.length <= STREAM_MIN) { featuresOf(text); return }
+  resetCursor(cursor)
+  feats.count = 0
+  const last = Math.min(end, text.length) + 1
+  while (cursor.at < last) {
+    extractRange(text, feats, cursor, Math.min(last, cursor.at + COMPACT_AT))
+    let k = 0
+    while (k < feats.count && (feats.positions[k] as number) < start) k++
+    compact(k)
+  }
+}
+
 /** The rule-family indicator features: each family that fired adds its learned weight. */
 function familyTerm (model: Model, mask: number): number {
   let z = 0
@@ -440,25 +504,23 @@ function deepTerm (d: Deep, count: number): number {
  * none and is never explained, does not pay for it.
  */
 export function windowLogit(model: Model, text: string, mask: number, credit = false): { logit: number, start: number, end: number } {
-  featuresOf(text)
   const base = model.bias + familyTerm(model, mask)
-  const n = feats.count
-  const buckets = feats.buckets
   const q = model.quantized
   const w: Int8Array | Float32Array = q ?? model.weights
   const unit = q !== undefined ? model.scale ?? 1 : 1
   const len = text.length
   const logitOf = (d: { sum: number, count: number }): number => base + (d.count > 0 ? (d.sum * unit) * Math.pow(d.count, -LENGTH_POWER) : 0)
   creditOf = null
-  if (len <= WINDOW && credit) {
-    const d = distinctSumCredited(w, buckets, feats.positions, n, len)
+  const score = (from: number, to: number): number => logitOf(distinctSum(model, w, feats.buckets, from, to))
+  if (len > WINDOW) return scoreWindows(text, WINDOW, STRIDE, score)
+  featuresOf(text)
+  if (credit) {
+    const d = distinctSumCredited(w, feats.buckets, feats.positions, feats.count, len)
     creditOf = text
     creditCount = d.count
     return { logit: logitOf(d), start: 0, end: len }
   }
-  const score = (from: number, to: number): number => logitOf(distinctSum(model, w, buckets, from, to))
-  if (len <= WINDOW) return { logit: score(0, n), start: 0, end: len }
-  return bestWindow(len, WINDOW, STRIDE, score)
+  return { logit: score(0, feats.count), start: 0, end: len }
 }
 
 /** The best window of the features in the buffer (a text of `len` characters): its logit and span. */
@@ -485,7 +547,6 @@ function bestWindow (len: number, window: number, stride: number, score: (from: 
  * text; `mask` its rule families). Without a head, the linear logit of the best window.
  */
 function dataWindowLogit (model: Model, text: string, mask: number): number {
-  featuresOf(text)
   creditOf = null
   const base = model.bias + familyTerm(model, mask)
   const q = model.quantized
@@ -496,7 +557,7 @@ function dataWindowLogit (model: Model, text: string, mask: number): number {
     const r = distinctSum(model, w, feats.buckets, from, to, true)
     return base + (r.count > 0 ? (r.sum * unit) * Math.pow(r.count, -LENGTH_POWER) : 0) + (d !== undefined ? deepTerm(d, r.count) : 0)
   }
-  return bestWindow(text.length, DATA_WINDOW, DATA_STRIDE, score).logit
+  return scoreWindows(text, DATA_WINDOW, DATA_STRIDE, score).logit
 }
 
 /** Rules, decoded payloads and the model over one segment's text. */
@@ -591,6 +652,7 @@ function explainWindow (model: Model, text: string, start: number, end: number):
   let count = creditCount
   if (creditOf !== text) {
     // A window of a longer text: credit its distinct features now (positions relative to the text).
+    featuresAround(text, start, end)
     const len = end - start
     const weights: Int8Array | Float32Array = q ?? model.weights
     if (posCredit.length < len) posCredit = new Float64Array(len)
