@@ -191,6 +191,25 @@ t.test('a relayed call (token counting) gets its span, naming the route; the pro
   t.equal(upstream[0]!.headers.traceparent, `00-${TRACE_ID}-${span.spanId}-01`, 'the provider sees the exported span as parent')
 })
 
+t.test('embeddings calls get spans named for the operation, as the conventions name it', async (t) => {
+  const openai = await send(`${s.url}/v1/embeddings`, {
+    body: JSON.stringify({ model: 'text-embedding-3-small', input: 'a line to embed' }),
+    headers: { authorization: `Bearer ${s.key}`, 'x-tracegate-provider-key': 'pk-otel-embed-PROVIDERSECRET' },
+  })
+  t.equal(openai.status, 200, openai.text.slice(0, 200))
+  const o = await spanOf(requestId(openai))
+  t.equal(o.span.name, 'embeddings text-embedding-3-small')
+  t.match(o.attrs, { 'gen_ai.operation.name': 'embeddings', 'gen_ai.request.model': 'text-embedding-3-small', 'tracegate.route': '/v1/embeddings' })
+  const gemini = await send(`${s.url}/v1beta/models/gemini-embedding-001:embedContent`, {
+    body: JSON.stringify({ content: { parts: [{ text: 'a line to embed' }] } }),
+    headers: { 'x-goog-api-key': s.key, 'x-tracegate-provider-key': 'pk-otel-embed-PROVIDERSECRET' },
+  })
+  t.equal(gemini.status, 200, gemini.text.slice(0, 200))
+  const g = await spanOf(requestId(gemini))
+  t.equal(g.span.name, 'embeddings gemini-embedding-001')
+  t.equal(g.attrs['gen_ai.operation.name'], 'embeddings')
+})
+
 t.test('an unsampled caller: no span exported, the provider still gets the trace with a new span id', async (t) => {
   const before = spans().length
   const r = await send(s.url + ROUTES.alpha, {

@@ -29,12 +29,20 @@ function hrTime (ms: number): HrTime {
   return [s, Math.round((ms - s * 1000) * 1e6)]
 }
 
+/**
+ * The GenAI conventions' operation of a call, by its route: `embeddings` on the embeddings routes
+ * (OpenAI's /v1/embeddings, Gemini's embedContent and batchEmbedContents), else `chat`.
+ */
+function operationOf (endpoint: string): 'chat' | 'embeddings' {
+  return /(?:\/embeddings|:embedContent|:batchEmbedContents)$/.test(endpoint) ? 'embeddings' : 'chat'
+}
+
 /** What a span says of a call: never a key or the account id; the prompt and answer only when the operator opted in. */
 function attributes (raw: RawTrace, row: TraceSummary | null, content: boolean): Attributes {
   const provider = DIALECTS[raw.provider].otelSystem
   const outcome = raw.outcome
   const a: Attributes = {
-    'gen_ai.operation.name': 'chat',
+    'gen_ai.operation.name': operationOf(raw.endpoint),
     'gen_ai.provider.name': provider,
     'gen_ai.system': provider,
     'tracegate.request_id': raw.traceId,
@@ -110,7 +118,7 @@ export class SpanExport {
       : { traceId: ref.traceId, spanId: ref.parentSpanId, traceFlags: TraceFlags.SAMPLED, isRemote: true }
     const end = raw.time + raw.latencyMs
     this.#queue.push({
-      name: raw.model === '' ? 'chat' : `chat ${raw.model}`,
+      name: raw.model === '' ? operationOf(raw.endpoint) : `${operationOf(raw.endpoint)} ${raw.model}`,
       kind: SpanKind.CLIENT,
       spanContext: () => context,
       ...(parent === undefined ? {} : { parentSpanContext: parent }),
