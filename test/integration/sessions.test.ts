@@ -235,3 +235,30 @@ t.test('unpriced calls: counted apart, the cost the priced calls\' alone, in ses
     check(await get(`/api/v1/traces/totals?range=all&session=${id}`), id, `${id}: the trace list's totals`)
   }
 })
+
+t.test('Responses API and embeddings calls show their last input item, or their input string whole', async (t) => {
+  const c = await s.tenant('initech')
+  const native = async (path: string, body: unknown): Promise<string> => {
+    const r = await send(s.url + path, {
+      body: JSON.stringify(body),
+      headers: { authorization: `Bearer ${c.proxyKey}`, 'x-tracegate-provider-key': 'pk-sessions-native', 'x-tracegate-session': 'native' },
+    })
+    t.equal(r.status, 200, `${path}: ${r.text.slice(0, 200)}`)
+    return String(r.headers['x-request-id'])
+  }
+  const ids = [
+    await native('/v1/responses', { model: 'gpt-4o-mini', input: 'responses turn as a string' }),
+    await native('/v1/responses', { model: 'gpt-4o-mini', instructions: 'Be brief.', input: [{ role: 'user', content: 'first item' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: [{ type: 'input_text', text: 'the last item' }] }] }),
+    await native('/v1/embeddings', { model: 'text-embedding-3-small', input: ['one line', 'the last line'] }),
+  ]
+  await stored(s.tg, c.accountId, ids)
+  const r = await (await signedIn(c)).get(path('native'))
+  t.equal(r.status, 200)
+  const calls = r.json.calls as Array<{ trace_id: string; input: string }>
+  t.same(calls.map((c) => c.trace_id), ids, 'the three calls, oldest first')
+  t.same(calls.map((c) => JSON.parse(c.input)), [
+    { input: 'responses turn as a string' },
+    { input: [{ role: 'user', content: [{ type: 'input_text', text: 'the last item' }] }] },
+    { input: ['the last line'] },
+  ])
+})

@@ -78,12 +78,15 @@ const CALL_COLUMNS = `account_id, trace_id, time, key_id, provider, model, strea
 
 /**
  * The request's last message as a one-message body of the same dialect, whichever name its message list
- * has (`messages`: alpha and beta; `contents`: gamma). JSONExtractRaw answers '' for a body that is cut
- * or not JSON, and the message is left out past EXCERPT_BYTES.
+ * has (`messages`: alpha and beta; `contents`: gamma; `input`: the Responses API and embeddings, a string
+ * kept whole). JSONExtractRaw answers '' for a body that is cut or not JSON, and the message is left out
+ * past EXCERPT_BYTES.
  */
 const INPUT = `if(confidential, '', multiIf(
     JSONHas(prompt, 'contents'), concat('{"contents":[', JSONExtractRaw(prompt, 'contents', -1), ']}'),
     JSONHas(prompt, 'messages'), concat('{"messages":[', JSONExtractRaw(prompt, 'messages', -1), ']}'),
+    JSONType(prompt, 'input') = 'Array', concat('{"input":[', JSONExtractRaw(prompt, 'input', -1), ']}'),
+    JSONType(prompt, 'input') = 'String', concat('{"input":', JSONExtractRaw(prompt, 'input'), '}'),
     ''))`
 
 /** One session's totals and a page of its calls, oldest first (keyset pages on time, trace id). */
