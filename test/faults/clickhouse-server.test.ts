@@ -4,19 +4,14 @@
 // Later, ClickHouse going away is spooled and replayed as with the embedded store: the server here is
 // the test stand-in (ClickHouse's HTTP interface over chDB, its own process), killed and started again.
 import t, { type Test } from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { moduleFile } from '../../src/paths.js'
-import { nodeArgs } from '../helpers/cli.js'
 import { ServeChild } from '../helpers/serve.js'
 import { createServer } from 'node:http'
 import { rmSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { closedPort, tempDir } from '../helpers/server.js'
 import { sleep } from '../helpers/wait.js'
+import { spawnStandIn } from '../helpers/clickhouse-standin.js'
 import { accounted, chat, loadUntil, readyz, startTracegate, statsUntil, watchHealth } from './fault-helpers.js'
-
-const STANDIN = fileURLToPath(moduleFile('../fixtures/clickhouse-standin.js', import.meta.url))
 
 
 interface Exit { code: number | null; signal: NodeJS.Signals | null; stderr: string; ms: number }
@@ -56,32 +51,13 @@ t.test('a server that answers HTTP but is not ClickHouse stops the start', async
   t.match(r.stderr, `the server at http://127.0.0.1:${port} (CLICKHOUSE_URL) did not answer as ClickHouse`, 'the message names the URL')
 })
 
-interface StandIn { readonly port: number; stop (): Promise<void> }
-
-async function startStandIn (t: Test, dir: string, port = 0): Promise<StandIn> {
-  const child: ChildProcess = spawn(process.execPath, nodeArgs(STANDIN, String(port), dir), { stdio: ['ignore', 'pipe', 'inherit'] })
-  const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
-  const stop = async (): Promise<void> => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited } }
-  t.teardown(stop)
-  const bound = await new Promise<number>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8')
-      const m = /listening (\d+)/.exec(out)
-      if (m !== null) resolve(Number(m[1]))
-    })
-    child.once('exit', (code) => { reject(new Error(`the stand-in exited (${String(code)}) before listening`)) })
-  })
-  return { port: bound, stop }
-}
-
 t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it is back', async (t) => {
   const chDir = tempDir('tracegate-standin-')
   const dataDir = tempDir('tracegate-chserver-')
   t.teardown(() => { rmSync(chDir, { recursive: true, force: true }); rmSync(dataDir, { recursive: true, force: true }) })
   const mock = await startMockProvider({ recordLimit: 0 })
   t.teardown(() => mock.close())
-  let ch = await startStandIn(t, chDir)
+  let ch = await spawnStandIn(t, chDir)
   const r = await startTracegate(t, dataDir, mock, { CLICKHOUSE_URL: `http://127.0.0.1:${ch.port}`, TRACEGATE_TRACE_FLUSH_MS: '100' })
   t.equal((await chat(r)).status, 200, 'a call is served with the server as the store')
   await statsUntil(r.tg, 'its trace is written to the server', (s) => s.written >= 1)
@@ -98,7 +74,7 @@ t.test('ClickHouse going away later: spooled, /readyz says so, replayed when it 
   t.equal(during.status, 503, '/readyz is not ready while the server is away')
   t.equal(during.reason, 'store_unreachable', `reason ${String(during.reason)}`)
   await sleep(500)
-  ch = await startStandIn(t, chDir, ch.port)
+  ch = await spawnStandIn(t, chDir, ch.port)
   await sleep(300)
   stop = true
   const statuses = await load

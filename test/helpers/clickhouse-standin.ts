@@ -10,16 +10,19 @@ import { tempDir } from './server.js'
 
 const STANDIN = fileURLToPath(moduleFile('../fixtures/clickhouse-standin.js', import.meta.url))
 
-/** The stand-in's URL. */
-export async function startStandIn (t: Test): Promise<string> {
-  const dir = tempDir('tracegate-standin-')
-  const child: ChildProcess = spawn(process.execPath, nodeArgs(STANDIN, '0', dir), { stdio: ['ignore', 'pipe', 'inherit'] })
+export interface StandIn {
+  readonly port: number
+  /** Kills it (SIGKILL, as a crash would) and waits for its exit; also run at teardown. */
+  stop (): Promise<void>
+}
+
+/** The stand-in on `dir` (kept at teardown: the caller's), listening on `port` (0: any free one). */
+export async function spawnStandIn (t: Test, dir: string, port = 0): Promise<StandIn> {
+  const child: ChildProcess = spawn(process.execPath, nodeArgs(STANDIN, String(port), dir), { stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited }
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const port = await new Promise<number>((resolve, reject) => {
+  const stop = async (): Promise<void> => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited } }
+  t.teardown(stop)
+  const bound = await new Promise<number>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8')
@@ -28,5 +31,12 @@ export async function startStandIn (t: Test): Promise<string> {
     })
     child.once('exit', (code) => { reject(new Error(`the stand-in exited (${String(code)}) before listening`)) })
   })
-  return `http://127.0.0.1:${port}`
+  return { port: bound, stop }
+}
+
+/** The stand-in on a fresh data directory, removed at teardown; its URL. */
+export async function startStandIn (t: Test): Promise<string> {
+  const dir = tempDir('tracegate-standin-')
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  return `http://127.0.0.1:${(await spawnStandIn(t, dir)).port}`
 }

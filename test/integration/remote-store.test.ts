@@ -4,42 +4,17 @@
 // test stand-in (ClickHouse's HTTP interface over chDB, its own process, decoding Content-Encoding as
 // ClickHouse does) behind a pass-through that keeps each trace insert as it was sent.
 import t, { type Test } from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { createServer, request, type OutgoingHttpHeaders } from 'node:http'
-import { fileURLToPath } from 'node:url'
 import { brotliDecompressSync } from 'node:zlib'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { moduleFile } from '../../src/paths.js'
 import { TRACE_COLUMNS } from '../../src/store/worker/rows.js'
 import { Tracegate } from '../../src/tracegate.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
-import { nodeArgs } from '../helpers/cli.js'
+import { startStandIn } from '../helpers/clickhouse-standin.js'
 import { send } from '../helpers/http.js'
 import { tempDir, testConfig } from '../helpers/server.js'
 import { until } from '../helpers/wait.js'
-
-const STANDIN = fileURLToPath(moduleFile('../fixtures/clickhouse-standin.js', import.meta.url))
-
-/** The stand-in on a fresh data directory in its own process, stopped at teardown; its port. */
-async function startStandIn (t: Test): Promise<number> {
-  const dir = tempDir('tracegate-standin-')
-  const child: ChildProcess = spawn(process.execPath, nodeArgs(STANDIN, '0', dir), { stdio: ['ignore', 'pipe', 'inherit'] })
-  const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited }
-    rmSync(dir, { recursive: true, force: true })
-  })
-  return await new Promise<number>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8')
-      const m = /listening (\d+)/.exec(out)
-      if (m !== null) resolve(Number(m[1]))
-    })
-    child.once('exit', (code) => { reject(new Error(`the stand-in exited (${String(code)}) before listening`)) })
-  })
-}
 
 interface Insert { readonly encoding: string | undefined; readonly body: Buffer }
 
@@ -70,7 +45,7 @@ async function recorder (t: Test, port: number): Promise<{ url: string; inserts:
 
 /** tracegate on the stand-in (through the recorder) with `env`; `calls` chats made; what the inserts carried. */
 async function traced (t: Test, env: Record<string, string>, calls: number): Promise<{ ids: string[]; inserts: Insert[]; tg: Tracegate }> {
-  const rec = await recorder(t, await startStandIn(t))
+  const rec = await recorder(t, Number(new URL(await startStandIn(t)).port))
   const mock = await startMockProvider({ recordLimit: 0 })
   t.teardown(() => mock.close())
   const dataDir = tempDir('tracegate-remote-')
