@@ -10,7 +10,10 @@ import { redisUrlProblem } from './domain/redis-url.js'
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
 export interface ProviderConfig {
+  /** The first of baseUrls. */
   readonly baseUrl: string
+  /** The ordered targets of one wire format: a call moves to the next when one fails before answering (upstream/fallover.ts). */
+  readonly baseUrls: readonly string[]
   /** Server-side provider key, used only when the account allows it. Never logged or returned. */
   readonly apiKey: string | null
 }
@@ -55,6 +58,12 @@ export interface Config {
     readonly headersTimeoutMs: number
     readonly bodyTimeoutMs: number
     readonly connections: number
+    /** Attempts a call may make over its provider's targets; null: one per target. */
+    readonly attempts: number | null
+    /** No new attempt starts this long after a call's first. */
+    readonly retryDeadlineMs: number
+    /** The first backoff before a target is tried again (doubling, full jitter). */
+    readonly backoffMs: number
   }
   readonly keyCache: { readonly ttlMs: number; readonly max: number }
   readonly traces: TraceConfig
@@ -158,8 +167,15 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be on or off, got ${JSON.stringify(raw)}`)
 }
 
-function origin (env: Env, name: string, fallback: string): string {
-  const raw = str(env, name, fallback)
+/** A comma-separated, ordered list of base URLs, each checked as `origin` checks one. */
+function origins (env: Env, name: string, fallback: string): string[] {
+  const list = str(env, name, fallback).split(',').map((u) => u.trim())
+  if (list.some((u) => u === '')) throw new ConfigError(name, 'must be one base URL or a comma-separated list of them, without empty entries')
+  if (list.length > 16) throw new ConfigError(name, 'may list at most 16 base URLs')
+  return list.map((u) => originOf(name, u))
+}
+
+function originOf (name: string, raw: string): string {
   let url: URL
   try {
     url = new URL(raw)
@@ -201,8 +217,10 @@ export function loadConfig (env: Env = process.env): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
     const up = p.toUpperCase()
+    const baseUrls = Object.freeze(origins(env, `TRACEGATE_${up}_BASE_URL`, DIALECTS[p].defaultBaseUrl))
     providers[p] = Object.freeze({
-      baseUrl: origin(env, `TRACEGATE_${up}_BASE_URL`, DIALECTS[p].defaultBaseUrl),
+      baseUrl: baseUrls[0]!,
+      baseUrls,
       apiKey: secret(env, `TRACEGATE_${up}_API_KEY`),
     })
   }
@@ -264,6 +282,9 @@ export function loadConfig (env: Env = process.env): Config {
       // Longest silence allowed between two body chunks.
       bodyTimeoutMs: int(env, 'TRACEGATE_UPSTREAM_BODY_TIMEOUT_MS', 300_000, 1, 3_600_000),
       connections: int(env, 'TRACEGATE_UPSTREAM_CONNECTIONS', 256, 1, 65_535),
+      attempts: env.TRACEGATE_UPSTREAM_ATTEMPTS === undefined || env.TRACEGATE_UPSTREAM_ATTEMPTS === '' ? null : int(env, 'TRACEGATE_UPSTREAM_ATTEMPTS', 1, 1, 20),
+      retryDeadlineMs: int(env, 'TRACEGATE_UPSTREAM_RETRY_DEADLINE_MS', 30_000, 0, 3_600_000),
+      backoffMs: int(env, 'TRACEGATE_UPSTREAM_BACKOFF_MS', 200, 0, 60_000),
     }),
     keyCache: Object.freeze({
       ttlMs: int(env, 'TRACEGATE_KEY_CACHE_TTL_MS', 5_000, 0, 3_600_000),

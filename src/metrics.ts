@@ -12,6 +12,7 @@ import type { TraceStats } from './store/trace-types.js'
 import { INSERT_BUCKETS, OTHER_MODEL } from './store/trace-types.js'
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metrics-series.js'
 import type { LimitsMode } from './domain/limits-mode.js'
+import type { AttemptResult } from './upstream/fallover.js'
 
 /** Seconds: a proxied call takes milliseconds (a mock) to minutes (a long generation). */
 const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
@@ -78,6 +79,7 @@ export class Metrics {
   readonly #served: CounterSeries | null
   /** The store worker's numbers for the scrape under way (one traceStats call per scrape). */
   #snapshot: Promise<TraceStats | null> | null = null
+  readonly #attempts: CounterFamily
   readonly #sqlQueries: Counter<'result'>
   readonly #sqlDuration: Histogram<'result'>
   #late: LateSources | null = null
@@ -109,6 +111,8 @@ export class Metrics {
     this.#detection = new HistogramFamily('tracegate_detection_duration_seconds', 'Time from a request entering detection to its verdict (queueing included).', FAST_BUCKETS)
       .register(this.registry).series('', {})
 
+    this.#attempts = new CounterFamily('tracegate_upstream_attempts_total', 'Requests to providers\' targets when a provider has several or retries are on, by provider, target (its base URL) and result: answered (passed to the client), fell_over (another target took the call), failed (the last attempt, unanswered).').register(this.registry)
+
     const served = new CounterFamily('tracegate_thread_requests_total', 'Requests the proxy routes took, by the front thread that served them (0 alone when TRACEGATE_THREADS is 1).').register(this.registry)
     const thread = sources.thread === undefined ? '0' : sources.thread
     this.#served = thread === null ? null : served.series('', { thread })
@@ -136,6 +140,11 @@ export class Metrics {
   sqlQuery (result: SqlResultLabel, seconds: number): void {
     this.#sqlQueries.inc({ result })
     this.#sqlDuration.observe({ result }, seconds)
+  }
+
+  /** One attempt over a provider's targets (upstream/fallover.ts). */
+  attempt (provider: string, target: string, result: AttemptResult): void {
+    this.#attempts.series(provider + '\n' + target + '\n' + result, { provider, target, result }).value++
   }
 
   /** Once per request the proxy routes take, when it begins. */

@@ -58,7 +58,7 @@ function withMock (config: Config, mock: MockProvider): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
     // The mock accepts any key; a server-side one lets server-side-key accounts try everything offline.
-    providers[p] = Object.freeze({ baseUrl: mock.url, apiKey: config.providers[p].apiKey ?? `mock-${p}-server-key` })
+    providers[p] = Object.freeze({ baseUrl: mock.url, baseUrls: Object.freeze([mock.url]), apiKey: config.providers[p].apiKey ?? `mock-${p}-server-key` })
   }
   return Object.freeze({ ...config, providers: Object.freeze(providers) })
 }

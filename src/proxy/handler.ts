@@ -12,6 +12,7 @@ import { nativeShape, sendError, startError, TRACEGATE_SHAPE } from '../server/r
 import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import { Passthrough } from '../upstream/passthrough.js'
+import { Attempts, targetsFor, type AttemptMetrics, type RetryPolicy, type Targets } from '../upstream/fallover.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
@@ -44,6 +45,8 @@ export interface ProxyDeps {
   readonly limiter?: Admission | null
   /** True when spans are exported over OTLP: each call gets a span id and passes a traceparent on. */
   readonly spans?: boolean
+  /** Counts the attempts over a provider's targets (the metrics); null or absent: not counted. */
+  readonly attempts?: AttemptMetrics | null
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
 }
@@ -103,6 +106,8 @@ interface Outbound {
   readonly headers: Record<string, string>
   /** The body with the service fields cut out: what the provider, detection and the trace see. */
   readonly body: Buffer
+  /** The provider key is the server-side one (a 401 or 403 to it moves to the next target). */
+  readonly serverKey: boolean
 }
 
 /** What the head said, read while the uWS request is valid and carried to the later steps. */
@@ -153,6 +158,9 @@ class ProxyRoute {
   readonly #serverKey: string | null
   readonly #origin: string
   readonly #basePath: string
+  /** The provider's ordered targets; null when it has one and a call makes one attempt (dispatched directly). */
+  readonly #targets: Targets | null
+  readonly #retry: RetryPolicy
 
   constructor (dialect: Dialect, deps: ProxyDeps, native: boolean, route: NativeRoute | null) {
     this.#dialect = dialect
@@ -164,9 +172,13 @@ class ProxyRoute {
     this.#paramCount = ((route?.pattern ?? (native ? dialect.native.route : '')).match(/\/:/g) ?? []).length
     this.#limit = deps.config.maxBodyBytes
     this.#serverKey = deps.config.providers[dialect.name].apiKey
-    const baseUrl = new URL(deps.config.providers[dialect.name].baseUrl)
+    const provider = deps.config.providers[dialect.name]
+    const baseUrl = new URL(provider.baseUrl)
     this.#origin = baseUrl.origin
     this.#basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
+    const up = deps.config.upstream
+    this.#retry = { attempts: up.attempts ?? provider.baseUrls.length, deadlineMs: up.retryDeadlineMs, backoffMs: up.backoffMs }
+    this.#targets = this.#retry.attempts <= 1 && provider.baseUrls.length === 1 ? null : targetsFor(dialect.name, provider.baseUrls)
   }
 
   /**
@@ -295,7 +307,7 @@ class ProxyRoute {
       }
       const ownKey = head.call?.ownKey === true
       const providerKey = this.#providerKey(null, head, verdict.serverSideKeys && !ownKey, ownKey ? OWN_KEY_NEEDED : undefined)
-      out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw }
+      out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw, serverKey: providerKey === this.#serverKey }
     } catch (err) {
       x.fail(err)
       return
@@ -354,7 +366,7 @@ class ProxyRoute {
       const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys && !stored, stored ? OWN_KEY_STORED : undefined)
       const upstream = head.call?.upstream ?? null
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
-      out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body }
+      out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body, serverKey: providerKey === this.#serverKey }
     } catch (err) {
       // The trace of a call refused before the schema passed still names the model, when it is readable.
       x.model ??= head.path?.model ?? modelOf(raw, got.members, dialect)
@@ -456,6 +468,11 @@ class ProxyRoute {
   /** Steps 9 and 10: the provider's answer streams back through Passthrough. */
   #dispatch (x: Exchange, out: Outbound): void {
     x.upstreamStartAt = performance.now()
+    if (this.#targets !== null) {
+      const request = { method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey }
+      new Attempts(x, this.#targets, this.#retry, request, this.#deps.upstream, this.#deps.attempts ?? null).start()
+      return
+    }
     this.#deps.upstream.dispatch({
       origin: this.#origin,
       path: this.#basePath + out.path,

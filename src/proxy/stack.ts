@@ -64,6 +64,7 @@ export class ProxyStack {
       captureLimit: config.traces.enabled ? config.traces.maxBodyBytes : null,
       detection: links.detection,
       isClosing: calls.isClosing,
+      attempts: metrics,
       onStart: calls.started,
       onFinish: calls.finished,
       spans: config.otel !== null,

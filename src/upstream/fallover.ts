@@ -1,0 +1,287 @@
+// A call's attempts over a provider's ordered targets (TRACEGATE_<NAME>_BASE_URL as a list). An attempt
+// that fails before anything was committed to the client (the provider could not be reached, timed out
+// before its headers, or answered 5xx, 429, or 401/403 to the server-side key) gives way to the next
+// target, within the retry budget: attempts, a deadline for starting one, and exponential backoff with
+// full jitter before a target is tried again. Once an attempt's answer is passed on, the call stays
+// with it. A target that answered 429 with retry-after is skipped for that long by every call.
+import type { Dispatcher } from 'undici'
+import type { Exchange } from '../proxy/exchange.js'
+import { describeCause } from './client.js'
+import { Passthrough } from './passthrough.js'
+
+type Controller = Dispatcher.DispatchController
+type Headers = Record<string, string | string[] | undefined>
+
+export interface RetryPolicy {
+  /** Attempts a call may make in all, over every target. */
+  readonly attempts: number
+  /** No new attempt starts this long after the first one started. */
+  readonly deadlineMs: number
+  /** The first wait before a target is tried again; it doubles with each further try of that target. */
+  readonly backoffMs: number
+}
+
+/** The most of a failed attempt's error body read (and dropped) to keep its connection; past it, the connection is cut. */
+const DROP_LIMIT = 64 * 1024
+/** The longest backoff wait, whatever the doubling reaches. */
+const MAX_BACKOFF_MS = 10_000
+/** A retry-after longer than this is held to it: a target is never skipped for hours on one answer. */
+const MAX_COOL_MS = 300_000
+
+export interface Target {
+  readonly origin: string
+  /** The base URL's path prefix ('' for none), before the dialect's path. */
+  readonly basePath: string
+  /** The base URL as metrics and logs name it (never holds credentials: the configuration refuses them). */
+  readonly label: string
+}
+
+/** What one attempt ended with, when it gave way to the next. */
+export interface FellOver {
+  readonly target: Target
+  /** The provider's status, or 0 when it did not answer. */
+  readonly status: number
+  readonly cause: string
+}
+
+/** answered: its answer went to the client; fell_over: another target took over; failed: the last, unanswered. */
+export type AttemptResult = 'answered' | 'fell_over' | 'failed'
+
+/** How attempts are counted: each attempt, and each call answered by a target other than the first. */
+export interface AttemptMetrics {
+  attempt (provider: string, target: string, result: AttemptResult): void
+}
+
+/** The ordered targets of one provider, with their 429 cool-downs, shared by every call of the thread. */
+export class Targets {
+  readonly list: readonly Target[]
+  readonly #coolUntil: Float64Array
+
+  constructor (baseUrls: readonly string[]) {
+    this.list = baseUrls.map((raw) => {
+      const url = new URL(raw)
+      return { origin: url.origin, basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, ''), label: raw }
+    })
+    this.#coolUntil = new Float64Array(this.list.length)
+  }
+
+  cooling (i: number, now: number): boolean {
+    return (this.#coolUntil[i] as number) > now
+  }
+
+  coolDown (i: number, ms: number, now: number): void {
+    this.#coolUntil[i] = Math.max(this.#coolUntil[i] as number, now + Math.min(ms, MAX_COOL_MS))
+  }
+}
+
+const registry = new Map<string, Targets>()
+
+/** The thread's Targets for a provider's list (one per list, so every route of the provider shares its cool-downs). */
+export function targetsFor (provider: string, baseUrls: readonly string[]): Targets {
+  const id = provider + '\n' + baseUrls.join('\n')
+  let t = registry.get(id)
+  if (t === undefined) {
+    t = new Targets(baseUrls)
+    registry.set(id, t)
+  }
+  return t
+}
+
+export interface AttemptRequest {
+  readonly method: Dispatcher.HttpMethod
+  /** The path after the target's base path, with its query. */
+  readonly path: string
+  readonly headers: Record<string, string>
+  readonly body: Buffer | null
+  /** The provider key is the server-side one: a 401 or 403 then moves to the next target. */
+  readonly serverKey: boolean
+}
+
+/** A retry-after header as milliseconds (seconds, or an HTTP date), or null. */
+export function retryAfterMs (value: string | string[] | undefined, now: number): number | null {
+  const v = Array.isArray(value) ? value[0] : value
+  if (v === undefined || v === '') return null
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000)
+  const at = Date.parse(v)
+  return Number.isNaN(at) ? null : Math.max(0, at - now)
+}
+
+/**
+ * One call's attempts. The call's Passthrough sees only the attempt whose answer is passed on; an
+ * attempt that gives way is aborted, and its callbacks after that are ignored.
+ */
+export class Attempts {
+  readonly #x: Exchange
+  readonly #targets: Targets
+  readonly #policy: RetryPolicy
+  readonly #request: AttemptRequest
+  readonly #upstream: Dispatcher
+  readonly #metrics: AttemptMetrics | null
+  readonly #pass: Passthrough
+  /** Tries per target so far, for the backoff of the next one. */
+  readonly #tries: Uint16Array
+  #made = 0
+  #firstAt = 0
+  #next = 0
+  #committed = false
+  readonly fellOver: FellOver[] = []
+
+  constructor (x: Exchange, targets: Targets, policy: RetryPolicy, request: AttemptRequest, upstream: Dispatcher, metrics: AttemptMetrics | null) {
+    this.#x = x
+    this.#targets = targets
+    this.#policy = policy
+    this.#request = request
+    this.#upstream = upstream
+    this.#metrics = metrics
+    this.#pass = new Passthrough(x)
+    this.#tries = new Uint16Array(targets.list.length)
+  }
+
+  start (): void {
+    this.#firstAt = Date.now()
+    this.#attempt(this.#pick(this.#firstAt) ?? 0)
+  }
+
+  /**
+   * The next target to try: the first in order after the last one tried that is not cooling down, wrapping
+   * round to the start; null when every one is.
+   */
+  #pick (now: number): number | null {
+    const n = this.#targets.list.length
+    for (let k = 0; k < n; k++) {
+      const i = (this.#next + k) % n
+      if (!this.#targets.cooling(i, now)) return i
+    }
+    return null
+  }
+
+  /** Whether another attempt may start now: the budget holds one, and a target is not cooling down. */
+  #another (now: number): number | null {
+    if (this.#made >= this.#policy.attempts || now - this.#firstAt >= this.#policy.deadlineMs || this.#x.aborted) return null
+    return this.#pick(now)
+  }
+
+  #attempt (i: number): void {
+    const target = this.#targets.list[i]!
+    this.#made++
+    this.#tries[i] = (this.#tries[i] as number) + 1
+    this.#next = (i + 1) % this.#targets.list.length
+    const r = this.#request
+    this.#upstream.dispatch({
+      origin: target.origin,
+      path: target.basePath + r.path,
+      method: r.method,
+      headers: r.headers,
+      body: r.body,
+    }, new Attempt(this, i))
+  }
+
+  /** The attempt on target `i` failed (status 0: no answer); true when another one takes over. */
+  gaveWay (i: number, status: number, cause: string, headers: Headers | null): boolean {
+    if (this.#committed) return false
+    const now = Date.now()
+    const targets = this.#targets
+    if (status === 429) {
+      const ms = headers === null ? null : retryAfterMs(headers['retry-after'], now)
+      if (ms !== null && ms > 0) targets.coolDown(i, ms, now)
+    }
+    const next = this.#another(now)
+    if (next === null) return false
+    const target = targets.list[i]!
+    this.fellOver.push({ target, status, cause })
+    this.#metrics?.attempt(this.#x.dialect.name, target.label, 'fell_over')
+    // A target tried before waits out its backoff (full jitter); a fresh one is tried at once.
+    const tried = this.#tries[next] as number
+    const wait = tried === 0 ? 0 : Math.random() * Math.min(MAX_BACKOFF_MS, this.#policy.backoffMs * 2 ** (tried - 1))
+    const wall = Math.min(wait, Math.max(0, this.#firstAt + this.#policy.deadlineMs - now))
+    if (wall <= 0) this.#attempt(next)
+    else setTimeout(() => { this.#resume(next) }, wall)
+    return true
+  }
+
+  #resume (i: number): void {
+    const x = this.#x
+    if (x.aborted) { x.finish('client_aborted'); return }
+    this.#attempt(i)
+  }
+
+  /** Attempt `i`'s answer is the call's: from now on the Passthrough has it. */
+  commit (i: number): Passthrough {
+    this.#committed = true
+    this.#metrics?.attempt(this.#x.dialect.name, this.#targets.list[i]!.label, 'answered')
+    return this.#pass
+  }
+
+  /** The last attempt failed before any answer: the call fails with it. */
+  failed (i: number): Passthrough {
+    if (!this.#x.aborted) this.#metrics?.attempt(this.#x.dialect.name, this.#targets.list[i]!.label, 'failed')
+    return this.#pass
+  }
+
+  get passthrough (): Passthrough {
+    return this.#pass
+  }
+
+  get x (): Exchange {
+    return this.#x
+  }
+
+  /** Whether `status` from an attempt gives way to another target. */
+  movesOn (status: number): boolean {
+    return status === 429 || status >= 500 || ((status === 401 || status === 403) && this.#request.serverKey)
+  }
+}
+
+/** One attempt's undici handler: passes its answer on once committed, or gives way. */
+class Attempt implements Dispatcher.DispatchHandler {
+  readonly #owner: Attempts
+  readonly #target: number
+  /** Gave way to another attempt: nothing it still hears reaches the call. */
+  #dropped = false
+  #droppedBytes = 0
+  #pass: Passthrough | null = null
+
+  constructor (owner: Attempts, target: number) {
+    this.#owner = owner
+    this.#target = target
+  }
+
+  onRequestStart (controller: Controller, context: unknown): void {
+    this.#owner.passthrough.onRequestStart(controller)
+    void context
+  }
+
+  onResponseStart (controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
+    if (this.#dropped) return
+    if (this.#owner.movesOn(statusCode) && this.#owner.gaveWay(this.#target, statusCode, `status ${statusCode}`, headers)) {
+      // Its error body is read and dropped, so the connection goes back to the pool (a new one would cost
+      // a connect on every fall-over); one past DROP_LIMIT bytes is cut.
+      this.#dropped = true
+      return
+    }
+    this.#pass = this.#owner.commit(this.#target)
+    this.#pass.onResponseStart(controller, statusCode, headers)
+    void statusMessage
+  }
+
+  onResponseData (controller: Controller, chunk: Buffer): void {
+    if (this.#pass !== null) { this.#pass.onResponseData(controller, chunk); return }
+    this.#droppedBytes += chunk.length
+    if (this.#dropped && this.#droppedBytes > DROP_LIMIT && !controller.aborted) controller.abort(new Error('fell over to the next target'))
+  }
+
+  onResponseEnd (controller: Controller, trailers: Headers): void {
+    if (this.#pass !== null) this.#pass.onResponseEnd()
+    void controller; void trailers
+  }
+
+  onResponseError (controller: Controller, err: Error): void {
+    if (this.#dropped) return
+    // Before any answer: the provider could not be reached or did not answer in time.
+    if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, 0, describeCause(err), null)) {
+      this.#dropped = true
+      return
+    }
+    ;(this.#pass ?? this.#owner.failed(this.#target)).onResponseError(controller, err)
+  }
+}

@@ -1,0 +1,144 @@
+// Ordered targets per provider (TRACEGATE_<NAME>_BASE_URL as a list) through the real server: a call moves
+// to the next target when one cannot be reached or answers 5xx, 429, or 401/403 to the server-side key;
+// a target that answered 429 with retry-after is skipped for that long; a 429 from every target reaches
+// the client at once with the provider's headers; a caller's own key refused stays refused; one target
+// makes one attempt unless TRACEGATE_UPSTREAM_ATTEMPTS asks for more, with backoff between them. The
+// failing targets are real HTTP servers on loopback (and a closed port), the answering one the mock.
+import t, { type Test } from 'tap'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { rmSync } from 'node:fs'
+import { startMockProvider } from '../../src/mock-provider/index.js'
+import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
+import { send, type RawResponse } from '../helpers/http.js'
+import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
+import { storedTrace } from '../helpers/store.js'
+
+const mock = await startMockProvider()
+t.teardown(() => mock.close())
+// chDB takes one data directory per process: the scenarios run one after the other on this one.
+const dataDir = tempDir('tracegate-resilience-')
+t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
+
+interface Failing { readonly url: string; readonly seen: IncomingMessage[] }
+
+/** A target that answers every request with `status`, `headers` and a JSON error body. */
+async function failing (status: number, headers: Record<string, string> = {}): Promise<Failing> {
+  const seen: IncomingMessage[] = []
+  const server: Server = createServer((req, res) => {
+    seen.push(req)
+    req.resume()
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers })
+      res.end(JSON.stringify({ error: { message: `target says ${status}`, type: 'test', code: String(status) } }))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve() }) }))
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen }
+}
+
+function call (s: Started, p: Provider, fields: Record<string, unknown> = {}): Promise<RawResponse> {
+  return send(s.url + ROUTES[p], { body: JSON.stringify(bodyFor(p, { api_key: s.key, ...fields })) })
+}
+
+const mockHits = (): number => mock.requests.length
+
+async function metric (s: Started): Promise<string> {
+  return await s.tg.metrics.registry.metrics()
+}
+
+function attempts (text: string, provider: string, target: string, result: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`tracegate_upstream_attempts_total{provider="${provider}",target="${target}",result="${result}"}`))
+  return line === undefined ? 0 : Number(line.split(' ').pop())
+}
+
+t.test('a target down or answering 503: the call moves on and the next target answers, streamed or not', async (t: Test) => {
+  const down = `http://127.0.0.1:${await closedPort()}`
+  const busy = await failing(503)
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: `${down},${busy.url},${mock.url}` })
+  const before = mockHits()
+  const r = await call(s, 'alpha')
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  t.match(JSON.parse(r.text), { object: 'chat.completion' }, 'the mock\'s answer, passed on')
+  t.equal(busy.seen.length, 1, 'the 503 target was tried once')
+  t.equal(mockHits() - before, 1, 'the mock answered once')
+  const streamed = await call(s, 'alpha', { stream: true })
+  t.equal(streamed.status, 200)
+  t.match(streamed.text, /data: \[DONE\]/, 'the stream arrived whole')
+  t.equal(busy.seen.length, 2)
+  const row = await storedTrace(s.tg, s.accountId, String(r.headers['x-request-id']))
+  t.match(row, { status: 200, outcome: 'ok' }, 'the trace holds the answer that reached the client')
+  const m = await metric(s)
+  t.equal(attempts(m, 'alpha', down, 'fell_over'), 2, 'the unreachable target gave way twice')
+  t.equal(attempts(m, 'alpha', busy.url, 'fell_over'), 2, 'the 503 target gave way twice')
+  t.equal(attempts(m, 'alpha', mock.url, 'answered'), 2, 'the mock answered both')
+  await s.tg.close()
+})
+
+t.test('429 with retry-after: the target is skipped for that long; 401 moves only with the server-side key', async (t: Test) => {
+  const limited = await failing(429, { 'retry-after': '30' })
+  const refusing = await failing(401)
+  const s = await startTracegate(t, dataDir, mock, {
+    TRACEGATE_BETA_BASE_URL: `${limited.url},${mock.url}`,
+    TRACEGATE_GAMMA_BASE_URL: `${refusing.url},${mock.url}`,
+    TRACEGATE_GAMMA_API_KEY: 'server-side-gamma-key',
+  })
+  const first = await call(s, 'beta')
+  t.equal(first.status, 200, first.text.slice(0, 200))
+  t.equal(limited.seen.length, 1)
+  const second = await call(s, 'beta')
+  t.equal(second.status, 200)
+  t.equal(limited.seen.length, 1, 'the limited target is not asked again while its retry-after runs')
+
+  // The caller's own provider key refused: the next target would refuse it too; the client hears it.
+  const own = await call(s, 'gamma')
+  t.equal(own.status, 401, 'the caller\'s own key refused reaches the client')
+  t.equal(refusing.seen.length, 1)
+  const account = await s.tg.admin.createAccount({ name: 'shared-keys', plan: 'pro', serverSideKeys: true })
+  const key = await s.tg.admin.createKey({ account: account.id, scope: 'proxy' })
+  const serverSide = await send(s.url + ROUTES.gamma, { body: JSON.stringify({ ...bodyFor('gamma', { api_key: key.key }), gamma_api_key: undefined }) })
+  t.equal(serverSide.status, 200, `the server-side key refused by one target moves to the next: ${serverSide.text.slice(0, 200)}`)
+  t.equal(refusing.seen.length, 2)
+  t.equal(refusing.seen[1]!.headers['x-goog-api-key'], 'server-side-gamma-key', 'the refused target had the server-side key')
+  await s.tg.close()
+})
+
+t.test('429 from every target reaches the client at once with its headers; one target makes one attempt', async (t: Test) => {
+  const a = await failing(429, { 'retry-after': '20', 'x-ratelimit-remaining-requests': '0' })
+  const b = await failing(429, { 'retry-after': '20', 'x-ratelimit-remaining-requests': '0' })
+  const only = await failing(503)
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: `${a.url},${b.url}`, TRACEGATE_BETA_BASE_URL: only.url })
+  const started = Date.now()
+  const r = await call(s, 'alpha')
+  t.equal(r.status, 429)
+  t.equal(r.headers['retry-after'], '20', 'the provider\'s retry-after')
+  t.equal(r.headers['x-ratelimit-remaining-requests'], '0', 'and its rate-limit headers')
+  t.ok(Date.now() - started < 5_000, 'answered without waiting out the retry-after')
+  t.same([a.seen.length, b.seen.length], [1, 1], 'each target asked once')
+  const again = await call(s, 'alpha')
+  t.equal(again.status, 429, 'both cooling down: the client hears 429 at once')
+  t.equal(a.seen.length + b.seen.length, 3, 'one target asked, not both')
+
+  const one = await call(s, 'beta')
+  t.equal(one.status, 503, 'a single target\'s 503 reaches the client')
+  t.equal(only.seen.length, 1, 'one attempt by default')
+  await s.tg.close()
+})
+
+t.test('TRACEGATE_UPSTREAM_ATTEMPTS retries one target with backoff, then gives the client its answer', async (t: Test) => {
+  const only = await failing(503)
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: only.url, TRACEGATE_UPSTREAM_ATTEMPTS: '3', TRACEGATE_UPSTREAM_BACKOFF_MS: '20' })
+  const r = await call(s, 'alpha')
+  t.equal(r.status, 503)
+  t.equal(only.seen.length, 3, 'three attempts on the one target')
+  const m = await metric(s)
+  t.equal(attempts(m, 'alpha', only.url, 'fell_over'), 2)
+  t.equal(attempts(m, 'alpha', only.url, 'answered'), 1, 'the last answer went to the client')
+  await s.tg.close()
+})
+
+t.test('a bad list of base URLs stops the start, naming the variable', async (t: Test) => {
+  for (const value of ['http://a.example,,http://b.example', 'http://a.example,ftp://b.example', 'http://u:p@a.example']) {
+    await t.rejects(startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: value }), /TRACEGATE_ALPHA_BASE_URL/, value)
+  }
+})
