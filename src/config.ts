@@ -14,8 +14,10 @@ export interface ProviderConfig {
   readonly baseUrl: string
   /** The ordered targets of one wire format: a call moves to the next when one fails before answering (upstream/fallover.ts). */
   readonly baseUrls: readonly string[]
-  /** Server-side provider key, used only when the account allows it. Never logged or returned. */
+  /** Server-side provider key (the first of apiKeys), used only when the account allows it. Never logged or returned. */
   readonly apiKey: string | null
+  /** The server-side keys; two or more are a pool that calls take in turn (upstream/key-pool.ts). */
+  readonly apiKeys: readonly string[]
 }
 
 export interface ClickHouseServerConfig {
@@ -197,6 +199,17 @@ function secret (env: Env, name: string): string | null {
   return key
 }
 
+/** A comma-separated pool of secrets (one or more), each checked as `secret` checks one. */
+function secrets (env: Env, name: string): string[] {
+  const v = env[name]
+  if (v === undefined || v.trim() === '') return []
+  const keys = v.split(',').map((k) => k.trim())
+  if (keys.some((k) => k === '')) throw new ConfigError(name, 'must be one key or a comma-separated list of them, without empty entries')
+  if (keys.length > 64) throw new ConfigError(name, 'may list at most 64 keys')
+  for (const k of keys) if (!/^[\x21-\x7e]+$/.test(k)) throw new ConfigError(name, 'must be printable ASCII without spaces or line breaks')
+  return keys
+}
+
 function metricsToken (env: Env): string | null {
   const token = secret(env, 'TRACEGATE_METRICS_TOKEN')
   // It guards a port the whole internet may reach: a guessable one is refused at start.
@@ -218,10 +231,12 @@ export function loadConfig (env: Env = process.env): Config {
   for (const p of PROVIDERS) {
     const up = p.toUpperCase()
     const baseUrls = Object.freeze(origins(env, `TRACEGATE_${up}_BASE_URL`, DIALECTS[p].defaultBaseUrl))
+    const apiKeys = Object.freeze(secrets(env, `TRACEGATE_${up}_API_KEY`))
     providers[p] = Object.freeze({
       baseUrl: baseUrls[0]!,
       baseUrls,
-      apiKey: secret(env, `TRACEGATE_${up}_API_KEY`),
+      apiKey: apiKeys[0] ?? null,
+      apiKeys,
     })
   }
   const chUrl = env.CLICKHOUSE_URL

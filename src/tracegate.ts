@@ -58,7 +58,8 @@ function withMock (config: Config, mock: MockProvider): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
     // The mock accepts any key; a server-side one lets server-side-key accounts try everything offline.
-    providers[p] = Object.freeze({ baseUrl: mock.url, baseUrls: Object.freeze([mock.url]), apiKey: config.providers[p].apiKey ?? `mock-${p}-server-key` })
+    const apiKey = config.providers[p].apiKey ?? `mock-${p}-server-key`
+    providers[p] = Object.freeze({ baseUrl: mock.url, baseUrls: Object.freeze([mock.url]), apiKey, apiKeys: config.providers[p].apiKeys.length > 0 ? config.providers[p].apiKeys : Object.freeze([apiKey]) })
   }
   return Object.freeze({ ...config, providers: Object.freeze(providers) })
 }

@@ -12,6 +12,7 @@ import { nativeShape, sendError, startError, TRACEGATE_SHAPE } from '../server/r
 import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import { Passthrough } from '../upstream/passthrough.js'
+import { keyPoolFor, type KeyPool, type Warn } from '../upstream/key-pool.js'
 import { Attempts, targetsFor, type AttemptMetrics, type RetryPolicy, type Targets } from '../upstream/fallover.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, Detector } from '../detection/pool.js'
@@ -45,6 +46,8 @@ export interface ProxyDeps {
   readonly limiter?: Admission | null
   /** True when spans are exported over OTLP: each call gets a span id and passes a traceparent on. */
   readonly spans?: boolean
+  /** Logs what the proxy path logs once (a pooled provider key set aside); absent: not logged. */
+  readonly warn?: Warn
   /** Counts the attempts over a provider's targets (the metrics); null or absent: not counted. */
   readonly attempts?: AttemptMetrics | null
   /** True once shutdown began: new requests get 503. */
@@ -161,6 +164,8 @@ class ProxyRoute {
   /** The provider's ordered targets; null when it has one and a call makes one attempt (dispatched directly). */
   readonly #targets: Targets | null
   readonly #retry: RetryPolicy
+  /** The server-side keys when there are two or more. */
+  readonly #pool: KeyPool | null
 
   constructor (dialect: Dialect, deps: ProxyDeps, native: boolean, route: NativeRoute | null) {
     this.#dialect = dialect
@@ -177,8 +182,10 @@ class ProxyRoute {
     this.#origin = baseUrl.origin
     this.#basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
     const up = deps.config.upstream
-    this.#retry = { attempts: up.attempts ?? provider.baseUrls.length, deadlineMs: up.retryDeadlineMs, backoffMs: up.backoffMs }
-    this.#targets = this.#retry.attempts <= 1 && provider.baseUrls.length === 1 ? null : targetsFor(dialect.name, provider.baseUrls)
+    this.#retry = { attempts: up.attempts, deadlineMs: up.retryDeadlineMs, backoffMs: up.backoffMs }
+    this.#pool = keyPoolFor(dialect.name, provider.apiKeys, deps.warn ?? (() => {}))
+    const direct = (up.attempts ?? 1) <= 1 && provider.baseUrls.length === 1 && this.#pool === null
+    this.#targets = direct ? null : targetsFor(dialect.name, provider.baseUrls)
   }
 
   /**
@@ -469,7 +476,7 @@ class ProxyRoute {
   #dispatch (x: Exchange, out: Outbound): void {
     x.upstreamStartAt = performance.now()
     if (this.#targets !== null) {
-      const request = { method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey }
+      const request = { method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey, pool: out.serverKey ? this.#pool : null }
       new Attempts(x, this.#targets, this.#retry, request, this.#deps.upstream, this.#deps.attempts ?? null).start()
       return
     }

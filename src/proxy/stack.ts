@@ -65,6 +65,7 @@ export class ProxyStack {
       detection: links.detection,
       isClosing: calls.isClosing,
       attempts: metrics,
+      warn: (msg, fields) => { log?.warn(fields, msg) },
       onStart: calls.started,
       onFinish: calls.finished,
       spans: config.otel !== null,

@@ -7,14 +7,15 @@
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
 import { describeCause } from './client.js'
+import type { KeyPool } from './key-pool.js'
 import { Passthrough } from './passthrough.js'
 
 type Controller = Dispatcher.DispatchController
 type Headers = Record<string, string | string[] | undefined>
 
 export interface RetryPolicy {
-  /** Attempts a call may make in all, over every target. */
-  readonly attempts: number
+  /** Attempts a call may make in all, over every target; null: one per target, plus one per further pooled key. */
+  readonly attempts: number | null
   /** No new attempt starts this long after the first one started. */
   readonly deadlineMs: number
   /** The first wait before a target is tried again; it doubles with each further try of that target. */
@@ -95,6 +96,8 @@ export interface AttemptRequest {
   readonly body: Buffer | null
   /** The provider key is the server-side one: a 401 or 403 then moves to the next target. */
   readonly serverKey: boolean
+  /** The server-side keys when they are a pool (the call uses the server-side key); each attempt takes one. */
+  readonly pool: KeyPool | null
 }
 
 /** A retry-after header as milliseconds (seconds, or an HTTP date), or null. */
@@ -120,6 +123,9 @@ export class Attempts {
   readonly #pass: Passthrough
   /** Tries per target so far, for the backoff of the next one. */
   readonly #tries: Uint16Array
+  readonly #attemptsMax: number
+  /** The pooled keys this call tried, a bit per key. */
+  #triedKeys = 0
   #made = 0
   #firstAt = 0
   #next = 0
@@ -135,6 +141,7 @@ export class Attempts {
     this.#metrics = metrics
     this.#pass = new Passthrough(x)
     this.#tries = new Uint16Array(targets.list.length)
+    this.#attemptsMax = policy.attempts ?? targets.list.length + (request.pool === null ? 0 : request.pool.keys.length - 1)
   }
 
   start (): void {
@@ -157,7 +164,7 @@ export class Attempts {
 
   /** Whether another attempt may start now: the budget holds one, and a target is not cooling down. */
   #another (now: number): number | null {
-    if (this.#made >= this.#policy.attempts || now - this.#firstAt >= this.#policy.deadlineMs || this.#x.aborted) return null
+    if (this.#made >= this.#attemptsMax || now - this.#firstAt >= this.#policy.deadlineMs || this.#x.aborted) return null
     return this.#pick(now)
   }
 
@@ -167,31 +174,48 @@ export class Attempts {
     this.#tries[i] = (this.#tries[i] as number) + 1
     this.#next = (i + 1) % this.#targets.list.length
     const r = this.#request
+    let headers = r.headers
+    let key = -1
+    if (r.pool !== null) {
+      key = r.pool.pick(Date.now(), this.#triedKeys)
+      if (key < 31) this.#triedKeys |= 1 << key
+      headers = { ...headers, ...this.#x.dialect.authHeaders(r.pool.keys[key]!) }
+    }
     this.#upstream.dispatch({
       origin: target.origin,
       path: target.basePath + r.path,
       method: r.method,
-      headers: r.headers,
+      headers,
       body: r.body,
-    }, new Attempt(this, i))
+    }, new Attempt(this, i, key))
   }
 
-  /** The attempt on target `i` failed (status 0: no answer); true when another one takes over. */
-  gaveWay (i: number, status: number, cause: string, headers: Headers | null): boolean {
+  /**
+   * The attempt on target `i` with pooled key `key` (-1: not pooled) failed (status 0: no answer); true
+   * when another one takes over. A pooled key refused or limited gives way to another key on the same
+   * target, at once; anything else to the next target.
+   */
+  gaveWay (i: number, key: number, status: number, cause: string, headers: Headers | null): boolean {
     if (this.#committed) return false
     const now = Date.now()
     const targets = this.#targets
+    const pool = key >= 0 ? this.#request.pool : null
+    let keyLevel = false
     if (status === 429) {
       const ms = headers === null ? null : retryAfterMs(headers['retry-after'], now)
-      if (ms !== null && ms > 0) targets.coolDown(i, ms, now)
+      if (pool !== null) { pool.limited(key, ms, now); keyLevel = true } else if (ms !== null && ms > 0) targets.coolDown(i, ms, now)
+    } else if ((status === 401 || status === 403) && pool !== null) {
+      pool.refused(key, status)
+      keyLevel = true
     }
-    const next = this.#another(now)
+    const sameTarget = keyLevel && pool !== null && pool.untried(now, this.#triedKeys) && !targets.cooling(i, now)
+    const next = sameTarget && this.#made < this.#attemptsMax && now - this.#firstAt < this.#policy.deadlineMs && !this.#x.aborted ? i : this.#another(now)
     if (next === null) return false
     const target = targets.list[i]!
     this.fellOver.push({ target, status, cause })
     this.#metrics?.attempt(this.#x.dialect.name, target.label, 'fell_over')
     // A target tried before waits out its backoff (full jitter); a fresh one is tried at once.
-    const tried = this.#tries[next] as number
+    const tried = next === i && sameTarget ? 0 : this.#tries[next] as number
     const wait = tried === 0 ? 0 : Math.random() * Math.min(MAX_BACKOFF_MS, this.#policy.backoffMs * 2 ** (tried - 1))
     const wall = Math.min(wait, Math.max(0, this.#firstAt + this.#policy.deadlineMs - now))
     if (wall <= 0) this.#attempt(next)
@@ -236,14 +260,16 @@ export class Attempts {
 class Attempt implements Dispatcher.DispatchHandler {
   readonly #owner: Attempts
   readonly #target: number
+  readonly #key: number
   /** Gave way to another attempt: nothing it still hears reaches the call. */
   #dropped = false
   #droppedBytes = 0
   #pass: Passthrough | null = null
 
-  constructor (owner: Attempts, target: number) {
+  constructor (owner: Attempts, target: number, key: number) {
     this.#owner = owner
     this.#target = target
+    this.#key = key
   }
 
   onRequestStart (controller: Controller, context: unknown): void {
@@ -253,7 +279,7 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onResponseStart (controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
     if (this.#dropped) return
-    if (this.#owner.movesOn(statusCode) && this.#owner.gaveWay(this.#target, statusCode, `status ${statusCode}`, headers)) {
+    if (this.#owner.movesOn(statusCode) && this.#owner.gaveWay(this.#target, this.#key, statusCode, `status ${statusCode}`, headers)) {
       // Its error body is read and dropped, so the connection goes back to the pool (a new one would cost
       // a connect on every fall-over); one past DROP_LIMIT bytes is cut.
       this.#dropped = true
@@ -278,7 +304,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseError (controller: Controller, err: Error): void {
     if (this.#dropped) return
     // Before any answer: the provider could not be reached or did not answer in time.
-    if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, 0, describeCause(err), null)) {
+    if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, this.#key, 0, describeCause(err), null)) {
       this.#dropped = true
       return
     }

@@ -11,6 +11,7 @@ import { startMockProvider } from '../../src/mock-provider/index.js'
 import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
 import { send, type RawResponse } from '../helpers/http.js'
 import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
+import { capturingLogger } from '../helpers/logs.js'
 import { storedTrace } from '../helpers/store.js'
 
 const mock = await startMockProvider()
@@ -137,8 +138,56 @@ t.test('TRACEGATE_UPSTREAM_ATTEMPTS retries one target with backoff, then gives 
   await s.tg.close()
 })
 
-t.test('a bad list of base URLs stops the start, naming the variable', async (t: Test) => {
+t.test('a pool of server-side keys: a key limited rests, a key refused is set aside and logged once, the caller\'s own key is never swapped', async (t: Test) => {
+  // One target that knows three keys: key-a is rate-limited, key-b is revoked, key-c answers.
+  const seen: string[] = []
+  const server = createServer((req, res) => {
+    const key = String(req.headers.authorization ?? '').replace(/^Bearer /, '')
+    seen.push(key)
+    req.resume()
+    req.on('end', () => {
+      if (key === 'key-a') { res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' }).end('{"error":{"message":"slow down"}}'); return }
+      if (key !== 'key-c') { res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key"}}'); return }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+        id: 'chatcmpl-pool', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'pooled' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+      }))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve() }) }))
+  const logs = capturingLogger()
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: url, TRACEGATE_ALPHA_API_KEY: 'key-a, key-b,key-c' }, { log: logs.log })
+  const account = await s.tg.admin.createAccount({ name: 'pooled', plan: 'pro', serverSideKeys: true })
+  const key = (await s.tg.admin.createKey({ account: account.id, scope: 'proxy' })).key
+  const pooled = (): Promise<RawResponse> => send(s.url + ROUTES.alpha, { body: JSON.stringify({ ...bodyFor('alpha', { api_key: key }), alpha_api_key: undefined }) })
+
+  const first = await pooled()
+  t.equal(first.status, 200, first.text.slice(0, 200))
+  t.same(seen, ['key-a', 'key-b', 'key-c'], 'the limited key, then the refused one, then the one that answers, on the one target')
+  const second = await pooled()
+  t.equal(second.status, 200)
+  t.same(seen.slice(3), ['key-c'], 'the resting and the set-aside keys are not tried again')
+  const asides = logs.lines.filter((l) => l.msg === 'provider key set aside')
+  t.equal(asides.length, 1, 'the refused key is logged once')
+  t.match(asides[0], { provider: 'alpha', status: 401, key_id: /^pk_[0-9a-f]{12}$/ })
+  t.notOk(logs.raw.join('\n').includes('key-b'), 'no log line holds a key')
+
+  // The caller's own key, refused, is the caller's answer: no pooled key stands in for it.
+  const before = seen.length
+  const own = await call(s, 'alpha')
+  t.equal(own.status, 401)
+  t.equal(seen.length - before, 1, 'one attempt, with the caller\'s key')
+  await s.tg.close()
+})
+
+t.test('a bad list of base URLs or keys stops the start, naming the variable', async (t: Test) => {
   for (const value of ['http://a.example,,http://b.example', 'http://a.example,ftp://b.example', 'http://u:p@a.example']) {
     await t.rejects(startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: value }), /TRACEGATE_ALPHA_BASE_URL/, value)
+  }
+  for (const value of ['key-a,,key-b', 'key-a,key b']) {
+    await t.rejects(startTracegate(t, dataDir, mock, { TRACEGATE_BETA_API_KEY: value }), /TRACEGATE_BETA_API_KEY/, 'a bad pool')
   }
 })
