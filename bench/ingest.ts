@@ -199,6 +199,7 @@ function pack (w: TraceBatchWriter, n: number, seq: number): void {
       outcome: 'ok',
       errorCode: '',
       errorCause: '',
+      attempts: '',
       requestBytes: request.length,
       responseBytes: response.length,
       chunkMarks: null,

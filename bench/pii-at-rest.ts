@@ -55,7 +55,7 @@ function raw (request: string, response: string, streaming: boolean, maskPii: bo
   return {
     traceId: '0190a1b2-c3d4-7e5f-8a9b-000000000001', accountId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', keyId: '0190a1b2-c3d4-7e5f-8a9b-6c7d8e9f0a1b',
     time: Date.now(), provider: 'alpha', model: 'gpt-4o-mini', endpoint: '/api/alpha_service/chat_completion', streaming, confidential: false,
-    status: 200, outcome: 'ok', errorCode: '', errorCause: '', bytes: Buffer.concat([req, res]), requestLength: req.length, requestBytes: req.length,
+    status: 200, outcome: 'ok', errorCode: '', errorCause: '', attempts: '', bytes: Buffer.concat([req, res]), requestLength: req.length, requestBytes: req.length,
     headLength: res.length, responseBytes: res.length, chunkMarks: streaming ? [res.length, 5] : null, latencyMs: 100, ttfbMs: 5, providerMs: 95, overheadMs: 1,
     detection: '{"ran":true,"policy":"block","blocked":false,"would_block":false,"threshold":0.5,"allow_applied":false,"score":0.01,"categories":[],"ms":0.02}',
     issues: '', labels: null, span: null, stored: true, maskPii,

@@ -52,7 +52,7 @@ export async function getTrace (store: StoreClient, accountId: string, id: strin
   if (!UUID.test(id)) throw new TracegateError('trace_not_found')
   const row = await store.call('getTrace', { accountId, traceId: id.toLowerCase() })
   if (row === null) throw new TracegateError('trace_not_found')
-  return { ...row, time: isoTime(row.time), detection: detectionOf(row.detection), issues: parsed(row.issues), blocked: row.outcome === 'blocked' }
+  return { ...row, time: isoTime(row.time), detection: detectionOf(row.detection), issues: parsed(row.issues), attempts: row.attempts === '' ? [] : parsed(row.attempts), blocked: row.outcome === 'blocked' }
 }
 
 function zero (): UsageMeasures {

@@ -183,6 +183,7 @@ export function traceFilter (accountId: string, q: URLSearchParams, now = Date.n
     costMax,
     streaming: flag(q, 'streaming'),
     confidential: flag(q, 'confidential'),
+    fellOver: flag(q, 'fell_over'),
     keyId,
     user,
     session,

@@ -13,6 +13,7 @@ import type { Verdict } from '../detection/types.js'
 import type { CallLabels } from '../store/trace-types.js'
 import type { Outcome } from '../domain/outcome.js'
 import type { AccountDetection } from '../domain/detection-policy.js'
+import type { AttemptRecord } from '../upstream/fallover.js'
 
 const NO_HEADERS: Headers = []
 
@@ -66,6 +67,8 @@ export class Exchange {
   /** The account's detection policy, once the call reached the detection step (the trace names it). */
   detectionPolicy: AccountDetection | null = null
   upstreamStartAt = 0
+  /** The attempts over the provider's targets, the last one the answer's; null for a call made directly to its only target. */
+  attempts: AttemptRecord[] | null = null
   /** When the first response byte was handed to the client's socket. */
   firstWriteAt = 0
   endedAt = 0

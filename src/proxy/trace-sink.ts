@@ -72,6 +72,7 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
     outcome: x.outcome ?? 'proxy_error',
     errorCode: x.errorCode ?? '',
     errorCause: x.errorCause ?? '',
+    attempts: x.attempts === null ? '' : JSON.stringify(x.attempts),
     requestBytes: x.forwardedBytes,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,

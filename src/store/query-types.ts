@@ -37,6 +37,8 @@ export interface TraceFilter {
   readonly costMax: number | null
   readonly streaming: boolean | null
   readonly confidential: boolean | null
+  /** Calls that needed more than one attempt over their provider's targets (true), or one (false). */
+  readonly fellOver: boolean | null
   readonly keyId: string | null
   /** The caller's labels: exactly this user, this session, and a trace whose tags hold this one. */
   readonly user: string | null

@@ -33,6 +33,8 @@ const SPAN = 8
 const SPAN_ONLY = 16
 /** The account masks PII and secrets in its stored text (trace-types.ts `maskPii`). */
 const MASK_PII = 32
+/** The record ends its strings with the attempts' JSON (trace-types.ts `attempts`). */
+const ATTEMPTS = 64
 
 export class TraceBatchWriter {
   #buf: Buffer
@@ -107,7 +109,7 @@ export class TraceBatchWriter {
     const labels = meta.labels
     const span = meta.span
     this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0) |
-      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY) | (meta.maskPii === true ? MASK_PII : 0)
+      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY) | (meta.maskPii === true ? MASK_PII : 0) | (meta.attempts !== '' ? ATTEMPTS : 0)
     this.#room(4)
     this.#pos = this.#buf.writeInt32LE(markCount, this.#pos)
     if (marks !== null) {
@@ -132,6 +134,7 @@ export class TraceBatchWriter {
       this.#str(span.parentSpanId)
       this.#str(span.tracestate)
     }
+    if (meta.attempts !== '') this.#str(meta.attempts)
     this.#room(requestLength + headLength + tailLength)
     if (request !== null && requestLength > 0) {
       this.#buf.set(request.length === requestLength ? request : request.subarray(0, requestLength), this.#pos)
@@ -221,6 +224,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     const issues = str()
     const callLabels = (flags & LABELLED) !== 0 ? labels() : null
     const span: TraceSpan | null = (flags & SPAN) !== 0 ? { traceId: str(), spanId: str(), parentSpanId: str(), tracestate: str() } : null
+    const attempts = (flags & ATTEMPTS) !== 0 ? str() : ''
     const size = requestLength + headLength + tailLength
     const bytes = new Uint8Array(batch.buffer, pos, size)
     pos += size
@@ -228,7 +232,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
       traceId, accountId, keyId, time, provider, model, endpoint,
       streaming: (flags & STREAMING) !== 0,
       confidential: (flags & CONFIDENTIAL) !== 0,
-      status, outcome, errorCode, errorCause, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
+      status, outcome, errorCode, errorCause, attempts, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
       latencyMs, ttfbMs, providerMs, overheadMs, detection, issues, labels: callLabels,
       span, stored: (flags & SPAN_ONLY) === 0, maskPii: (flags & MASK_PII) !== 0,
     })

@@ -33,6 +33,11 @@ export interface RawTrace {
   /** Why tracegate failed the call itself (upstream failure or fault), or ''. */
   readonly errorCause: string
   /**
+   * The attempts over the provider's targets, as a JSON array of {target, key_id, status, ms, cause}
+   * (upstream/fallover.ts), the last one the answer's; '' for a call made directly to its only target.
+   */
+  readonly attempts: string
+  /**
    * One buffer holding the forwarded request body, then the captured head of the response, then its
    * captured tail (when the response was longer than the capture limit). Offsets below.
    */
@@ -221,12 +226,15 @@ export interface TraceRow {
   cost_status: 'priced' | 'unknown_model' | 'not_called'
   detection: string
   issues: string
+  attempts: string
 }
 
 /** One trace as the UI API and the read API answer it: the row, its stored JSON parsed. */
-export type TraceDetail = Omit<TraceRow, 'detection' | 'issues'> & {
+export type TraceDetail = Omit<TraceRow, 'detection' | 'issues' | 'attempts'> & {
   readonly detection: unknown
   readonly issues: unknown
+  /** The attempts' JSON parsed (an empty list for a call made directly to its only target). */
+  readonly attempts: unknown
   readonly blocked: boolean
 }
 

@@ -4,6 +4,7 @@
 // target, within the retry budget: attempts, a deadline for starting one, and exponential backoff with
 // full jitter before a target is tried again. Once an attempt's answer is passed on, the call stays
 // with it. A target that answered 429 with retry-after is skipped for that long by every call.
+import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
 import { describeCause } from './client.js'
@@ -37,11 +38,17 @@ export interface Target {
   readonly label: string
 }
 
-/** What one attempt ended with, when it gave way to the next. */
-export interface FellOver {
-  readonly target: Target
+/** One attempt as the trace lists it: never a key, only the pooled key's id. */
+export interface AttemptRecord {
+  /** The target's base URL. */
+  readonly target: string
+  /** The pooled server-side key's id (key-pool.ts), or '' when the key is not pooled. */
+  readonly key_id: string
   /** The provider's status, or 0 when it did not answer. */
   readonly status: number
+  /** From the attempt's dispatch to its status (or its failure), ms. */
+  readonly ms: number
+  /** Why it gave way ('' for the attempt whose answer the client got). */
   readonly cause: string
 }
 
@@ -130,7 +137,6 @@ export class Attempts {
   #firstAt = 0
   #next = 0
   #committed = false
-  readonly fellOver: FellOver[] = []
 
   constructor (x: Exchange, targets: Targets, policy: RetryPolicy, request: AttemptRequest, upstream: Dispatcher, metrics: AttemptMetrics | null) {
     this.#x = x
@@ -187,7 +193,14 @@ export class Attempts {
       method: r.method,
       headers,
       body: r.body,
-    }, new Attempt(this, i, key))
+    }, new Attempt(this, i, key, performance.now()))
+  }
+
+  /** Lists attempt `i` (pooled key `key`) on the call's trace. */
+  #record (i: number, key: number, status: number, startedAt: number, cause: string): void {
+    const pool = this.#request.pool
+    const ms = Math.round((performance.now() - startedAt) * 100) / 100
+    ;(this.#x.attempts ??= []).push({ target: this.#targets.list[i]!.label, key_id: key >= 0 && pool !== null ? pool.ids[key]! : '', status, ms, cause })
   }
 
   /**
@@ -195,7 +208,7 @@ export class Attempts {
    * when another one takes over. A pooled key refused or limited gives way to another key on the same
    * target, at once; anything else to the next target.
    */
-  gaveWay (i: number, key: number, status: number, cause: string, headers: Headers | null): boolean {
+  gaveWay (i: number, key: number, status: number, cause: string, headers: Headers | null, startedAt: number): boolean {
     if (this.#committed) return false
     const now = Date.now()
     const targets = this.#targets
@@ -211,9 +224,8 @@ export class Attempts {
     const sameTarget = keyLevel && pool !== null && pool.untried(now, this.#triedKeys) && !targets.cooling(i, now)
     const next = sameTarget && this.#made < this.#attemptsMax && now - this.#firstAt < this.#policy.deadlineMs && !this.#x.aborted ? i : this.#another(now)
     if (next === null) return false
-    const target = targets.list[i]!
-    this.fellOver.push({ target, status, cause })
-    this.#metrics?.attempt(this.#x.dialect.name, target.label, 'fell_over')
+    this.#record(i, key, status, startedAt, cause)
+    this.#metrics?.attempt(this.#x.dialect.name, targets.list[i]!.label, 'fell_over')
     // A target tried before waits out its backoff (full jitter); a fresh one is tried at once.
     const tried = next === i && sameTarget ? 0 : this.#tries[next] as number
     const wait = tried === 0 ? 0 : Math.random() * Math.min(MAX_BACKOFF_MS, this.#policy.backoffMs * 2 ** (tried - 1))
@@ -230,14 +242,16 @@ export class Attempts {
   }
 
   /** Attempt `i`'s answer is the call's: from now on the Passthrough has it. */
-  commit (i: number): Passthrough {
+  commit (i: number, key: number, status: number, startedAt: number): Passthrough {
     this.#committed = true
+    this.#record(i, key, status, startedAt, '')
     this.#metrics?.attempt(this.#x.dialect.name, this.#targets.list[i]!.label, 'answered')
     return this.#pass
   }
 
   /** The last attempt failed before any answer: the call fails with it. */
-  failed (i: number): Passthrough {
+  failed (i: number, key: number, startedAt: number, cause: string): Passthrough {
+    this.#record(i, key, 0, startedAt, cause)
     if (!this.#x.aborted) this.#metrics?.attempt(this.#x.dialect.name, this.#targets.list[i]!.label, 'failed')
     return this.#pass
   }
@@ -261,15 +275,17 @@ class Attempt implements Dispatcher.DispatchHandler {
   readonly #owner: Attempts
   readonly #target: number
   readonly #key: number
+  readonly #startedAt: number
   /** Gave way to another attempt: nothing it still hears reaches the call. */
   #dropped = false
   #droppedBytes = 0
   #pass: Passthrough | null = null
 
-  constructor (owner: Attempts, target: number, key: number) {
+  constructor (owner: Attempts, target: number, key: number, startedAt: number) {
     this.#owner = owner
     this.#target = target
     this.#key = key
+    this.#startedAt = startedAt
   }
 
   onRequestStart (controller: Controller, context: unknown): void {
@@ -279,13 +295,13 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onResponseStart (controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
     if (this.#dropped) return
-    if (this.#owner.movesOn(statusCode) && this.#owner.gaveWay(this.#target, this.#key, statusCode, `status ${statusCode}`, headers)) {
+    if (this.#owner.movesOn(statusCode) && this.#owner.gaveWay(this.#target, this.#key, statusCode, `status ${statusCode}`, headers, this.#startedAt)) {
       // Its error body is read and dropped, so the connection goes back to the pool (a new one would cost
       // a connect on every fall-over); one past DROP_LIMIT bytes is cut.
       this.#dropped = true
       return
     }
-    this.#pass = this.#owner.commit(this.#target)
+    this.#pass = this.#owner.commit(this.#target, this.#key, statusCode, this.#startedAt)
     this.#pass.onResponseStart(controller, statusCode, headers)
     void statusMessage
   }
@@ -304,10 +320,11 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseError (controller: Controller, err: Error): void {
     if (this.#dropped) return
     // Before any answer: the provider could not be reached or did not answer in time.
-    if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, this.#key, 0, describeCause(err), null)) {
+    const cause = describeCause(err)
+    if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, this.#key, 0, cause, null, this.#startedAt)) {
       this.#dropped = true
       return
     }
-    ;(this.#pass ?? this.#owner.failed(this.#target)).onResponseError(controller, err)
+    ;(this.#pass ?? this.#owner.failed(this.#target, this.#key, this.#startedAt, cause)).onResponseError(controller, err)
   }
 }

@@ -14,7 +14,7 @@ export const ANSWER = Buffer.from('{"choices":[{"message":{"role":"assistant","c
 export function traceMeta (owner: { accountId: string; keyId: string }, labels: CallLabels | null, confidential = false): TraceMeta {
   return {
     traceId: randomUUID(), accountId: owner.accountId, keyId: owner.keyId, time: Date.now(), provider: 'alpha', model: 'gpt-4o-mini',
-    endpoint: '/v1/chat/completions', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
+    endpoint: '/v1/chat/completions', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '', attempts: '',
     requestBytes: PROMPT.length, responseBytes: ANSWER.length, chunkMarks: null, latencyMs: 12.5, ttfbMs: 12, providerMs: 11,
     overheadMs: 1.5, detection: '', issues: '', labels, span: null, stored: true,
   }

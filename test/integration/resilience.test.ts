@@ -13,6 +13,7 @@ import { send, type RawResponse } from '../helpers/http.js'
 import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
 import { capturingLogger } from '../helpers/logs.js'
 import { storedTrace } from '../helpers/store.js'
+import { traceFilter } from '../../src/dashboard/params.js'
 
 const mock = await startMockProvider()
 t.teardown(() => mock.close())
@@ -69,6 +70,21 @@ t.test('a target down or answering 503: the call moves on and the next target an
   t.equal(busy.seen.length, 2)
   const row = await storedTrace(s.tg, s.accountId, String(r.headers['x-request-id']))
   t.match(row, { status: 200, outcome: 'ok' }, 'the trace holds the answer that reached the client')
+  const listed = JSON.parse(row.attempts) as Array<{ target: string; key_id: string; status: number; ms: number; cause: string }>
+  t.match(listed, [
+    { target: down, key_id: '', status: 0, cause: /^connect_refused: / },
+    { target: busy.url, key_id: '', status: 503, cause: 'status 503' },
+    { target: mock.url, key_id: '', status: 200, cause: '' },
+  ], 'the trace lists each attempt: target, status and why it gave way')
+  t.ok(listed.every((a) => typeof a.ms === 'number' && a.ms >= 0), 'with its time')
+  // The list's filter: beta has one target, so its call is made directly and lists no attempts.
+  const direct = String((await call(s, 'beta')).headers['x-request-id'])
+  t.equal((await storedTrace(s.tg, s.accountId, direct)).attempts, '', 'a direct call lists no attempts')
+  const list = async (q: string): Promise<string[]> => (await s.tg.store.call('listTraces', traceFilter(s.accountId, new URLSearchParams(q)))).traces.map((x) => x.trace_id)
+  const fell = await list('fell_over=true')
+  t.ok(fell.includes(row.trace_id) && !fell.includes(direct), 'fell_over=true lists the call that fell over, not the direct one')
+  const notFell = await list('fell_over=false')
+  t.ok(notFell.includes(direct) && !notFell.includes(row.trace_id), 'fell_over=false the other way round')
   const m = await metric(s)
   t.equal(attempts(m, 'alpha', down, 'fell_over'), 2, 'the unreachable target gave way twice')
   t.equal(attempts(m, 'alpha', busy.url, 'fell_over'), 2, 'the 503 target gave way twice')
@@ -167,6 +183,11 @@ t.test('a pool of server-side keys: a key limited rests, a key refused is set as
   const first = await pooled()
   t.equal(first.status, 200, first.text.slice(0, 200))
   t.same(seen, ['key-a', 'key-b', 'key-c'], 'the limited key, then the refused one, then the one that answers, on the one target')
+  const traced = await storedTrace(s.tg, account.id, String(first.headers['x-request-id']))
+  const listed = JSON.parse(traced.attempts) as Array<{ key_id: string; status: number }>
+  t.same(listed.map((a) => a.status), [429, 401, 200], 'the trace lists the three attempts')
+  t.ok(listed.every((a) => /^pk_[0-9a-f]{12}$/.test(a.key_id)) && new Set(listed.map((a) => a.key_id)).size === 3, 'each by its key\'s id')
+  t.notOk(traced.attempts.includes('key-'), 'never by the key')
   const second = await pooled()
   t.equal(second.status, 200)
   t.same(seen.slice(3), ['key-c'], 'the resting and the set-aside keys are not tried again')

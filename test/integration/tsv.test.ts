@@ -83,7 +83,7 @@ t.test('hostile bytes round-trip through embedded ClickHouse', async (t) => {
     bytes.set(response.subarray(0, cut), req.length)
     return {
       traceId, accountId, keyId: randomUUID(), time: Date.UTC(2026, 10, 23, 12, 0, 0, 7), provider: 'alpha', model: 'm\tx',
-      endpoint: '/api/alpha_service/chat_completion', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
+      endpoint: '/api/alpha_service/chat_completion', streaming: false, confidential, status: 200, outcome: 'ok', errorCode: '', errorCause: '', attempts: '',
       bytes, requestLength: req.length, requestBytes: req.length, headLength: cut, responseBytes: response.length,
       chunkMarks: null, latencyMs: 12.5, ttfbMs: null, providerMs: 11, overheadMs: 0.25,
       detection: '{"a":"\\n"}', issues: '[]', labels: null, span: null, stored: true,
@@ -141,7 +141,7 @@ t.test('labels round-trip through embedded ClickHouse and are found by the list 
   for (const [i, [, l]] of cases.entries()) {
     const raw: RawTrace = {
       traceId: ids[i]!, accountId, keyId: randomUUID(), time: Date.UTC(2026, 10, 23, 12, 0, 0, i), provider: 'alpha', model: 'm',
-      endpoint: '/v1/chat/completions', streaming: false, confidential: false, status: 200, outcome: 'ok', errorCode: '', errorCause: '',
+      endpoint: '/v1/chat/completions', streaming: false, confidential: false, status: 200, outcome: 'ok', errorCode: '', errorCause: '', attempts: '',
       bytes: new Uint8Array(0), requestLength: 0, requestBytes: 0, headLength: 0, responseBytes: 0, chunkMarks: null, latencyMs: 1,
       ttfbMs: null, providerMs: null, overheadMs: 0, detection: '', issues: '', labels: l, span: null, stored: true,
     }

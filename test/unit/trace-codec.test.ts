@@ -18,6 +18,7 @@ const meta = (i: number): TraceMeta => ({
   outcome: i % 4 === 0 ? 'provider_error' : 'ok',
   errorCode: i % 4 === 0 ? 'provider_unreachable' : '',
   errorCause: i % 4 === 0 ? 'connect_refused: connect ECONNREFUSED 127.0.0.1:9' : '',
+  attempts: i % 5 === 0 ? JSON.stringify([{ target: 'http://127.0.0.1:9', key_id: '', status: 503, ms: 1.5, cause: 'status 503' }, { target: 'http://127.0.0.1:10', key_id: '', status: 200, ms: 2, cause: '' }]) : '',
   requestBytes: 5000 + i,
   responseBytes: 70_000 + i,
   chunkMarks: i % 2 === 1 ? [10, 1.5, 20 + i, 2.25] : null,

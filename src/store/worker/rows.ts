@@ -24,7 +24,7 @@ export const TRACE_COLUMNS_BEFORE_LABELS: readonly string[] = [
 ]
 
 /** The traces table's columns in the order `encodeRecord` writes them. */
-export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata']
+export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata', 'attempts']
 
 /** user, session, tags and metadata of a call without labels: '', '', [] and {} in one write. */
 const NO_LABEL_FIELDS = '\t\t[]\t{}'
@@ -40,6 +40,7 @@ export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
     .string(r.issues)
   if (r.labelled) w.string(s.user).string(s.session).strings(s.tags).map(r.metadata)
   else w.fields(NO_LABEL_FIELDS)
+  w.string(r.attempts)
   w.endRow()
 }
 
@@ -196,6 +197,7 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     },
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
+    attempts: raw.attempts,
     prompt,
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
     response: confidential ? EMPTY : withoutTracegateKeys(storedText(head), raw.streaming),

@@ -14,6 +14,17 @@ export function heldBytes (value: string): Buffer {
   return Buffer.from(new TsvWriter(value.length * 3 + 8).string(value).view())
 }
 
+/** The attempts a trace's `attempts` JSON lists, as ClickHouse's JSONLength counts them ('' lists none). */
+function attemptCount (json: string): number {
+  if (json === '') return 0
+  try {
+    const v: unknown = JSON.parse(json)
+    return Array.isArray(v) ? v.length : 0
+  } catch {
+    return 0
+  }
+}
+
 /** ClickHouse's DateTime64(3) text (UTC) as epoch ms. */
 export function epochMs (time: string): number {
   return Date.parse(time.replace(' ', 'T') + 'Z')
@@ -219,6 +230,11 @@ export const FILTERS: readonly ListFilter[] = [
   {
     sql: (f) => f.confidential === null ? null : { clauses: ['confidential = {confidential:Bool}'], params: { confidential: f.confidential } },
     held: (f) => (r) => r.fields.bool('confidential') === f.confidential,
+  },
+  {
+    // More than one attempt listed: the call fell over (a call made directly lists none).
+    sql: (f) => f.fellOver === null ? null : { clauses: [`JSONLength(attempts) ${f.fellOver ? '>' : '<='} 1`], params: {} },
+    held: (f) => (r) => attemptCount(r.fields.string('attempts')) > 1 === f.fellOver,
   },
   {
     sql: (f) => f.keyId === null ? null : { clauses: ['key_id = {keyId:UUID}'], params: { keyId: f.keyId } },

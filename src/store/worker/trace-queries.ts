@@ -11,7 +11,7 @@ import type { TraceSummary } from '../trace-types.js'
 export function emptyFilter (accountId: string, limit = 50): TraceFilter {
   return {
     accountId, from: null, to: null, provider: null, model: null, outcomes: null, statusClasses: null,
-    latencyMin: null, latencyMax: null, costMin: null, costMax: null, streaming: null, confidential: null,
+    latencyMin: null, latencyMax: null, costMin: null, costMax: null, streaming: null, confidential: null, fellOver: null,
     keyId: null, user: null, session: null, tag: null, meta: null, q: null, sort: 'time', order: 'desc', limit, cursor: null,
   }
 }

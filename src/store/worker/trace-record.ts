@@ -19,6 +19,8 @@ export interface TraceRecord {
   readonly overheadMs: number
   readonly costStatus: TraceRow['cost_status']
   readonly errorCause: string
+  /** The attempts' JSON, or '' (trace-types.ts RawTrace). */
+  readonly attempts: string
   readonly detection: string
   readonly issues: string
   /** The caller sent labels (else user, session, tags and metadata are all empty). */

@@ -214,5 +214,6 @@ export function readRow (r: EncodedRow): TraceRow {
     cost_status: r.string('cost_status') as TraceRow['cost_status'],
     detection: r.string('detection'),
     issues: r.string('issues'),
+    attempts: r.string('attempts'),
   }
 }
