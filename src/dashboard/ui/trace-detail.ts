@@ -262,6 +262,23 @@ function rawEl (t: TraceDetail): HTMLElement {
       h('pre', { 'data-testid': 'raw-response' }, res)))
 }
 
+/** The attempts over the provider's targets, when the call made more than one; the last is the answer's. */
+function attemptsEl (t: TraceDetail): HTMLElement | null {
+  const list = Array.isArray(t.attempts) ? t.attempts : []
+  if (list.length < 2) return null
+  return h('section', { class: 'card', 'data-testid': 'attempts' },
+    h('h2', null, `Attempts (${list.length})`),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
+      h('thead', null, h('tr', null, h('th', null, '#'), h('th', null, 'Target'), h('th', null, 'Key'), h('th', null, 'Status'), h('th', null, 'Time'), h('th', null, 'Why it gave way'))),
+      h('tbody', null, ...list.map((a, i) => h('tr', { 'data-testid': 'attempt' },
+        h('td', null, String(i + 1)),
+        h('td', { class: 'mono' }, a.target),
+        h('td', { class: 'mono' }, a.key_id === '' ? '—' : a.key_id),
+        h('td', null, a.status === 0 ? 'no answer' : String(a.status)),
+        h('td', null, ms(a.ms)),
+        h('td', null, a.cause === '' ? (i === list.length - 1 ? 'answered' : '—') : a.cause)))))))
+}
+
 function render (root: HTMLElement, t: TraceDetail): void {
   const findings = (Array.isArray(t.issues) ? t.issues : [])
     .filter((f): f is Finding => typeof f === 'object' && f !== null)
@@ -312,6 +329,7 @@ function render (root: HTMLElement, t: TraceDetail): void {
         stat('First token', 'latency-ttft', ms(t.ttft_ms)),
         stat('Provider', 'latency-provider', ms(t.provider_ms)),
         stat('Proxy overhead', 'latency-overhead', ms(t.overhead_ms))))),
+    attemptsEl(t),
     detectionEl(t, findings, ids),
     h('section', { class: 'card' }, h('h2', null, 'Conversation'), convo),
     responseEl(t),

@@ -19,7 +19,7 @@ const STATUSES: ReadonlyArray<readonly [string, string]> = [['2xx', '2xx'], ['4x
 export type { SortKey }
 
 /** Text filters, by their parameter name (the same in the address and the API). */
-const TEXT = ['provider', 'model', 'key', 'user', 'session', 'tag', 'metadata', 'q', 'latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential'] as const
+const TEXT = ['provider', 'model', 'key', 'user', 'session', 'tag', 'metadata', 'q', 'latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential', 'fell_over'] as const
 type TextName = (typeof TEXT)[number]
 
 export interface ListState {
@@ -184,7 +184,7 @@ export function filterBar (s: ListState, changed: () => void): { bar: HTMLElemen
   }
   const provider = select('provider', 'Provider', [['', 'All providers'], ...PROVIDERS.map((p) => [p, p] as const)])
   const key = select('key', 'API key', [['', 'All keys'], ...(s.text.key !== '' ? [[s.text.key, s.text.key] as const] : [])])
-  const yesNo = (name: 'streaming' | 'confidential', any: string, yes: string, no: string): HTMLSelectElement =>
+  const yesNo = (name: 'streaming' | 'confidential' | 'fell_over', any: string, yes: string, no: string): HTMLSelectElement =>
     select(name, any, [['', any], ['true', yes], ['false', no]])
   const num = (name: TextName, label: string, placeholder: string, step: string): HTMLInputElement =>
     field(name, { type: 'number', min: '0', step, placeholder, 'aria-label': label, class: 'num-input' })
@@ -200,12 +200,13 @@ export function filterBar (s: ListState, changed: () => void): { bar: HTMLElemen
       bounds('Cost $', num('cost_min', 'Cost at least (USD)', 'min', 'any'), num('cost_max', 'Cost at most (USD)', 'max', 'any')),
       yesNo('streaming', 'Streaming or not', 'Streaming', 'Not streaming'),
       yesNo('confidential', 'Confidential or not', 'Confidential', 'Not confidential'),
+      yesNo('fell_over', 'Fell over or not', 'Fell over to another target', 'Answered by the first attempt'),
       field('user', { type: 'search', placeholder: 'User', 'aria-label': 'User' }),
       field('session', { type: 'search', placeholder: 'Session', 'aria-label': 'Session' }),
       field('tag', { type: 'search', placeholder: 'Tag', 'aria-label': 'Tag' }),
       field('metadata', { type: 'search', placeholder: 'Metadata key=value', 'aria-label': 'Metadata key=value' })))
   // Open when one of its filters is set, so a shared view shows what narrows it.
-  more.open = s.status.length > 0 || (['latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential', 'user', 'session', 'tag', 'metadata'] as const).some((k) => s.text[k] !== '')
+  more.open = s.status.length > 0 || (['latency_min', 'latency_max', 'cost_min', 'cost_max', 'streaming', 'confidential', 'fell_over', 'user', 'session', 'tag', 'metadata'] as const).some((k) => s.text[k] !== '')
 
   const bar = h('div', { class: 'filter-bar' },
     h('div', { class: 'filters' },

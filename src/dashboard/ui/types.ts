@@ -32,7 +32,10 @@ export interface Detection {
 }
 
 /** One trace as the API answers it, with its stored detection and findings parsed. */
-export type TraceDetail = Omit<StoredTrace, 'detection' | 'issues'> & { detection: Detection | null, issues: Finding[] | null }
+/** One attempt over the provider's targets, as the trace lists it. */
+export interface Attempt { target: string, key_id: string, status: number, ms: number, cause: string }
+
+export type TraceDetail = Omit<StoredTrace, 'detection' | 'issues' | 'attempts'> & { detection: Detection | null, issues: Finding[] | null, attempts?: Attempt[] }
 
 export type UsageGroup = UsageMeasures & { group: string, name?: string | null }
 

@@ -1,0 +1,72 @@
+// A call's attempts over its provider's targets in the dashboard: the trace detail lists each attempt
+// (target, pooled key id, status, time, why it gave way) as text, the last one the answer's; a call that
+// needed one attempt shows no Attempts card; the list's "Fell over" filter keeps the calls that fell over.
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import { firstStart, startDashboard } from '../helpers/dashboard.js'
+import { checkWatched, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.js'
+import { handOver, traceMeta } from '../helpers/handoff.js'
+import { storedTrace } from '../helpers/store.js'
+
+const browser = await launchBrowser(t)
+const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
+const admin = firstStart(d)
+const { page, watched } = await newPage(browser, d.dashboard)
+const owner = { accountId: admin.accountId, keyId: randomUUID() }
+await signIn(page, admin.email, admin.password)
+
+const HTML = '<img src=x onerror="window.__attempted=1">'
+const ATTEMPTS = [
+  { target: 'http://10.0.0.1:8443', key_id: 'pk_0123456789ab', status: 0, ms: 3.25, cause: `connect_refused: ${HTML}` },
+  { target: 'https://eu.example.net/openai', key_id: 'pk_0123456789ab', status: 503, ms: 12.5, cause: 'status 503' },
+  { target: 'https://api.example.com', key_id: 'pk_ba9876543210', status: 200, ms: 40, cause: '' },
+]
+const fell = { ...traceMeta(owner, null), attempts: JSON.stringify(ATTEMPTS) }
+const direct = traceMeta(owner, null)
+handOver(d.tg, [fell, direct])
+await storedTrace(d.tg, owner.accountId, fell.traceId)
+await storedTrace(d.tg, owner.accountId, direct.traceId)
+
+t.test('the detail lists each attempt as text, the last one answered', async (t) => {
+  await page.goto(`/traces/${fell.traceId}`)
+  await page.locator('[data-testid=attempts]').waitFor()
+  t.equal(await page.locator('[data-testid=attempts] h2').textContent(), 'Attempts (3)')
+  const rows = page.locator('[data-testid=attempt]')
+  t.equal(await rows.count(), 3)
+  const cells: string[][] = []
+  for (let i = 0; i < 3; i++) cells.push(await rows.nth(i).locator('td').allTextContents())
+  t.same(cells.map((c) => [c[1], c[2], c[3], c[5]]), [
+    ['http://10.0.0.1:8443', 'pk_0123456789ab', 'no answer', `connect_refused: ${HTML}`],
+    ['https://eu.example.net/openai', 'pk_0123456789ab', '503', 'status 503'],
+    ['https://api.example.com', 'pk_ba9876543210', '200', 'answered'],
+  ], 'target, key id, status and why, in order')
+  t.equal(await page.locator('[data-testid=attempts] img').count(), 0, 'markup in a cause is text')
+  t.equal(await page.evaluate(() => (window as { __attempted?: number }).__attempted ?? 0), 0, 'and ran nothing')
+  await screenshot(page, 'trace-attempts')
+
+  await page.goto(`/traces/${direct.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  t.equal(await page.locator('[data-testid=attempts]').count(), 0, 'no Attempts card for a call made directly')
+  checkWatched(t, watched)
+})
+
+t.test('the list keeps the calls that fell over, or the others', async (t) => {
+  const listed = async (): Promise<string[]> => {
+    await page.locator('[data-testid=trace-row]').first().waitFor()
+    return await page.locator('[data-testid=trace-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace-id') ?? ''))
+  }
+  await page.goto('/traces?range=all')
+  t.same((await listed()).sort(), [fell.traceId, direct.traceId].sort(), 'both without the filter')
+  await page.locator('[data-testid=more-filters] > summary').click()
+  await page.locator('[data-testid=filter-fell_over]').selectOption('true')
+  await page.waitForURL(/fell_over=true/)
+  await page.waitForFunction((id) => {
+    const rows = [...document.querySelectorAll('[data-testid=trace-row]')]
+    return rows.length === 1 && rows[0]!.getAttribute('data-trace-id') === id
+  }, fell.traceId)
+  t.same(await listed(), [fell.traceId], 'Fell over: the call that fell over alone')
+  await page.goto('/traces?range=all&fell_over=false')
+  t.same(await listed(), [direct.traceId], 'the other way round from the address')
+  t.equal(await page.locator('[data-testid=filter-fell_over]').inputValue(), 'false', 'the filter shows what the address says')
+  checkWatched(t, watched)
+})
