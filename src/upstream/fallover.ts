@@ -3,7 +3,8 @@
 // before its headers, or answered 5xx, 429, or 401/403 to the server-side key) gives way to the next
 // target, within the retry budget: attempts, a deadline for starting one, and exponential backoff with
 // full jitter before a target is tried again. Once an attempt's answer is passed on, the call stays
-// with it. A target that answered 429 with retry-after is skipped for that long by every call.
+// with it; a stream's status is held until its first event while another attempt could still take it.
+// A target that answered 429 with retry-after is skipped for that long by every call.
 import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
@@ -264,6 +265,11 @@ export class Attempts {
     return this.#x
   }
 
+  /** Whether another attempt could still take the call (a held stream may then give way). */
+  canMove (): boolean {
+    return !this.#committed && this.#another(Date.now()) !== null
+  }
+
   /** Whether `status` from an attempt gives way to another target. */
   movesOn (status: number): boolean {
     return status === 429 || status >= 500 || ((status === 401 || status === 403) && this.#request.serverKey)
@@ -280,6 +286,8 @@ class Attempt implements Dispatcher.DispatchHandler {
   #dropped = false
   #droppedBytes = 0
   #pass: Passthrough | null = null
+  /** A stream's status and headers, held until its first event while another attempt could take over. */
+  #held: { status: number, headers: Headers } | null = null
 
   constructor (owner: Attempts, target: number, key: number, startedAt: number) {
     this.#owner = owner
@@ -301,18 +309,33 @@ class Attempt implements Dispatcher.DispatchHandler {
       this.#dropped = true
       return
     }
-    this.#pass = this.#owner.commit(this.#target, this.#key, statusCode, this.#startedAt)
-    this.#pass.onResponseStart(controller, statusCode, headers)
+    const type = headers['content-type']
+    const stream = (typeof type === 'string' && type.startsWith('text/event-stream')) || this.#owner.x.streaming
+    if (stream && statusCode < 300 && this.#owner.canMove()) {
+      this.#held = { status: statusCode, headers }
+      return
+    }
+    this.#commit(controller, statusCode, headers)
     void statusMessage
   }
 
+  #commit (controller: Controller, status: number, headers: Headers): Passthrough {
+    this.#held = null
+    const pass = this.#owner.commit(this.#target, this.#key, status, this.#startedAt)
+    this.#pass = pass
+    pass.onResponseStart(controller, status, headers)
+    return pass
+  }
+
   onResponseData (controller: Controller, chunk: Buffer): void {
+    if (this.#held !== null) this.#commit(controller, this.#held.status, this.#held.headers)
     if (this.#pass !== null) { this.#pass.onResponseData(controller, chunk); return }
     this.#droppedBytes += chunk.length
     if (this.#dropped && this.#droppedBytes > DROP_LIMIT && !controller.aborted) controller.abort(new Error('fell over to the next target'))
   }
 
   onResponseEnd (controller: Controller, trailers: Headers): void {
+    if (this.#held !== null) this.#commit(controller, this.#held.status, this.#held.headers)
     if (this.#pass !== null) this.#pass.onResponseEnd()
     void controller; void trailers
   }
@@ -320,6 +343,17 @@ class Attempt implements Dispatcher.DispatchHandler {
   onResponseError (controller: Controller, err: Error): void {
     if (this.#dropped) return
     // Before any answer: the provider could not be reached or did not answer in time.
+    const held = this.#held
+    if (held !== null) {
+      // A stream cut before its first event: nothing reached the client, so another attempt may take it.
+      const cut = `stream cut before its first event: ${describeCause(err)}`
+      if (!this.#owner.x.aborted && this.#owner.gaveWay(this.#target, this.#key, held.status, cut, null, this.#startedAt)) {
+        this.#dropped = true
+        return
+      }
+      this.#commit(controller, held.status, held.headers).onResponseError(controller, err)
+      return
+    }
     const cause = describeCause(err)
     if (this.#pass === null && !this.#owner.x.aborted && this.#owner.gaveWay(this.#target, this.#key, 0, cause, null, this.#startedAt)) {
       this.#dropped = true

@@ -13,6 +13,7 @@ import { send, type RawResponse } from '../helpers/http.js'
 import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
 import { capturingLogger } from '../helpers/logs.js'
 import { storedTrace } from '../helpers/store.js'
+import { until } from '../helpers/wait.js'
 import { traceFilter } from '../../src/dashboard/params.js'
 
 const mock = await startMockProvider()
@@ -89,6 +90,46 @@ t.test('a target down or answering 503: the call moves on and the next target an
   t.equal(attempts(m, 'alpha', down, 'fell_over'), 2, 'the unreachable target gave way twice')
   t.equal(attempts(m, 'alpha', busy.url, 'fell_over'), 2, 'the 503 target gave way twice')
   t.equal(attempts(m, 'alpha', mock.url, 'answered'), 2, 'the mock answered both')
+  await s.tg.close()
+})
+
+t.test('a stream cut before its first event falls over; one cut after it reaches the client as a cut', async (t: Test) => {
+  // Answers 200 as an event stream, then closes the connection: before any event, or after one.
+  const cutter = async (events: number): Promise<Failing> => {
+    const seen: IncomingMessage[] = []
+    const server = createServer((req, res) => {
+      seen.push(req)
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.flushHeaders()
+        for (let i = 0; i < events; i++) res.write(`data: {"id":"cut","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"}}]}\n\n`)
+        setTimeout(() => { res.socket?.destroy() }, 20)
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve() }) }))
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen }
+  }
+  const early = await cutter(0)
+  const late = await cutter(1)
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: `${early.url},${mock.url}`, TRACEGATE_BETA_BASE_URL: `${late.url},${mock.url}` })
+  const r = await call(s, 'alpha', { stream: true })
+  t.equal(r.status, 200)
+  t.match(r.text, /data: \[DONE\]/, 'the next target\'s stream, whole')
+  t.notMatch(r.text, /"id":"cut"/, 'nothing of the cut stream')
+  t.equal(early.seen.length, 1)
+  const row = await storedTrace(s.tg, s.accountId, String(r.headers['x-request-id']))
+  t.match(JSON.parse(row.attempts), [{ target: early.url, status: 200, cause: /^stream cut before its first event: / }, { target: mock.url, status: 200, cause: '' }])
+  // Once an event reached the client the call is that stream's: the cut reaches the client.
+  const cut = await send(s.url + ROUTES.beta, { body: JSON.stringify(bodyFor('beta', { api_key: s.key, stream: true })) }).catch((err: unknown) => err)
+  t.equal(late.seen.length, 1)
+  const traced = await until(async () => {
+    await s.tg.store.call('flushTraces')
+    return (await s.tg.store.call('listTraces', traceFilter(s.accountId, new URLSearchParams('provider=beta')))).traces[0]
+  }, { ms: 10_000, what: 'the cut call\'s trace' })
+  t.equal(traced.outcome, 'provider_stream_error', `the cut stream is the call's (${cut instanceof Error ? cut.message : 'answered'})`)
+  t.equal(traced.status, 200)
   await s.tg.close()
 })
 
