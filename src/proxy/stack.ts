@@ -15,6 +15,8 @@ import { listen, uws, type TemplatedApp } from '../server/uws.js'
 import { createUpstreamAgent } from '../upstream/client.js'
 import { Calls, type CallLog, type CallsOptions } from './calls.js'
 import { traceSinkFor, type TracePoster, type TraceSink } from './trace-sink.js'
+import { PROVIDERS } from '../providers/index.js'
+import { SharedRests } from '../upstream/shared-rests.js'
 
 /** What the thread that runs a stack gives it: its own parts, or its ways to the parts it does not own. */
 export interface StackLinks {
@@ -44,10 +46,14 @@ export class ProxyStack {
   readonly app: TemplatedApp
   readonly #host: string
   #socket: unknown = null
+  /** Rests of targets and pooled keys shared through Redis, when it is configured and a provider has several of either. */
+  readonly #rests: SharedRests | null
 
   constructor (config: Config, pricing: Pricing, links: StackLinks) {
     const { log, metrics, limiter } = links
     this.#host = config.host
+    const several = PROVIDERS.some((p) => config.providers[p].baseUrls.length > 1 || config.providers[p].apiKeys.length > 1)
+    this.#rests = config.limits.redisUrl !== null && several ? new SharedRests(config.limits.redisUrl) : null
     this.keys = new KeyCache(links.lookupKey, config.keyCache)
     this.upstream = createUpstreamAgent(config)
     // With traces off the sink still carries spans when they are exported (the store worker builds them).
@@ -113,5 +119,6 @@ export class ProxyStack {
     ;(this.app as unknown as { close (): void }).close()
     await this.upstream.destroy().catch(() => {})
     this.sink?.close()
+    await this.#rests?.close()
   }
 }

@@ -61,12 +61,22 @@ export interface AttemptMetrics {
   attempt (provider: string, target: string, result: AttemptResult): void
 }
 
+type RestListener = (provider: string, target: string, until: number) => void
+let restListener: RestListener | null = null
+
+/** Who hears of each cool-down this thread starts (shared-rests.ts publishes them); null: nobody. */
+export function setTargetRestListener (l: RestListener | null): void {
+  restListener = l
+}
+
 /** The ordered targets of one provider, with their 429 cool-downs, shared by every call of the thread. */
 export class Targets {
+  readonly provider: string
   readonly list: readonly Target[]
   readonly #coolUntil: Float64Array
 
-  constructor (baseUrls: readonly string[]) {
+  constructor (provider: string, baseUrls: readonly string[]) {
+    this.provider = provider
     this.list = baseUrls.map((raw) => {
       const url = new URL(raw)
       return { origin: url.origin, basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, ''), label: raw }
@@ -79,18 +89,33 @@ export class Targets {
   }
 
   coolDown (i: number, ms: number, now: number): void {
-    this.#coolUntil[i] = Math.max(this.#coolUntil[i] as number, now + Math.min(ms, MAX_COOL_MS))
+    const until = now + Math.min(ms, MAX_COOL_MS)
+    this.coolUntil(i, until)
+    restListener?.(this.provider, this.list[i]!.label, until)
+  }
+
+  /** Target `i` rests until `until` (epoch ms), or longer if it already does. */
+  coolUntil (i: number, until: number): void {
+    this.#coolUntil[i] = Math.max(this.#coolUntil[i] as number, Math.min(until, Date.now() + MAX_COOL_MS))
   }
 }
 
 const registry = new Map<string, Targets>()
+
+/** A cool-down another thread or instance started: every list of the provider naming the target takes it. */
+export function applyTargetRest (provider: string, target: string, until: number): void {
+  for (const t of registry.values()) {
+    if (t.provider !== provider) continue
+    t.list.forEach((x, i) => { if (x.label === target) t.coolUntil(i, until) })
+  }
+}
 
 /** The thread's Targets for a provider's list (one per list, so every route of the provider shares its cool-downs). */
 export function targetsFor (provider: string, baseUrls: readonly string[]): Targets {
   const id = provider + '\n' + baseUrls.join('\n')
   let t = registry.get(id)
   if (t === undefined) {
-    t = new Targets(baseUrls)
+    t = new Targets(provider, baseUrls)
     registry.set(id, t)
   }
   return t

@@ -3,77 +3,16 @@
 // keep counting) and started again empty (both recover, the counts made while away arrive once), and the
 // password never in a warning; Redis losing its counts while connected (FLUSHALL, an evicted key) is
 // restored from what the instances knew. Missing redis-server is a failure: CI installs it (.ci/run).
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
 import { KEY_PREFIX, RedisCounters } from '../../src/limits/redis.js'
 import type { SharedCounters, SyncBatch, SyncResult } from '../../src/limits/shared.js'
 import { sleep, until, withTimeout } from '../helpers/wait.js'
-import { NO_LIMITS } from '../../src/domain/limits.js'
+import { PASSWORD, freshRedis, startRedis } from '../helpers/redis.js'
 
-const REDIS_SERVER = '/usr/bin/redis-server'
-const PASSWORD = 's3cr@t-pw'
 const SYNC_MS = 20
-
-interface Tap {
-  teardown (fn: () => unknown): void
-}
-
-function requireRedis (): void {
-  if (!existsSync(REDIS_SERVER)) throw new Error(`${REDIS_SERVER} is missing: install Debian's redis-server (apt-get install redis-server)`)
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => { resolve() }))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
-
-interface RedisProcess {
-  stop (): Promise<void>
-}
-
-/** redis-server on `port` (which redis cannot pick itself), ready when it says so; stopped at teardown. */
-async function startRedis (t: Tap, port: number, dir: string): Promise<RedisProcess> {
-  const child: ChildProcess = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--requirepass', PASSWORD, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  const exited = new Promise<void>((resolve) => { child.on('exit', () => { resolve() }) })
-  const ready = new Promise<void>((resolve, reject) => {
-    const read = (s: string): void => {
-      output += s
-      if (output.includes('Ready to accept connections')) resolve()
-    }
-    child.stdout!.setEncoding('utf8').on('data', read)
-    child.stderr!.setEncoding('utf8').on('data', read)
-    child.on('exit', (code) => { reject(new Error(`redis-server exited with ${code}:\n${output}`)) })
-  })
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    await withTimeout(exited, 5_000, 'redis-server did not stop').catch(() => { child.kill('SIGKILL') })
-  }
-  t.teardown(stop)
-  await withTimeout(ready, 10_000, `redis-server on port ${port}`)
-  return { stop }
-}
-
-/** A redis-server of its own, in a folder of its own, for one test. */
-async function freshRedis (t: Tap): Promise<{ port: number; dir: string; redis: RedisProcess }> {
-  requireRedis()
-  const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
-  return { port, dir, redis: await startRedis(t, port, dir) }
-}
+import { NO_LIMITS } from '../../src/domain/limits.js'
 
 /**
  * The Redis counters, timing each sync: how far apart syncs start (the interval, plus the event loop's

@@ -12,6 +12,9 @@ import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
 import { send, type RawResponse } from '../helpers/http.js'
 import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
 import { capturingLogger } from '../helpers/logs.js'
+import { redisUrl } from '../helpers/redis.js'
+import { Redis } from 'ioredis'
+import { CHANNEL } from '../../src/upstream/shared-rests.js'
 import { storedTrace } from '../helpers/store.js'
 import { until } from '../helpers/wait.js'
 import { traceFilter } from '../../src/dashboard/params.js'
@@ -252,4 +255,42 @@ t.test('a bad list of base URLs or keys stops the start, naming the variable', a
   for (const value of ['key-a,,key-b', 'key-a,key b']) {
     await t.rejects(startTracegate(t, dataDir, mock, { TRACEGATE_BETA_API_KEY: value }), /TRACEGATE_BETA_API_KEY/, 'a bad pool')
   }
+})
+
+t.test('with Redis, a target\'s rest is published, and a rest published elsewhere is kept', async (t: Test) => {
+  const url = await redisUrl(t)
+  const limited = await failing(429, { 'retry-after': '30' })
+  const elsewhere = await failing(503)
+  const s = await startTracegate(t, dataDir, mock, {
+    TRACEGATE_REDIS_URL: url,
+    TRACEGATE_ALPHA_BASE_URL: `${limited.url},${mock.url}`,
+    TRACEGATE_BETA_BASE_URL: `${elsewhere.url},${mock.url}`,
+  })
+  const listener = new Redis(url)
+  const pub = new Redis(url)
+  t.teardown(() => { listener.disconnect(); pub.disconnect() })
+  const heard: Array<Record<string, unknown>> = []
+  await listener.subscribe(CHANNEL)
+  listener.on('message', (_c: string, text: string) => { heard.push(JSON.parse(text) as Record<string, unknown>) })
+  // The proxy's own connections come up in the background.
+  await until(async () => Number((await pub.pubsub('NUMSUB', CHANNEL))[1]) >= 2 || undefined, { ms: 10_000, what: 'the proxy subscribed' })
+
+  const started = Date.now()
+  t.equal((await call(s, 'alpha')).status, 200)
+  const rest = await until(() => heard.find((m) => m.kind === 'target'), { ms: 5_000, what: 'the published rest' })
+  t.match(rest, { kind: 'target', provider: 'alpha', id: limited.url })
+  t.ok(Number(rest.until) >= started + 29_000, 'until the retry-after ends')
+  t.notOk(JSON.stringify(heard).includes('mock-alpha'), 'no key in a message')
+
+  // Another instance says beta's first target rests: this one skips it.
+  await pub.publish(CHANNEL, JSON.stringify({ kind: 'target', provider: 'beta', id: elsewhere.url, until: Date.now() + 30_000, origin: 'another-instance' }))
+  await until(async () => {
+    const before = elsewhere.seen.length
+    const r = await call(s, 'beta')
+    return r.status === 200 && elsewhere.seen.length === before ? true : undefined
+  }, { ms: 5_000, what: 'a beta call that skips the resting target' })
+  const seenNow = elsewhere.seen.length
+  t.equal((await call(s, 'beta')).status, 200)
+  t.equal(elsewhere.seen.length, seenNow, 'the target resting elsewhere is not asked')
+  await s.tg.close()
 })
