@@ -2,9 +2,9 @@
 // folder of its own, stopped at teardown. Missing redis-server is a failure: CI installs it (.ci/run).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { closedPort } from './server.js'
 import { withTimeout } from './wait.js'
 
 export const REDIS_SERVER = '/usr/bin/redis-server'
@@ -18,14 +18,6 @@ function requireRedis (): void {
   if (!existsSync(REDIS_SERVER)) throw new Error(`${REDIS_SERVER} is missing: install Debian's redis-server (apt-get install redis-server)`)
 }
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => { resolve() }))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
-}
 
 export interface RedisProcess {
   stop (): Promise<void>
@@ -61,7 +53,7 @@ export async function freshRedis (t: Tap): Promise<{ port: number; dir: string; 
   requireRedis()
   const dir = mkdtempSync(join(tmpdir(), 'tracegate-redis-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const port = await freePort()
+  const port = await closedPort()
   return { port, dir, redis: await startRedis(t, port, dir) }
 }
 

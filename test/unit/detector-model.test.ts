@@ -32,11 +32,20 @@ function randomModel (seed: number): Model {
 function reference (m: Model, text: string, head: boolean): number {
   const buf = createBuffers()
   extractFeatures(text, buf)
+  return logitOfRun(m, buf, 0, buf.count, head, 0)
+}
+
+/**
+ * The logit from the definition over the features [lo, hi) of `buf`: each distinct bucket counts once,
+ * as what it is at its first occurrence; the rule families of `mask` add their weights.
+ */
+function logitOfRun (m: Model, buf: ReturnType<typeof createBuffers>, lo: number, hi: number, head: boolean, mask: number): number {
   const first = new Map<number, number>()
-  for (let k = 0; k < buf.count; k++) if (!first.has(buf.buckets[k] as number)) first.set(buf.buckets[k] as number, buf.words[k] as number)
+  for (let k = lo; k < hi; k++) if (!first.has(buf.buckets[k] as number)) first.set(buf.buckets[k] as number, buf.words[k] as number)
   const linear = [...first].filter(([, kind]) => kind !== HEAD_ONLY)
-  const s = Math.pow(linear.length, -LENGTH_POWER)
+  const s = Math.pow(Math.max(1, linear.length), -LENGTH_POWER)
   let z = m.bias
+  for (let f = 0; f < m.familyWeights.length; f++) if ((mask & (1 << f)) !== 0) z += m.familyWeights[f] as number
   for (const [b] of linear) z += (m.weights[b] as number) * s
   const d = m.deep
   if (d === undefined || !head) return z
@@ -169,24 +178,7 @@ function referenceWindows (m: Model, text: string, window: number, stride: numbe
     while (lo < buf.count && (buf.positions[lo] as number) < s) lo++
     let hi = lo
     while (hi < buf.count && (buf.positions[hi] as number) < e) hi++
-    const first = new Map<number, number>()
-    for (let k = lo; k < hi; k++) if (!first.has(buf.buckets[k] as number)) first.set(buf.buckets[k] as number, buf.words[k] as number)
-    const linear = [...first].filter(([, kind]) => kind !== HEAD_ONLY)
-    const sc = Math.pow(Math.max(1, linear.length), -LENGTH_POWER)
-    let z = m.bias
-    for (let f = 0; f < m.familyWeights.length; f++) if ((mask & (1 << f)) !== 0) z += m.familyWeights[f] as number
-    for (const [b] of linear) z += (m.weights[b] as number) * sc
-    const d = m.deep
-    if (head && d !== undefined) {
-      z += d.dataBias
-      const bag = new Float64Array(d.dim)
-      for (const [b, kind] of first) if (kind !== 0) for (let k = 0; k < d.dim; k++) bag[k] = (bag[k] as number) + (d.emb[(b & ((1 << d.embBits) - 1)) * d.dim + k] as number) * sc
-      for (let j = 0; j < d.hidden; j++) {
-        let a = d.b1[j] as number
-        for (let k = 0; k < d.dim; k++) a += (d.w1[j * d.dim + k] as number) * (bag[k] as number)
-        z += Math.max(0, a) * (d.w2[j] as number)
-      }
-    }
+    const z = logitOfRun(m, buf, lo, hi, head, mask)
     if (z > best.logit) best = { logit: z, start: s, end: e }
     if (e === text.length) break
   }
