@@ -144,7 +144,7 @@ export function retryAfterMs (value: string | string[] | undefined, now: number)
 
 /**
  * One call's attempts. The call's Passthrough sees only the attempt whose answer is passed on; an
- * attempt that gives way is aborted, and its callbacks after that are ignored.
+ * attempt that gives way is ignored from then on (its error body read and dropped, or cut past DROP_LIMIT).
  */
 export class Attempts {
   readonly #x: Exchange
