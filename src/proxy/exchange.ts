@@ -13,11 +13,24 @@ import type { Verdict } from '../detection/types.js'
 import type { CallLabels } from '../store/trace-types.js'
 import type { Outcome } from '../domain/outcome.js'
 import type { AccountDetection } from '../domain/detection-policy.js'
-import type { AttemptRecord } from '../upstream/fallover.js'
 
 const NO_HEADERS: Headers = []
 
 export type FinishListener = (x: Exchange) => void
+
+/** One attempt over a provider's targets as the trace lists it (upstream/fallover.ts): never a key, only a pooled key's id. */
+export interface AttemptRecord {
+  /** The target's base URL. */
+  readonly target: string
+  /** The pooled server-side key's id (key-pool.ts), or '' when the key is not pooled. */
+  readonly key_id: string
+  /** The provider's status, or 0 when it did not answer. */
+  readonly status: number
+  /** From the attempt's dispatch to its status (or its failure), ms. */
+  readonly ms: number
+  /** Why it gave way ('' for the attempt whose answer the client got). */
+  readonly cause: string
+}
 
 export class Exchange {
   readonly res: HttpResponse

@@ -7,7 +7,7 @@
 // A target that answered 429 with retry-after is skipped for that long by every call.
 import { performance } from 'node:perf_hooks'
 import type { Dispatcher } from 'undici'
-import type { Exchange } from '../proxy/exchange.js'
+import type { AttemptRecord, Exchange } from '../proxy/exchange.js'
 import { describeCause } from './client.js'
 import type { KeyPool } from './key-pool.js'
 import { Passthrough } from './passthrough.js'
@@ -39,19 +39,6 @@ export interface Target {
   readonly label: string
 }
 
-/** One attempt as the trace lists it: never a key, only the pooled key's id. */
-export interface AttemptRecord {
-  /** The target's base URL. */
-  readonly target: string
-  /** The pooled server-side key's id (key-pool.ts), or '' when the key is not pooled. */
-  readonly key_id: string
-  /** The provider's status, or 0 when it did not answer. */
-  readonly status: number
-  /** From the attempt's dispatch to its status (or its failure), ms. */
-  readonly ms: number
-  /** Why it gave way ('' for the attempt whose answer the client got). */
-  readonly cause: string
-}
 
 /** answered: its answer went to the client; fell_over: another target took over; failed: the last, unanswered. */
 export type AttemptResult = 'answered' | 'fell_over' | 'failed'
