@@ -10,13 +10,12 @@ import { redisUrlProblem } from './domain/redis-url.js'
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
 export interface ProviderConfig {
-  /** The first of baseUrls. */
-  readonly baseUrl: string
-  /** The ordered targets of one wire format: a call moves to the next when one fails before answering (upstream/fallover.ts). */
+  /** The ordered targets of one wire format (one or more): a call moves to the next when one fails before answering (upstream/fallover.ts). */
   readonly baseUrls: readonly string[]
-  /** Server-side provider key (the first of apiKeys), used only when the account allows it. Never logged or returned. */
-  readonly apiKey: string | null
-  /** The server-side keys; two or more are a pool that calls take in turn (upstream/key-pool.ts). */
+  /**
+   * The server-side provider keys, used only when the account allows them; none, one, or a pool that calls
+   * take in turn (upstream/key-pool.ts). Never logged or returned.
+   */
   readonly apiKeys: readonly string[]
 }
 
@@ -193,8 +192,11 @@ function originOf (name: string, raw: string): string {
 function secret (env: Env, name: string): string | null {
   const v = env[name]
   if (v === undefined || v === '') return null
-  const key = v.trim()
-  // It is sent in a header: anything else would fail every call that uses it (never echoed here).
+  return headerSafe(name, v.trim())
+}
+
+/** A key as sent in a header: anything but printable ASCII would fail every call that uses it (never echoed here). */
+function headerSafe (name: string, key: string): string {
   if (!/^[\x21-\x7e]+$/.test(key)) throw new ConfigError(name, 'must be printable ASCII without spaces or line breaks')
   return key
 }
@@ -206,8 +208,7 @@ function secrets (env: Env, name: string): string[] {
   const keys = v.split(',').map((k) => k.trim())
   if (keys.some((k) => k === '')) throw new ConfigError(name, 'must be one key or a comma-separated list of them, without empty entries')
   if (keys.length > 64) throw new ConfigError(name, 'may list at most 64 keys')
-  for (const k of keys) if (!/^[\x21-\x7e]+$/.test(k)) throw new ConfigError(name, 'must be printable ASCII without spaces or line breaks')
-  return keys
+  return keys.map((k) => headerSafe(name, k))
 }
 
 function metricsToken (env: Env): string | null {
@@ -232,12 +233,7 @@ export function loadConfig (env: Env = process.env): Config {
     const up = p.toUpperCase()
     const baseUrls = Object.freeze(origins(env, `TRACEGATE_${up}_BASE_URL`, DIALECTS[p].defaultBaseUrl))
     const apiKeys = Object.freeze(secrets(env, `TRACEGATE_${up}_API_KEY`))
-    providers[p] = Object.freeze({
-      baseUrl: baseUrls[0]!,
-      baseUrls,
-      apiKey: apiKeys[0] ?? null,
-      apiKeys,
-    })
+    providers[p] = Object.freeze({ baseUrls, apiKeys })
   }
   const chUrl = env.CLICKHOUSE_URL
   let clickhouse: ClickHouseServerConfig | null = null

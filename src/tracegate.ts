@@ -58,8 +58,8 @@ function withMock (config: Config, mock: MockProvider): Config {
   const providers = {} as Record<ProviderName, ProviderConfig>
   for (const p of PROVIDERS) {
     // The mock accepts any key; a server-side one lets server-side-key accounts try everything offline.
-    const apiKey = config.providers[p].apiKey ?? `mock-${p}-server-key`
-    providers[p] = Object.freeze({ baseUrl: mock.url, baseUrls: Object.freeze([mock.url]), apiKey, apiKeys: config.providers[p].apiKeys.length > 0 ? config.providers[p].apiKeys : Object.freeze([apiKey]) })
+    const keys = config.providers[p].apiKeys
+    providers[p] = Object.freeze({ baseUrls: Object.freeze([mock.url]), apiKeys: keys.length > 0 ? keys : Object.freeze([`mock-${p}-server-key`]) })
   }
   return Object.freeze({ ...config, providers: Object.freeze(providers) })
 }
@@ -249,7 +249,7 @@ export class Tracegate {
         dashboard = await DashboardServer.start({
           store, keys, admin, dataDir: config.dataDir, trustProxy: config.trustProxy, log,
           isClosing: () => state.closing, limiter: limits,
-          proxy: { port: proxyPort, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKey !== null) },
+          proxy: { port: proxyPort, serverKeys: PROVIDERS.filter((p) => config.providers[p].apiKeys.length > 0) },
         }, config.host, config.dashboardPort)
         if (config.sql.port !== null) {
           try {

@@ -13,7 +13,7 @@ import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
 import { Passthrough } from '../upstream/passthrough.js'
 import { keyPoolFor, type KeyPool, type Warn } from '../upstream/key-pool.js'
-import { Attempts, targetsFor, type AttemptMetrics, type RetryPolicy, type Targets } from '../upstream/fallover.js'
+import { Attempts, targetsFor, type AttemptMetrics, type RetryPolicy, type Target, type Targets } from '../upstream/fallover.js'
 import { Exchange, type FinishListener } from './exchange.js'
 import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
@@ -159,8 +159,8 @@ class ProxyRoute {
   readonly #paramCount: number
   readonly #limit: number
   readonly #serverKey: string | null
-  readonly #origin: string
-  readonly #basePath: string
+  /** The provider's first target, where a call making one attempt goes directly. */
+  readonly #first: Target
   /** The provider's ordered targets; null when it has one and a call makes one attempt (dispatched directly). */
   readonly #targets: Targets | null
   readonly #retry: RetryPolicy
@@ -176,16 +176,15 @@ class ProxyRoute {
     this.#hasBody = this.#method === 'POST'
     this.#paramCount = ((route?.pattern ?? (native ? dialect.native.route : '')).match(/\/:/g) ?? []).length
     this.#limit = deps.config.maxBodyBytes
-    this.#serverKey = deps.config.providers[dialect.name].apiKey
     const provider = deps.config.providers[dialect.name]
-    const baseUrl = new URL(provider.baseUrl)
-    this.#origin = baseUrl.origin
-    this.#basePath = baseUrl.pathname === '/' ? '' : baseUrl.pathname
+    this.#serverKey = provider.apiKeys[0] ?? null
     const up = deps.config.upstream
     this.#retry = { attempts: up.attempts, deadlineMs: up.retryDeadlineMs, backoffMs: up.backoffMs }
     this.#pool = keyPoolFor(dialect.name, provider.apiKeys, deps.warn ?? (() => {}))
-    const direct = (up.attempts ?? 1) <= 1 && provider.baseUrls.length === 1 && this.#pool === null
-    this.#targets = direct ? null : targetsFor(dialect.name, provider.baseUrls)
+    const targets = targetsFor(dialect.name, provider.baseUrls)
+    this.#first = targets.list[0]!
+    const direct = (up.attempts ?? 1) <= 1 && targets.list.length === 1 && this.#pool === null
+    this.#targets = direct ? null : targets
   }
 
   /**
@@ -481,8 +480,8 @@ class ProxyRoute {
       return
     }
     this.#deps.upstream.dispatch({
-      origin: this.#origin,
-      path: this.#basePath + out.path,
+      origin: this.#first.origin,
+      path: this.#first.basePath + out.path,
       method: this.#method as 'POST',
       headers: out.headers,
       body: this.#hasBody ? out.body : null,

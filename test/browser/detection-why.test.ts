@@ -2,20 +2,13 @@
 // finding matched and the words that raised the model's score, as the detector stores them on the
 // trace's findings; as text (markup in a stored finding is never markup); nothing for findings stored
 // without them. Traces are handed to the store worker as the front thread hands them.
-import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { Issue } from '../../src/detection/types.js'
-import { firstStart, startDashboard } from '../helpers/dashboard.js'
-import { checkWatched, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.js'
+import { adminPage, checkWatched, screenshot } from '../helpers/browser.js'
 import { handOver, traceMeta } from '../helpers/handoff.js'
 import { storedTrace } from '../helpers/store.js'
 
-const browser = await launchBrowser(t)
-const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
-const admin = firstStart(d)
-const { page, watched } = await newPage(browser, d.dashboard)
-const owner = { accountId: admin.accountId, keyId: randomUUID() }
-await signIn(page, admin.email, admin.password)
+const { d, page, watched, owner } = await adminPage(t)
 
 const HTML = '<img src=x onerror="window.__why=1">'
 const DETECTION = JSON.stringify({ ran: true, blocked: true, score: 0.97, categories: ['instruction_override', 'model'], ms: 0.3 })

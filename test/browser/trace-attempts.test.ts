@@ -1,19 +1,12 @@
 // A call's attempts over its provider's targets in the dashboard: the trace detail lists each attempt
 // (target, pooled key id, status, time, why it gave way) as text, the last one the answer's; a call that
 // needed one attempt shows no Attempts card; the list's "Fell over" filter keeps the calls that fell over.
-import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { firstStart, startDashboard } from '../helpers/dashboard.js'
-import { checkWatched, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.js'
+import { adminPage, checkWatched, screenshot } from '../helpers/browser.js'
 import { handOver, traceMeta } from '../helpers/handoff.js'
 import { storedTrace } from '../helpers/store.js'
 
-const browser = await launchBrowser(t)
-const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
-const admin = firstStart(d)
-const { page, watched } = await newPage(browser, d.dashboard)
-const owner = { accountId: admin.accountId, keyId: randomUUID() }
-await signIn(page, admin.email, admin.password)
+const { d, page, watched, owner } = await adminPage(t)
 
 const HTML = '<img src=x onerror="window.__attempted=1">'
 const ATTEMPTS = [

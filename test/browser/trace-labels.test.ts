@@ -1,21 +1,13 @@
 // The caller's labels on the trace detail page: user, session, tags and metadata as the
 // store holds them, in the caller's order, as text (markup in a label is never markup), and no Labels
 // card for a call that sent none. Traces are handed to the store worker as the front thread hands them.
-import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { CallLabels } from '../../src/store/trace-types.js'
-import { firstStart, startDashboard } from '../helpers/dashboard.js'
-import { checkWatched, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.js'
+import { adminPage, checkWatched, screenshot } from '../helpers/browser.js'
 import { handOver, traceMeta } from '../helpers/handoff.js'
 import { storedTrace } from '../helpers/store.js'
 
-const browser = await launchBrowser(t)
-const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
-const admin = firstStart(d)
-const { page, watched } = await newPage(browser, d.dashboard)
-// Any key id: the page shows a key it does not know by its id.
-const owner = { accountId: admin.accountId, keyId: randomUUID() }
-await signIn(page, admin.email, admin.password)
+const { d, page, watched, owner } = await adminPage(t)
 
 const HTML = '<img src=x onerror="window.__labelled=1"><script>window.__labelled=2</script>'
 

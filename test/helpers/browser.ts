@@ -10,7 +10,8 @@ import { chromium, type Browser, type BrowserContext, type Locator, type Page } 
 import { repoFile } from '../../src/paths.js'
 import { type RawResponse, send } from './http.js'
 import { buildBody, CLIENT_KEYS, type Provider, ROUTES } from './bodies.js'
-import { type DashboardServer, firstStart } from './dashboard.js'
+import { type DashboardServer, firstStart, startDashboard } from './dashboard.js'
+import type { FirstStart } from '../../src/tracegate.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
 export const SCREENSHOTS = fileURLToPath(repoFile('test-output/screenshots/'))
@@ -39,6 +40,20 @@ export async function launchBrowser (t: Tap): Promise<Browser> {
   })
   t.teardown(() => browser.close())
   return browser
+}
+
+/**
+ * A browser, a first-started dashboard and a page signed in as its admin, for tests that hand traces
+ * over directly: `owner` is the admin's account with a key id of its own (the page shows a key it does
+ * not know by its id).
+ */
+export async function adminPage (t: Tap): Promise<{ d: DashboardServer; admin: FirstStart; page: Page; watched: Watched; owner: { accountId: string; keyId: string } }> {
+  const browser = await launchBrowser(t)
+  const d = await startDashboard(t, {}, { bootstrap: true, testSeams: true })
+  const admin = firstStart(d)
+  const { page, watched } = await newPage(browser, d.dashboard)
+  await signIn(page, admin.email, admin.password)
+  return { d, admin, page, watched, owner: { accountId: admin.accountId, keyId: randomUUID() } }
 }
 
 /** What a page did that it must not: dialogs opened, uncaught errors, CSP violations it reported. */

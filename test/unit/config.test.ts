@@ -8,10 +8,10 @@ t.test('defaults', async (t) => {
   t.equal(c.proxyPort, 8080)
   t.equal(c.dashboardPort, 8081)
   t.equal(c.maxBodyBytes, 4 * 1024 * 1024)
-  t.equal(c.providers.alpha.baseUrl, 'https://api.openai.com')
-  t.equal(c.providers.beta.baseUrl, 'https://api.anthropic.com')
-  t.equal(c.providers.gamma.baseUrl, 'https://generativelanguage.googleapis.com')
-  t.equal(c.providers.alpha.apiKey, null)
+  t.same(c.providers.alpha.baseUrls, ['https://api.openai.com'])
+  t.same(c.providers.beta.baseUrls, ['https://api.anthropic.com'])
+  t.same(c.providers.gamma.baseUrls, ['https://generativelanguage.googleapis.com'])
+  t.same(c.providers.alpha.apiKeys, [])
   t.equal(c.keyCache.ttlMs, 5000)
   t.equal(c.clickhouse, null)
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.providers) && Object.isFrozen(c.providers.alpha))
@@ -20,8 +20,8 @@ t.test('defaults', async (t) => {
 t.test('values are read and checked', async (t) => {
   const c = loadConfig({ TRACEGATE_PROXY_PORT: '0', TRACEGATE_ALPHA_BASE_URL: 'http://127.0.0.1:9000/', TRACEGATE_BETA_API_KEY: 'sk-ant-x', CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_DATABASE: 'tg' })
   t.equal(c.proxyPort, 0)
-  t.equal(c.providers.alpha.baseUrl, 'http://127.0.0.1:9000')
-  t.equal(c.providers.beta.apiKey, 'sk-ant-x')
+  t.same(c.providers.alpha.baseUrls, ['http://127.0.0.1:9000'])
+  t.same(c.providers.beta.apiKeys, ['sk-ant-x'])
   t.same(c.clickhouse, { url: 'http://ch:8123', username: 'default', password: '', database: 'tg', compression: false })
   t.equal(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_COMPRESSION: 'on' }).clickhouse?.compression, true, 'CLICKHOUSE_COMPRESSION=on')
   t.equal(configError({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_COMPRESSION: 'gzip' }).variable, 'CLICKHOUSE_COMPRESSION', 'on or off only')
@@ -67,7 +67,7 @@ t.test('a server-side provider key must be able to travel in a header', async (t
     t.equal(err.variable, 'TRACEGATE_GAMMA_API_KEY', JSON.stringify(value))
     t.notMatch(err.message, value)
   }
-  t.equal(loadConfig({ TRACEGATE_GAMMA_API_KEY: ' AIza-x_y.z ' }).providers.gamma.apiKey, 'AIza-x_y.z', 'surrounding spaces are trimmed')
+  t.same(loadConfig({ TRACEGATE_GAMMA_API_KEY: ' AIza-x_y.z ' }).providers.gamma.apiKeys, ['AIza-x_y.z'], 'surrounding spaces are trimmed')
 })
 
 t.test('credentials in CLICKHOUSE_URL become the user and password, and leave the URL', async (t) => {
