@@ -194,6 +194,18 @@ export class Metrics {
     counterOf(registers, 'tracegate_trace_spool_refused_total', 'Trace batches the spool refused (full or unwritable).', stats, (s) => s.spoolRefused)
     gaugeOf(registers, 'tracegate_trace_queue_rows', 'Trace rows waiting in memory for an insert.', stats, (s) => s.queued)
     gaugeOf(registers, 'tracegate_trace_spool_bytes', 'Bytes in the trace spool.', stats, (s) => s.spoolBytes)
+    new Gauge({
+      name: 'tracegate_trace_lag_seconds',
+      help: 'Age of the oldest trace not yet in ClickHouse (view="clickhouse": in memory, the spool, or not yet taken by the store) and of the oldest the dashboard cannot show yet (view="dashboard": in the spool or not yet taken); 0 when none waits.',
+      labelNames: ['view'],
+      registers,
+      async collect () {
+        const s = await stats()
+        if (s === null) return
+        this.set({ view: 'clickhouse' }, s.lag.clickhouseMs / 1000)
+        this.set({ view: 'dashboard' }, s.lag.dashboardMs / 1000)
+      },
+    })
     gaugeOf(registers, 'tracegate_clickhouse_up', '1 while the last trace insert succeeded, else 0.', stats, (s) => s.clickhouseUp ? 1 : 0)
     gaugeOf(registers, 'tracegate_trace_spool_ok', '1 while the spool takes batches, else 0.', stats, (s) => s.spoolError === null ? 1 : 0)
     const inserts = new HistogramFamily('tracegate_trace_insert_duration_seconds', 'Time of each trace insert into ClickHouse (batches and spool replays, failed ones too).', INSERT_BUCKETS, async () => {

@@ -10,7 +10,8 @@ import { PROVIDERS, type ProviderName } from './providers/index.js'
 import type { Logger } from './log.js'
 import { startMockProvider, type MockProvider } from './mock-provider/index.js'
 import { AdminServer } from './admin/server.js'
-import type { NotReady } from './server/proxy-app.js'
+import type { NotReady, ReadyState } from './server/proxy-app.js'
+import { secondsBehind } from './store/lag.js'
 import { createMetricsApp, type MetricsEndpoint } from './server/metrics-app.js'
 import { listen, uws } from './server/uws.js'
 import { StoreClient } from './store/client.js'
@@ -212,7 +213,7 @@ export class Tracegate {
       const pool = detection
       // Set by shutdown(): from then on every thread's /readyz says shutting_down; set by close(): the dashboard answers 503.
       const state: Lifecycle = { stopping: false, closing: false }
-      const ready = (): Promise<NotReady | null> => state.stopping ? Promise.resolve(SHUTTING_DOWN) : readiness(store, pool)
+      const ready = (): Promise<ReadyState> => state.stopping ? Promise.resolve({ not: SHUTTING_DOWN, tracesBehindS: null }) : readiness(store, pool)
       // With front threads, a scrape sums the main thread's metrics and every started thread's.
       const render = (): Promise<string> => fronts === null ? metrics.render() : metrics.json().then((json) => fronts!.aggregate(json))
       // A pool that cannot warm up still starts: requests it cannot judge follow the failure mode.
@@ -226,7 +227,7 @@ export class Tracegate {
         metrics.attach({ inflight: () => 0, limitsMode: () => limits.mode })
         fronts = await FrontThreads.start(config, frontPorts.threads, {
           detection, limiter: limits, log, metrics: render,
-          ready: async () => ({ not: await ready(), limits: limits.mode }),
+          ready: async () => ({ ...await ready(), limits: limits.mode }),
         })
         proxy = { fronts, stack: null }
         proxyPort = fronts.port
@@ -341,23 +342,25 @@ export class Tracegate {
  * Ready while the store answers and traces can be kept: written to ClickHouse, or at least taken by the
  * spool. While inserts fail the instance says so (a load balancer can move traffic to one that stores).
  * Not ready either while the detection workers are cold (their warm-up failed at start): with the
- * default failure mode every call would be refused. Each such check tries the warm-up again.
+ * default failure mode every call would be refused. Each such check tries the warm-up again. A ready
+ * instance also says how far its stored traces are behind (an instance whose store lags still keeps them).
  */
 const SHUTTING_DOWN: NotReady = Object.freeze({ reason: 'shutting_down', message: 'The server is shutting down: it takes calls a little longer, then stops listening.' })
 
-async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<NotReady | null> {
+async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<ReadyState> {
+  const not = (reason: NotReady['reason'], message: string): ReadyState => ({ not: { reason, message }, tracesBehindS: null })
   if (detection !== null && !detection.warmed) {
     detection.warm().catch(() => { /* told by the next check */ })
-    return { reason: 'detection_not_warm', message: 'The detection workers have not loaded yet.' }
+    return not('detection_not_warm', 'The detection workers have not loaded yet.')
   }
   try {
-    if (!await withTimeout(store.call('ping'), 2_000)) return { reason: 'store_unreachable', message: 'ClickHouse does not answer.' }
+    if (!await withTimeout(store.call('ping'), 2_000)) return not('store_unreachable', 'ClickHouse does not answer.')
     const s = await withTimeout(store.call('traceStats'), 2_000)
-    if (s?.insertError == null) return null
-    if (s.spoolError !== null) return { reason: 'spool_refusing', message: `Traces cannot be written to ClickHouse (${s.insertError}) or the spool (${s.spoolError}).` }
-    return { reason: 'trace_inserts_failing', message: `Trace inserts fail (the spool keeps them): ${s.insertError}` }
+    if (s?.insertError == null) return { not: null, tracesBehindS: s === null ? null : { clickhouse: secondsBehind(s.lag.clickhouseMs), dashboard: secondsBehind(s.lag.dashboardMs) } }
+    if (s.spoolError !== null) return not('spool_refusing', `Traces cannot be written to ClickHouse (${s.insertError}) or the spool (${s.spoolError}).`)
+    return not('trace_inserts_failing', `Trace inserts fail (the spool keeps them): ${s.insertError}`)
   } catch (err) {
-    return { reason: 'store_unreachable', message: `The store does not answer: ${(err as Error).message}` }
+    return not('store_unreachable', `The store does not answer: ${(err as Error).message}`)
   }
 }
 

@@ -19,6 +19,7 @@ import { KeyRoutes } from './key-routes.js'
 import { LiveFeed } from './live.js'
 import { ReadApi } from './read-api.js'
 import { Sessions } from './session.js'
+import { StoreLag } from './store-lag.js'
 import { Assets } from './static.js'
 
 export interface DashboardDeps {
@@ -87,6 +88,7 @@ export class DashboardServer {
     const keys = new KeyRoutes(deps.store, deps.admin, guards, deps.limiter)
     const detection = new DetectionRoutes(deps.admin, guards)
     const read = new ReadApi(deps.store, deps.keys)
+    const lag = new StoreLag(deps.store)
     const base: RouteOptions = {
       isClosing: deps.isClosing,
       onFault: (err) => { deps.log?.error({ err }, 'dashboard request failed') },
@@ -100,6 +102,11 @@ export class DashboardServer {
       ['get', '/api/ui/proxy', (req) => {
         guards.session(req)
         return { status: 200, body: { host, port: deps.proxy.port, server_keys: deps.proxy.serverKeys } }
+      }],
+      // How far the stored traces are behind: the banner every page shows while it is N seconds or more.
+      ['get', '/api/ui/status', async (req) => {
+        guards.session(req)
+        return { status: 200, body: { traces_behind_s: await lag.seconds() } }
       }],
       ['get', '/api/ui/traces', async (req) => ({ status: 200, body: await listTraces(deps.store, guards.session(req).accountId, req.query) })],
       ['get', '/api/ui/traces/totals', async (req) => ({ status: 200, body: await traceTotals(deps.store, guards.session(req).accountId, req.query) })],

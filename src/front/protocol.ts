@@ -8,7 +8,7 @@ import type { LimitsMode } from '../domain/limits-mode.js'
 import type { CountedNote } from '../limits/front.js'
 import type { LimitCall } from '../limits/limiter.js'
 import type { Refusal } from '../limits/rules.js'
-import type { NotReady } from '../server/proxy-app.js'
+import type { ReadyState } from '../server/proxy-app.js'
 import type { DetectArgs } from './detection.js'
 
 export interface FrontWorkerData {
@@ -25,8 +25,7 @@ export interface FrontWorkerData {
 }
 
 /** The main thread's readiness, and how the limits count, for a front thread's /readyz. */
-export interface Readiness {
-  readonly not: NotReady | null
+export interface Readiness extends ReadyState {
   readonly limits: LimitsMode
 }
 

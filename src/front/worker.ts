@@ -44,7 +44,7 @@ const stack = new ProxyStack(config, pricing, {
   ready: async () => {
     const r = await hub.request('ready', null)
     limiter.mode = r.limits
-    return r.not
+    return { not: r.not, tracesBehindS: r.tracesBehindS }
   },
   render: () => hub.request('metrics', null),
   log,

@@ -10,7 +10,7 @@ import type { Detector } from '../detection/pool.js'
 import type { Admission } from '../limits/limiter.js'
 import type { Metrics } from '../metrics.js'
 import type { Pricing } from '../pricing/index.js'
-import { createProxyApp, type NotReady } from '../server/proxy-app.js'
+import { createProxyApp, type ReadyState } from '../server/proxy-app.js'
 import { listen, uws, type TemplatedApp } from '../server/uws.js'
 import { createUpstreamAgent } from '../upstream/client.js'
 import { Calls, type CallLog, type CallsOptions } from './calls.js'
@@ -27,7 +27,7 @@ export interface StackLinks {
   readonly limiter: Admission
   /** Null when detection is off. */
   readonly detection: Detector | null
-  ready (): Promise<NotReady | null>
+  ready (): Promise<ReadyState>
   /** The whole process's Prometheus text, for /metrics on the proxy port (served only with TRACEGATE_METRICS_TOKEN). */
   render (): Promise<string>
   readonly log: CallLog | null

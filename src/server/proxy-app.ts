@@ -20,9 +20,16 @@ export interface NotReady {
   readonly message: string
 }
 
+/** What /readyz answers: whether the instance should get traffic, and how far its stored traces are behind. */
+export interface ReadyState {
+  /** Null when ready, else why not (a stable reason and a message for people). */
+  readonly not: NotReady | null
+  /** TraceStats.lag in seconds; null when the store did not say. */
+  readonly tracesBehindS: { readonly clickhouse: number; readonly dashboard: number } | null
+}
+
 export interface ProxyAppDeps extends ProxyDeps {
-  /** Resolves null when ready, else why not (a stable reason and a message for people). */
-  ready (): Promise<NotReady | null>
+  ready (): Promise<ReadyState>
   /** /metrics on this port, behind its bearer token; null: not served here (404). */
   readonly metrics: MetricsEndpoint | null
   /** The price table: the models routes list the models it prices. */
@@ -109,12 +116,18 @@ export function createProxyApp (deps: ProxyAppDeps): TemplatedApp {
       sendError(res, new TracegateError('service_unavailable', { extra: { reason: 'shutting_down' } }), id)
       return
     }
-    void deps.ready().then((not) => {
+    void deps.ready().then(({ not, tracesBehindS }) => {
       if (aborted) return
-      // Ready; with Redis configured, whether the limits are shared or each instance's own (fallback).
+      if (not !== null) {
+        sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
+        return
+      }
+      // Ready, how far the stored traces are behind, and with Redis configured whether the limits are
+      // shared or each instance's own (fallback).
       const limits = deps.limiter?.mode ?? 'local'
-      if (not === null) sendJson(res, 200, limits === 'local' ? '{"status":"ready"}' : `{"status":"ready","limits":"${limits}"}`, id)
-      else sendError(res, new TracegateError('service_unavailable', { message: not.message, extra: { reason: not.reason } }), id)
+      const body: Record<string, unknown> = { status: 'ready', traces_behind_s: tracesBehindS }
+      if (limits !== 'local') body.limits = limits
+      sendJson(res, 200, JSON.stringify(body), id)
     })
   }))
   app.get('/metrics', framed(deps.metrics === null ? metricsNotHere : metricsRoute(deps.metrics)))

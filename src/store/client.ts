@@ -198,7 +198,7 @@ export class StoreClient {
    */
   postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null): void {
     if (this.#closed) return
-    const msg: TraceMessage = handoff === null ? { traces } : { traces, handoff }
+    const msg: TraceMessage = handoff === null ? { traces, sentAt: Date.now() } : { traces, handoff, sentAt: Date.now() }
     this.#worker.postMessage(msg, transfer)
   }
 

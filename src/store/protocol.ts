@@ -116,6 +116,8 @@ export interface LiveMessage {
 export interface TraceMessage {
   readonly traces: EncodedTraces
   readonly handoff?: string
+  /** When the batch was posted (epoch ms): the store worker's own backlog is how late it takes it. */
+  readonly sentAt: number
 }
 
 export type OpName = keyof StoreOps

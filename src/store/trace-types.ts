@@ -92,6 +92,12 @@ export interface TraceStats {
   /** Rows waiting in memory. */
   queued: number
   spoolBytes: number
+  /**
+   * How far behind the calls, in ms: the oldest trace not yet in ClickHouse (in memory, in the spool, or
+   * not yet taken by the store worker), and the oldest the dashboard and read API cannot show yet (rows
+   * in memory are shown from there: in the spool, or not yet taken). 0 when none waits.
+   */
+  lag: { clickhouseMs: number; dashboardMs: number }
   /** The last insert succeeded (false from the first refused insert until one succeeds again). */
   clickhouseUp: boolean
   /** Why traces cannot be written to ClickHouse right now, or null. */

@@ -9,6 +9,8 @@ import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMockProvider } from '../../src/mock-provider/index.js'
 import { insertInbox } from '../../src/store/worker/connect.js'
+import { send } from '../helpers/http.js'
+import { parseMetrics, value } from '../helpers/prometheus.js'
 import { tempDir } from '../helpers/server.js'
 import { sleep } from '../helpers/wait.js'
 import { accounted, chat, loadUntil, readyz, startTracegate, stats, statsUntil, watchHealth, type Running } from './fault-helpers.js'
@@ -115,7 +117,7 @@ t.test('the insert folder deleted under load: inserts make it again, nothing is 
 })
 
 t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, refusals counted, replayed when it takes them again', async (t) => {
-  const r = await scenario(t, { TRACEGATE_SPOOL_MAX_BYTES: '60000', TRACEGATE_TRACE_QUEUE_ROWS: '100', TRACEGATE_TRACE_BATCH_ROWS: '20' })
+  const r = await scenario(t, { TRACEGATE_SPOOL_MAX_BYTES: '60000', TRACEGATE_TRACE_QUEUE_ROWS: '100', TRACEGATE_TRACE_BATCH_ROWS: '20', TRACEGATE_METRICS_PORT: '0' })
   const health = watchHealth(r.url)
   let stop = false
   const load = loadUntil(r, () => stop)
@@ -130,6 +132,12 @@ t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, re
   t.ok(spooling.reason === 'trace_inserts_failing' || spooling.reason === 'spool_refusing', `with the reason (${String(spooling.reason)})`)
   // ENOTDIR when the batch file is written; chDB's own words when the folder went while it read one.
   t.match(String(first.insertError), /ENOTDIR|Not a directory|doesn't exist/, `the stats name why inserts fail (${String(first.insertError)})`)
+  // The spooled traces are behind for the dashboard as for ClickHouse, and the metric says by how much.
+  const behind = await statsUntil(r.tg, 'the spooled traces are a second behind', (s) => s.lag.dashboardMs >= 1_000, 10_000)
+  t.ok(behind.lag.clickhouseMs >= behind.lag.dashboardMs, `ClickHouse is at least as far behind (${behind.lag.clickhouseMs} ms) as the dashboard (${behind.lag.dashboardMs} ms)`)
+  const scraped = parseMetrics((await send(`http://127.0.0.1:${r.tg.metricsPort}/metrics`, { method: 'GET' })).body.toString('utf8'))
+  t.ok((value(scraped, 'tracegate_trace_lag_seconds', { view: 'dashboard' }) ?? 0) >= 1, 'tracegate_trace_lag_seconds{view="dashboard"} says so')
+  t.ok((value(scraped, 'tracegate_trace_lag_seconds', { view: 'clickhouse' }) ?? 0) >= 1, 'and {view="clickhouse"}')
   const full = await statsUntil(r.tg, 'the spool fills and refuses', (s) => s.spoolRefused > 0, 20_000)
   t.ok(full.spoolBytes <= 60_000, `the spool stays within its bound (${full.spoolBytes} bytes)`)
   t.equal((await readyz(r.url)).reason, 'spool_refusing', '/readyz then says the spool refuses')
@@ -141,6 +149,7 @@ t.test('ClickHouse refusing inserts: spooled up to TRACEGATE_SPOOL_MAX_BYTES, re
   const s = await statsUntil(r.tg, 'the spool is replayed', (s) => s.queued === 0 && s.spoolBytes === 0 && s.clickhouseUp)
   await accounted(t, r, dataDir, total200(statuses) + 1, 'after the outage')
   t.ok(s.replayed > 0, `spooled rows were replayed (${s.replayed})`)
+  t.same(s.lag, { clickhouseMs: 0, dashboardMs: 0 }, 'nothing is behind once the spool is replayed')
   t.equal(r.logs.find('ClickHouse refused a trace batch; spooling to disk').length, 1, 'the outage is logged once')
   t.equal(r.logs.find('ClickHouse takes trace inserts again').length, 1, 'and its end once')
   t.equal((await readyz(r.url)).status, 200, '/readyz is ready again')

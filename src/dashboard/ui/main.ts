@@ -35,6 +35,35 @@ const app = document.getElementById('app') ?? document.body
 let session: Session | null = null
 let leave: (() => void) | undefined
 
+/** The stored traces' lag, in seconds, from which every page says so above its content. */
+const BEHIND_SHOWN_S = 5
+const BEHIND_POLL_MS = 5000
+const behind = h('div', { class: 'banner behind', 'data-testid': 'traces-behind', role: 'status', hidden: true })
+let behindTimer: ReturnType<typeof setTimeout> | null = null
+
+/** Asks how far the stored traces are behind while signed in, every BEHIND_POLL_MS while the page is seen. */
+function watchBehind (): void {
+  if (behindTimer !== null) return
+  const tick = (): void => {
+    behindTimer = null
+    if (session === null) { behind.hidden = true; return }
+    const next = (): void => { if (session !== null) behindTimer = setTimeout(tick, BEHIND_POLL_MS) }
+    if (document.visibilityState === 'hidden') { next(); return }
+    get<{ traces_behind_s: number | null }>('/api/ui/status').then((s) => {
+      const lag = s.traces_behind_s
+      behind.hidden = lag === null || lag < BEHIND_SHOWN_S
+      if (!behind.hidden) behind.textContent = `Traces are ${behindText(lag as number)} behind: calls made since then appear here once they are stored.`
+    }, () => { /* the next tick asks again */ }).finally(next)
+  }
+  tick()
+}
+
+function behindText (s: number): string {
+  if (s < 120) return `${Math.round(s)} s`
+  if (s < 7200) return `${Math.round(s / 60)} min`
+  return `${Math.round(s / 3600)} h`
+}
+
 function navigate (path: string, opts: { replace?: boolean } = {}): void {
   if (path !== location.pathname + location.search) {
     if (opts.replace === true) history.replaceState(null, '', path)
@@ -104,7 +133,8 @@ function render (): void {
   if (path === '/' || path === '/signin') { navigate('/traces', { replace: true }); return }
   const route = routes.find((r) => r.pattern.test(path))
   const root = h('main', { class: 'page' })
-  replace(app, shell(session, route?.nav ?? null), root)
+  replace(app, shell(session, route?.nav ?? null), behind, root)
+  watchBehind()
   if (route === undefined) {
     document.title = 'Not found · tracegate'
     replace(root, h('div', { class: 'empty', 'data-testid': 'page-not-found' }, h('h1', null, 'Page not found'), h('a', { href: '/traces' }, 'Back to traces')))

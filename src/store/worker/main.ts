@@ -229,13 +229,30 @@ function reportUsage (): void {
   if (taken !== null) port.postMessage(taken)
 }
 
+/**
+ * How late this worker took its last trace batch (ms after it was posted), while it takes batches: a
+ * worker that is busy for seconds takes every batch that late. Forgotten INBOUND_FRESH_MS after it was
+ * taken (no batch since: none is waiting either).
+ */
+let inbound = { lateMs: 0, at: 0 }
+const INBOUND_FRESH_MS = 2000
+
+function taken (sentAt: number): void {
+  const now = Date.now()
+  inbound = { lateMs: Math.max(0, now - sentAt), at: now }
+}
+
+function inboundLagMs (): number {
+  return Date.now() - inbound.at < INBOUND_FRESH_MS ? inbound.lateMs : 0
+}
+
 /** The trace pipeline's numbers with the spans dropped; with traces off, zeros beside the spans' numbers. */
 function statsWithSpans (): TraceStats | null {
   const drops = spans === null ? null : { ...spans.drops }
-  if (traces !== null) return { ...traces.stats, spanDrops: drops }
+  if (traces !== null) return { ...traces.stats, lag: traces.lag(Date.now(), inboundLagMs()), spanDrops: drops }
   if (drops === null) return null
   return {
-    written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
+    written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0, lag: { clickhouseMs: 0, dashboardMs: 0 },
     clickhouseUp: true, insertError: null, spoolError: null, usage: [], inserts: { counts: [], sum: 0, count: 0 },
     spanDrops: drops,
   }
@@ -299,13 +316,14 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
   }
   if ('traces' in msg) {
     if (traces !== null) {
-      if (msg.traces.count > 0) traces.add(msg.traces)
+      taken(msg.sentAt)
+      if (msg.traces.count > 0) traces.add(msg.traces, null, msg.sentAt)
       handedOver(msg.handoff)
       reportUsage()
     }
     else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
-      open().then(() => { if (msg.traces.count > 0) traces?.add(msg.traces); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
+      open().then(() => { taken(msg.sentAt); if (msg.traces.count > 0) traces?.add(msg.traces, null, msg.sentAt); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
       })
     }

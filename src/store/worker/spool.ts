@@ -69,8 +69,12 @@ export class Spool {
   readonly #maxBytes: number
   #bytes = 0
   #seq = 0
-  /** Batch files, oldest first, with their sizes and (for files written by this run) row counts. */
-  #files: Array<{ name: string; size: number; rows: number }> = []
+  /**
+   * Batch files, oldest first, with their sizes, (for files written by this run) row counts, and when
+   * their oldest trace reached the store (epoch ms; a file found at start: its modification time; a
+   * usage file, which holds no trace: Infinity).
+   */
+  #files: Array<{ name: string; size: number; rows: number; since: number }> = []
   /** Segments a process that ended left here, as this start named them in the spool. */
   readonly #takenAtStart: string[] = []
   /** The trace id of a segment's half-written last row, and the segment; those a hand-off file held too. */
@@ -87,9 +91,9 @@ export class Spool {
       if (SEGMENT.test(f)) { segments.push(f); continue }
       const m = NAME.exec(f)
       if (m === null) continue
-      const size = statSync(join(dir, f)).size
-      this.#files.push({ name: f, size, rows: 0 })
-      this.#bytes += size
+      const st = statSync(join(dir, f))
+      this.#files.push({ name: f, size: st.size, rows: 0, since: m[3] === '.usage' ? Infinity : st.mtimeMs })
+      this.#bytes += st.size
       this.#seq = Math.max(this.#seq, Number(m[1]))
     }
     this.#files.sort((a, b) => (a.name < b.name ? -1 : 1))
@@ -98,7 +102,7 @@ export class Spool {
     for (const f of segments.sort()) {
       const m = SEGMENT.exec(f)!
       if (m[3] === '.in' && this.#usageOfInserted(join(dir, f), m[2]!)) continue
-      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0))
+      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0, null))
     }
   }
 
@@ -177,20 +181,21 @@ export class Spool {
    * Takes over a closed segment as a spool batch (a rename: its bytes are not written again). False when
    * it does not fit under the byte limit; throws when it cannot be renamed.
    */
-  adopt (seg: SegmentFile, rows: number): boolean {
+  adopt (seg: SegmentFile, rows: number, since: number): boolean {
     seg.close()
     if (this.#bytes + seg.bytes > this.#maxBytes) return false
-    this.#takeOver(seg.path, seg.token, rows)
+    this.#takeOver(seg.path, seg.token, rows, since)
     return true
   }
 
-  #takeOver (path: string, token: string, rows: number): string {
+  /** `since` null: a segment an ended process left, as old as its last write. */
+  #takeOver (path: string, token: string, rows: number, since: number | null): string {
     const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.rows.tsv`
-    const size = statSync(path).size
+    const st = statSync(path)
     renameSync(path, join(this.#dir, name))
     this.#seq++
-    this.#files.push({ name, size, rows })
-    this.#bytes += size
+    this.#files.push({ name, size: st.size, rows, since: since ?? st.mtimeMs })
+    this.#bytes += st.size
     return name
   }
 
@@ -198,20 +203,27 @@ export class Spool {
   get batches (): number { return this.#files.length }
   get maxBytes (): number { return this.#maxBytes }
 
+  /** When the oldest trace in the spool reached the store (epoch ms), or null when it holds none. */
+  get oldestTraceSince (): number | null {
+    let since = Infinity
+    for (const f of this.#files) if (f.since < since) since = f.since
+    return since === Infinity ? null : since
+  }
+
   /**
    * A batch of rows in TRACE_COLUMNS. False when the batch does not fit under the byte limit; throws when
    * it cannot be written.
    */
-  append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[]): boolean {
-    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts)
+  append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[], since: number): boolean {
+    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts, since)
   }
 
   /** A batch's usage rollup alone (rows in USAGE_COLUMNS); false and throws as `append`. */
   appendUsage (token: string, tsv: Uint8Array): boolean {
-    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv])
+    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv], Infinity)
   }
 
-  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[]): boolean {
+  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[], since: number): boolean {
     const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(columns) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
@@ -232,7 +244,7 @@ export class Spool {
       throw err
     }
     this.#seq++
-    this.#files.push({ name, size, rows: summaries.length })
+    this.#files.push({ name, size, rows: summaries.length, since })
     this.#bytes += size
     return true
   }

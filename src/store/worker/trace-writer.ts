@@ -156,7 +156,8 @@ class InsertBatch {
   readonly segments: EncodedRows[] = []
   rows = 0
   bytes = 0
-  constructor (public file: SegmentFile | null) {}
+  /** `since`: when its first rows were handed to the store (epoch ms), the age of its oldest trace. */
+  constructor (public file: SegmentFile | null, readonly since: number) {}
 }
 
 export class TraceWriter {
@@ -195,7 +196,7 @@ export class TraceWriter {
     this.#pricing = pricing
     this.#metrics = new TraceMetrics(pricing)
     this.stats = {
-      written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0,
+      written: 0, spooled: 0, replayed: 0, dropped: 0, spoolRefused: 0, queued: 0, spoolBytes: 0, lag: { clickhouseMs: 0, dashboardMs: 0 },
       clickhouseUp: true, insertError: null, spoolError: null,
       usage: this.#metrics.usage, inserts: this.#metrics.inserts,
     }
@@ -208,8 +209,11 @@ export class TraceWriter {
     if (spool.batches > 0) this.#scheduleReplay(0)
   }
 
-  /** `skip`: trace ids already held elsewhere (a hand-off file's records already in a segment), left out. */
-  add (batch: EncodedTraces, skip: ReadonlySet<string> | null = null): void {
+  /**
+   * `skip`: trace ids already held elsewhere (a hand-off file's records already in a segment), left out.
+   * `sentAt`: when the batch was handed to the store (epoch ms), from which its rows' lag counts.
+   */
+  add (batch: EncodedTraces, skip: ReadonlySet<string> | null = null, sentAt = Date.now()): void {
     let raws: RawTrace[]
     try {
       raws = decodeTraces(batch)
@@ -247,7 +251,7 @@ export class TraceWriter {
     let full = false
     if (ends.length > 0) {
       // On disk first, then shown: the rows are held (held()) until ClickHouse has them.
-      full = this.#push(new EncodedRows(w.view(), ends, usage.build()))
+      full = this.#push(new EncodedRows(w.view(), ends, usage.build()), sentAt)
       this.#onRows(summaries)
     }
     // ClickHouse slower than the traffic: past the memory bound, the oldest batches go to the spool, or
@@ -264,11 +268,11 @@ export class TraceWriter {
    * batchRows rows or FLUSH_BYTES (the rows of a message are split across batches to keep to that).
    * True when a batch was closed: it is inserted now rather than at the next interval.
    */
-  #push (rows: EncodedRows): boolean {
+  #push (rows: EncodedRows, sentAt: number): boolean {
     let closed = false
     let rest: EncodedRows | null = rows
     while (rest !== null) {
-      const batch: InsertBatch = this.#open ??= new InsertBatch(this.#segment())
+      const batch: InsertBatch = this.#open ??= new InsertBatch(this.#segment(), sentAt)
       // How many rows fit, by count and by bytes (the first row of a batch always does).
       let n = Math.min(rest.rows, this.#opts.batchRows - batch.rows)
       while (n > 0 && batch.bytes + rest.bytesOf(n) > MAX_INSERT_BYTES && !(batch.rows === 0 && n === 1)) n--
@@ -346,6 +350,22 @@ export class TraceWriter {
     if (this.#sending !== null) yield * this.#sending.segments
     for (const batch of this.#queue) yield * batch.segments
     if (this.#open !== null) yield * this.#open.segments
+  }
+
+  /**
+   * How far the traces are behind (TraceStats.lag): the age of the oldest one not yet in ClickHouse, and
+   * of the oldest one in the spool (rows in memory are shown from there), each at least `inboundMs`, how
+   * late the store took its last batch (the batches it has not taken are at least that old). Rows
+   * dropped are not waited for.
+   */
+  lag (now: number, inboundMs: number): TraceStats['lag'] {
+    const spooled = this.#spool.oldestTraceSince ?? Infinity
+    let held = Infinity
+    if (this.#sending !== null) held = this.#sending.since
+    if (this.#queue.length > 0) held = Math.min(held, this.#queue[0]!.since)
+    if (this.#open !== null && this.#open.rows > 0) held = Math.min(held, this.#open.since)
+    const age = (since: number): number => Math.max(inboundMs, since === Infinity ? 0 : now - since)
+    return { clickhouseMs: age(Math.min(spooled, held)), dashboardMs: age(spooled) }
   }
 
   /** The oldest batch off the queue (the open one is closed first if it is the only one). */
@@ -482,8 +502,8 @@ export class TraceWriter {
     try {
       // A batch with its segment on disk is renamed into the spool; one without is written there.
       const taken = batch.file !== null
-        ? this.#spool.adopt(batch.file, rows)
-        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv))
+        ? this.#spool.adopt(batch.file, rows, batch.since)
+        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv), batch.since)
       if (taken) {
         batch.file = null
         this.#stored(batch)
