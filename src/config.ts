@@ -67,6 +67,8 @@ export interface Config {
     readonly backoffMs: number
   }
   readonly keyCache: { readonly ttlMs: number; readonly max: number }
+  /** The exact response cache (proxy/response-cache.ts); maxBytes 0: off. */
+  readonly cache: { readonly maxBytes: number; readonly maxEntryBytes: number; readonly maxTtlS: number }
   readonly traces: TraceConfig
   readonly detection: DetectionConfig
   /** An operator's pricing file (same shape as src/pricing/prices.json) whose entries win. */
@@ -296,6 +298,11 @@ export function loadConfig (env: Env = process.env): Config {
       attempts: env.TRACEGATE_UPSTREAM_ATTEMPTS === undefined || env.TRACEGATE_UPSTREAM_ATTEMPTS === '' ? null : int(env, 'TRACEGATE_UPSTREAM_ATTEMPTS', 1, 1, 20),
       retryDeadlineMs: int(env, 'TRACEGATE_UPSTREAM_RETRY_DEADLINE_MS', 30_000, 0, 3_600_000),
       backoffMs: int(env, 'TRACEGATE_UPSTREAM_BACKOFF_MS', 200, 0, 60_000),
+    }),
+    cache: Object.freeze({
+      maxBytes: int(env, 'TRACEGATE_CACHE_MAX_BYTES', 64 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+      maxEntryBytes: int(env, 'TRACEGATE_CACHE_MAX_ENTRY_BYTES', 1024 * 1024, 1, 64 * 1024 * 1024),
+      maxTtlS: int(env, 'TRACEGATE_CACHE_MAX_TTL_S', 86_400, 1, 30 * 86_400),
     }),
     keyCache: Object.freeze({
       ttlMs: int(env, 'TRACEGATE_KEY_CACHE_TTL_MS', 5_000, 0, 3_600_000),

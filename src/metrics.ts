@@ -80,6 +80,7 @@ export class Metrics {
   /** The store worker's numbers for the scrape under way (one traceStats call per scrape). */
   #snapshot: Promise<TraceStats | null> | null = null
   readonly #attempts: CounterFamily
+  readonly #cacheLookups: CounterFamily
   readonly #sqlQueries: Counter<'result'>
   readonly #sqlDuration: Histogram<'result'>
   #late: LateSources | null = null
@@ -113,6 +114,8 @@ export class Metrics {
 
     this.#attempts = new CounterFamily('tracegate_upstream_attempts_total', 'Requests to providers\' targets when a provider has several or retries are on, by provider, target (its base URL) and result: answered (passed to the client), fell_over (another target took the call), failed (the last attempt, unanswered).').register(this.registry)
 
+    this.#cacheLookups = new CounterFamily('tracegate_cache_lookups_total', 'Calls that asked the response cache (x-tracegate-cache-ttl), by provider and result: hit (answered from the cache, the provider not called) or miss.').register(this.registry)
+
     const served = new CounterFamily('tracegate_thread_requests_total', 'Requests the proxy routes took, by the front thread that served them (0 alone when TRACEGATE_THREADS is 1).').register(this.registry)
     const thread = sources.thread === undefined ? '0' : sources.thread
     this.#served = thread === null ? null : served.series('', { thread })
@@ -145,6 +148,11 @@ export class Metrics {
   /** One attempt over a provider's targets (upstream/fallover.ts). */
   attempt (provider: string, target: string, result: AttemptResult): void {
     this.#attempts.series(provider + '\n' + target + '\n' + result, { provider, target, result }).value++
+  }
+
+  /** One call that asked the response cache (proxy/response-cache.ts): answered from it, or not. */
+  cacheLookup (provider: string, result: 'hit' | 'miss'): void {
+    this.#cacheLookups.series(provider + '\n' + result, { provider, result }).value++
   }
 
   /** Once per request the proxy routes take, when it begins. */

@@ -7,6 +7,7 @@ import { TracegateError } from '../errors.js'
 import type { Dialect } from '../providers/index.js'
 import type { HttpRequest } from '../server/uws.js'
 import type { CallLabels } from '../store/trace-types.js'
+import { CACHE_TTL_HEADER } from './response-cache.js'
 import { HEADER_TOKEN } from './validate.js'
 
 /** A tracegate key begins so; any other value in an SDK's key header is the provider key. */
@@ -37,6 +38,7 @@ export interface CallerHeaders {
   readonly session: string
   readonly tags: string
   readonly metadata: string
+  readonly cacheTtl: string
 }
 
 export function readCallerHeaders (req: HttpRequest): CallerHeaders {
@@ -48,6 +50,7 @@ export function readCallerHeaders (req: HttpRequest): CallerHeaders {
     session: req.getHeader('x-tracegate-session'),
     tags: req.getHeader('x-tracegate-tags'),
     metadata: req.getHeader('x-tracegate-metadata'),
+    cacheTtl: req.getHeader(CACHE_TTL_HEADER),
   }
 }
 
@@ -119,6 +122,14 @@ export function confidentialHeader (value: string): boolean {
   if (v === '' || v === 'false') return false
   if (v === 'true') return true
   throw new TracegateError('invalid_field', { param: 'x-tracegate-confidential', message: 'x-tracegate-confidential must be true or false.' })
+}
+
+/** x-tracegate-cache-ttl: whole seconds up to `maxS` (TRACEGATE_CACHE_MAX_TTL_S); absent or 0: the cache is not asked. */
+export function cacheTtlHeader (value: string, maxS: number): number {
+  const v = value.trim()
+  if (v === '') return 0
+  if (!/^\d{1,10}$/.test(v) || Number(v) > maxS) throw bad(CACHE_TTL_HEADER, `${CACHE_TTL_HEADER} must be a whole number of seconds from 0 to ${maxS}.`)
+  return Number(v)
 }
 
 function bad (header: string, message: string): TracegateError {

@@ -9,6 +9,7 @@ import { asTracegateError, sendError, type ErrorShape, type Headers } from '../s
 import type { HttpResponse } from '../server/uws.js'
 import { describeCause, upstreamErrorCode } from '../upstream/client.js'
 import type { ResponseCapture } from './capture.js'
+import type { CacheFill } from './response-cache.js'
 import type { Verdict } from '../detection/types.js'
 import type { CallLabels } from '../store/trace-types.js'
 import type { Outcome } from '../domain/outcome.js'
@@ -58,6 +59,12 @@ export class Exchange {
   /** What the call does (providers/types.ts): a relayed one is not traced, an embedding not judged. */
   kind: CallKind = 'generate'
   confidential = false
+  /** The TTL the caller asked the response cache for (x-tracegate-cache-ttl), seconds; 0: not asked. */
+  cacheTtlS = 0
+  /** What the response cache did: answered the call (hit) or not (miss); null when it was not asked. */
+  cache: 'hit' | 'miss' | null = null
+  /** A miss's answer on its way to the cache (kept once it ended whole); null otherwise. */
+  cacheFill: CacheFill | null = null
   /** The caller's x-tracegate-* labels; null when it sent none. */
   labels: CallLabels | null = null
   /** The account stores its text with PII and secrets masked (its setting when the key was checked). */
@@ -126,6 +133,7 @@ export class Exchange {
 
   responseChunk (chunk: Buffer): void {
     this.capture?.add(chunk, performance.now() - this.startedAt)
+    this.cacheFill?.add(chunk)
   }
 
   wrote (): void {
@@ -174,6 +182,8 @@ export class Exchange {
     this.finished = true
     this.outcome = outcome
     this.endedAt = performance.now()
+    this.cacheFill?.end(outcome === 'ok' && this.upstreamEnded)
+    this.cacheFill = null
     this.#onFinish(this)
   }
 }

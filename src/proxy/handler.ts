@@ -11,7 +11,8 @@ import { MALFORMED, requestLength } from '../server/head.js'
 import { nativeShape, sendError, startError, TRACEGATE_SHAPE } from '../server/respond.js'
 import { notFound } from '../server/routes.js'
 import type { HttpRequest, HttpResponse } from '../server/uws.js'
-import { Passthrough } from '../upstream/passthrough.js'
+import { answerFromCache, Passthrough } from '../upstream/passthrough.js'
+import { CacheFill, ResponseCache, type CacheMetrics, type CachedAnswer } from './response-cache.js'
 import { keyPoolFor, type KeyPool, type Warn } from '../upstream/key-pool.js'
 import { Attempts, targetsFor, type AttemptMetrics, type RetryPolicy, type Target, type Targets } from '../upstream/fallover.js'
 import { Exchange, type FinishListener } from './exchange.js'
@@ -25,7 +26,7 @@ import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { maskToolCredentials } from './tool-credentials.js'
 import { planRefusal } from './plan-rule.js'
-import { callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
+import { cacheTtlHeader, callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
 import { cutMembers, Kind, stringValue, type Member } from './scan.js'
 import { checkSchema, HEADER_VALUE, readNativeBody, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
 import type { KeyInfo } from '../domain/key-info.js'
@@ -50,6 +51,10 @@ export interface ProxyDeps {
   readonly warn?: Warn
   /** Counts the attempts over a provider's targets (the metrics); null or absent: not counted. */
   readonly attempts?: AttemptMetrics | null
+  /** The exact response cache (x-tracegate-cache-ttl); null or absent: off. */
+  readonly cache?: ResponseCache | null
+  /** Counts the cache's hits and misses; null or absent: not counted. */
+  readonly cacheMetrics?: CacheMetrics | null
   /** True once shutdown began: new requests get 503. */
   isClosing (): boolean
 }
@@ -139,8 +144,8 @@ interface Received {
 
 /**
  * One route, as the steps of the proxy contract: the head and the body (`handle`), the service fields and the
- * key (`#received`), the plan, the schema and the provider key (`#authorised`), detection (`#detect`),
- * and the upstream call (`#dispatch`). The contract route (`/api/<name>_service/chat_completion`)
+ * key (`#received`), the plan, the schema and the provider key (`#authorised`), the response cache
+ * (`#admitted`), detection (`#judge`), and the upstream call (`#send`). The contract route (`/api/<name>_service/chat_completion`)
  * takes the keys from the body (or the x-tracegate-* key headers) and cuts them out; a native route
  * (the provider's own path) takes them from the headers its SDK sends, refuses a service field in the
  * body, and forwards the body as it came. The raw body, which may hold keys, is passed from step to step
@@ -166,6 +171,8 @@ class ProxyRoute {
   readonly #retry: RetryPolicy
   /** The server-side keys when there are two or more. */
   readonly #pool: KeyPool | null
+  /** The targets' base URLs, in order: part of the response cache's key. */
+  readonly #targetUrls: readonly string[]
 
   constructor (dialect: Dialect, deps: ProxyDeps, native: boolean, route: NativeRoute | null) {
     this.#dialect = dialect
@@ -182,6 +189,7 @@ class ProxyRoute {
     this.#retry = { attempts: up.attempts, deadlineMs: up.retryDeadlineMs, backoffMs: up.backoffMs }
     this.#pool = keyPoolFor(dialect.name, provider.apiKeys, deps.warn ?? (() => {}))
     const targets = targetsFor(dialect.name, provider.baseUrls)
+    this.#targetUrls = provider.baseUrls
     this.#first = targets.list[0]!
     const direct = (up.attempts ?? 1) <= 1 && targets.list.length === 1 && this.#pool === null
     this.#targets = direct ? null : targets
@@ -325,7 +333,7 @@ class ProxyRoute {
       const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, relay: true }
       const refusal = limiter.admit(call, null, raw.length)
       if (refusal instanceof Promise) {
-        refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#dispatch(x, out) }).catch((err: unknown) => { x.fail(err) })
+        refusal.then((r) => { if (r !== null) refuse(x, r); else if (!x.aborted) this.#send(x, out) }).catch((err: unknown) => { x.fail(err) })
         return
       }
       if (refusal !== null) {
@@ -333,7 +341,7 @@ class ProxyRoute {
         return
       }
     }
-    this.#dispatch(x, out)
+    this.#send(x, out)
   }
 
   /** Steps 5 to 7: the plan, the schema, the labels, the provider key and headers; then detection or the call. */
@@ -365,6 +373,8 @@ class ProxyRoute {
       x.streaming = checked.stream
       x.confidential = checked.isConfidential || confidentialHeader(head.caller.confidential)
       x.labels = callLabels(head.caller)
+      const cache = this.#deps.cache
+      if (cache != null) x.cacheTtlS = cacheTtlHeader(head.caller.cacheTtl, cache.maxTtlS)
       if (got.conflict !== null) throw got.conflict
       // A body naming stored data (a previous response, a context cache) may not use the server-side key.
       const names = head.call === null ? dialect.ownKeyWith : head.call.ownKeyWith
@@ -398,18 +408,62 @@ class ProxyRoute {
     this.#admitted(x, out, verdict)
   }
 
-  /** Past the limits: detection, or the call. */
+  /**
+   * Past the limits: the response cache when the call asked it, then detection, then the call. A hit is
+   * judged as the call would be (the detector's verdict on the same bytes, kept with the answer on this
+   * thread, under the account's current policy) and answered from the cache if it passes.
+   */
   #admitted (x: Exchange, out: Outbound, verdict: KeyInfo): void {
     if (this.#deps.captureLimit !== null) x.capture = new ResponseCapture(this.#deps.captureLimit, x.streaming)
     // An embeddings call gives a model no instructions: nothing to judge.
-    if (this.#deps.detection === null || x.confidential || x.kind === 'embed') {
-      this.#dispatch(x, out)
+    const detection = this.#deps.detection === null || x.confidential || x.kind === 'embed' ? null : this.#deps.detection
+    // The account's policy decides from here on; the trace records it, `off` included.
+    if (detection !== null) x.detectionPolicy = verdict.detection
+    const policy = detection === null || verdict.detection.policy === 'off' ? null : verdict.detection
+    const cache = this.#deps.cache
+    if (cache == null || x.cacheTtlS === 0 || x.confidential || x.accountId === null || !this.#hasBody) {
+      this.#judge(x, detection, policy, out, null, () => { this.#send(x, out) })
       return
     }
-    // The account's policy decides from here on; the trace records it, `off` included.
-    x.detectionPolicy = verdict.detection
-    if (verdict.detection.policy === 'off') this.#dispatch(x, out)
-    else this.#detect(x, this.#deps.detection, out, verdict.detection)
+    const headers = x.forwardHeaders.filter(([name]) => !NOT_IN_CACHE_KEY.has(name))
+    const key = ResponseCache.key({ accountId: x.accountId, provider: this.#dialect.name, path: out.path, targets: this.#targetUrls, headers, body: out.body })
+    const found = cache.get(key)
+    if (found instanceof Promise) {
+      found.then((a) => { if (!x.aborted && !x.finished) this.#looked(x, detection, policy, out, cache, key, a) }).catch((err: unknown) => { x.fail(err) })
+      return
+    }
+    this.#looked(x, detection, policy, out, cache, key, found)
+  }
+
+  #looked (x: Exchange, detection: Detector | null, policy: AccountDetection | null, out: Outbound, cache: ResponseCache, key: string, answer: CachedAnswer | null): void {
+    this.#deps.cacheMetrics?.cacheLookup(this.#dialect.name, answer === null ? 'miss' : 'hit')
+    if (answer !== null) {
+      const judged = policy !== null && answer.judged?.allow === allowKey(policy) ? answer.judged.verdict : null
+      this.#judge(x, detection, policy, out, judged, () => { answerFromCache(x, answer) })
+      return
+    }
+    x.cache = 'miss'
+    x.cacheFill = new CacheFill(cache, key, x.cacheTtlS)
+    this.#judge(x, detection, policy, out, null, () => { this.#send(x, out) })
+  }
+
+  /**
+   * Step 8: detection on every non-confidential request of an account whose policy is not `off`, before
+   * anything is sent (`policy` null: not judged). `known`: the detector's verdict on these bytes already.
+   */
+  #judge (x: Exchange, detection: Detector | null, policy: AccountDetection | null, out: Outbound, known: Verdict | null, next: () => void): void {
+    if (detection === null || policy === null) {
+      next()
+      return
+    }
+    if (known !== null) {
+      // Judged without the workers: no time spent on it.
+      this.#judged(x, { ok: true, verdict: { ...known, ms: 0 } }, policy, next)
+      return
+    }
+    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases, x.accountId ?? '')
+      .then((outcome) => { this.#judged(x, outcome, policy, next) })
+      .catch((err: unknown) => { x.fail(err) })
   }
 
   /** The caller's own provider key (body field, or the header its SDK sent), else the server-side key where the plan allows. */
@@ -437,22 +491,17 @@ class ProxyRoute {
     return headers
   }
 
-  /** Step 8: detection on every non-confidential request of an account whose policy is not `off`, before anything is sent. */
-  #detect (x: Exchange, detection: Detector, out: Outbound, policy: AccountDetection): void {
-    detection.check(this.#dialect.name, out.body, policy.allowPhrases.length === 0 ? null : policy.allowPhrases, x.accountId ?? '')
-      .then((outcome) => { this.#judged(x, outcome, out, policy) })
-      .catch((err: unknown) => { x.fail(err) })
-  }
-
   /**
    * `block` refuses an injection at the account's threshold; `monitor` records the verdict and forwards,
    * also when detection could not judge (a verdict that cannot refuse is not worth a refusal).
    */
-  #judged (x: Exchange, outcome: DetectionOutcome, out: Outbound, policy: AccountDetection): void {
+  #judged (x: Exchange, outcome: DetectionOutcome, policy: AccountDetection, next: () => void): void {
     if (x.finished || x.aborted) return
     if (outcome.ok) {
       const v = atThreshold(policy, outcome.verdict)
       x.verdict = v
+      // A miss's answer is kept with the verdict, for the hits of this thread.
+      if (x.cacheFill !== null) x.cacheFill.judged = { allow: allowKey(policy), verdict: outcome.verdict }
       if (v.blocked && policy.policy === 'block') {
         const refusal = new TracegateError('prompt_injection_detected', { extra: { detection: blockedSummary(v) } })
         // The trace's response is the 403 body the client gets (the shape is pure: the same bytes fail sends).
@@ -468,11 +517,11 @@ class ProxyRoute {
         return
       }
     }
-    this.#dispatch(x, out)
+    next()
   }
 
   /** Steps 9 and 10: the provider's answer streams back through Passthrough. */
-  #dispatch (x: Exchange, out: Outbound): void {
+  #send (x: Exchange, out: Outbound): void {
     x.upstreamStartAt = performance.now()
     if (this.#targets !== null) {
       const request = { method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey, pool: out.serverKey ? this.#pool : null }
@@ -496,6 +545,14 @@ function mainCall (dialect: Dialect): () => RouteCall {
 }
 
 const NO_BODY = Buffer.alloc(0)
+
+/** The allow phrases a verdict was given under (they change it), as the cache keeps it beside the verdict. */
+function allowKey (policy: AccountDetection): string {
+  return JSON.stringify(policy.allowPhrases)
+}
+
+/** A passed-on header that names the attempt, not the request (the OpenAI SDK sends a new one each call). */
+const NOT_IN_CACHE_KEY: ReadonlySet<string> = new Set(['idempotency-key'])
 
 const OWN_KEY_STORED = 'A call that names stored data (previous_response_id, conversation, cachedContent) needs your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'
 const OWN_KEY_NEEDED = 'A stored response is read, cancelled or deleted with your own provider key (x-tracegate-provider-key), never the server-side key, which other accounts share.'

@@ -17,6 +17,7 @@ import { Calls, type CallLog, type CallsOptions } from './calls.js'
 import { traceSinkFor, type TracePoster, type TraceSink } from './trace-sink.js'
 import { PROVIDERS } from '../providers/index.js'
 import { SharedRests } from '../upstream/shared-rests.js'
+import { ResponseCache } from './response-cache.js'
 
 /** What the thread that runs a stack gives it: its own parts, or its ways to the parts it does not own. */
 export interface StackLinks {
@@ -48,12 +49,15 @@ export class ProxyStack {
   #socket: unknown = null
   /** Rests of targets and pooled keys shared through Redis, when it is configured and a provider has several of either. */
   readonly #rests: SharedRests | null
+  /** The exact response cache; null when TRACEGATE_CACHE_MAX_BYTES is 0. */
+  readonly cache: ResponseCache | null
 
   constructor (config: Config, pricing: Pricing, links: StackLinks) {
     const { log, metrics, limiter } = links
     this.#host = config.host
     const several = PROVIDERS.some((p) => config.providers[p].baseUrls.length > 1 || config.providers[p].apiKeys.length > 1)
     this.#rests = config.limits.redisUrl !== null && several ? new SharedRests(config.limits.redisUrl) : null
+    this.cache = config.cache.maxBytes === 0 ? null : new ResponseCache({ ...config.cache, redisUrl: config.limits.redisUrl })
     this.keys = new KeyCache(links.lookupKey, config.keyCache)
     this.upstream = createUpstreamAgent(config)
     // With traces off the sink still carries spans when they are exported (the store worker builds them).
@@ -71,6 +75,8 @@ export class ProxyStack {
       detection: links.detection,
       isClosing: calls.isClosing,
       attempts: metrics,
+      cache: this.cache,
+      cacheMetrics: metrics,
       warn: (msg, fields) => { log?.warn(fields, msg) },
       onStart: calls.started,
       onFinish: calls.finished,
@@ -120,5 +126,6 @@ export class ProxyStack {
     await this.upstream.destroy().catch(() => {})
     this.sink?.close()
     await this.#rests?.close()
+    this.cache?.close()
   }
 }

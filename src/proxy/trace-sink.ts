@@ -73,6 +73,7 @@ function traceMeta (x: Exchange, stored: boolean): TraceMeta {
     errorCode: x.errorCode ?? '',
     errorCause: x.errorCause ?? '',
     attempts: x.attempts === null ? '' : JSON.stringify(x.attempts),
+    ...(x.cache === null ? {} : { cache: x.cache }),
     requestBytes: x.forwardedBytes,
     responseBytes: x.capture?.total ?? 0,
     chunkMarks: x.capture?.marks ?? null,

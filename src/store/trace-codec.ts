@@ -35,6 +35,8 @@ const SPAN_ONLY = 16
 const MASK_PII = 32
 /** The record ends its strings with the attempts' JSON (trace-types.ts `attempts`). */
 const ATTEMPTS = 64
+/** The record ends its strings with what the response cache did (trace-types.ts `cache`). */
+const CACHED = 128
 
 export class TraceBatchWriter {
   #buf: Buffer
@@ -109,7 +111,8 @@ export class TraceBatchWriter {
     const labels = meta.labels
     const span = meta.span
     this.#buf[this.#pos++] = (meta.streaming ? STREAMING : 0) | (meta.confidential ? CONFIDENTIAL : 0) | (labels !== null ? LABELLED : 0) |
-      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY) | (meta.maskPii === true ? MASK_PII : 0) | (meta.attempts !== '' ? ATTEMPTS : 0)
+      (span !== null ? SPAN : 0) | (meta.stored ? 0 : SPAN_ONLY) | (meta.maskPii === true ? MASK_PII : 0) | (meta.attempts !== '' ? ATTEMPTS : 0) |
+      (meta.cache !== undefined ? CACHED : 0)
     this.#room(4)
     this.#pos = this.#buf.writeInt32LE(markCount, this.#pos)
     if (marks !== null) {
@@ -135,6 +138,7 @@ export class TraceBatchWriter {
       this.#str(span.tracestate)
     }
     if (meta.attempts !== '') this.#str(meta.attempts)
+    if (meta.cache !== undefined) this.#str(meta.cache)
     this.#room(requestLength + headLength + tailLength)
     if (request !== null && requestLength > 0) {
       this.#buf.set(request.length === requestLength ? request : request.subarray(0, requestLength), this.#pos)
@@ -225,6 +229,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
     const callLabels = (flags & LABELLED) !== 0 ? labels() : null
     const span: TraceSpan | null = (flags & SPAN) !== 0 ? { traceId: str(), spanId: str(), parentSpanId: str(), tracestate: str() } : null
     const attempts = (flags & ATTEMPTS) !== 0 ? str() : ''
+    const cache = (flags & CACHED) !== 0 ? str() : ''
     const size = requestLength + headLength + tailLength
     const bytes = new Uint8Array(batch.buffer, pos, size)
     pos += size
@@ -235,6 +240,7 @@ export function decodeTraces (batch: EncodedTraces): RawTrace[] {
       status, outcome, errorCode, errorCause, attempts, bytes, requestLength, requestBytes, headLength, responseBytes, chunkMarks,
       latencyMs, ttfbMs, providerMs, overheadMs, detection, issues, labels: callLabels,
       span, stored: (flags & SPAN_ONLY) === 0, maskPii: (flags & MASK_PII) !== 0,
+      ...(cache === 'hit' || cache === 'miss' ? { cache } : {}),
     })
   }
   return out

@@ -38,6 +38,11 @@ export interface RawTrace {
    */
   readonly attempts: string
   /**
+   * What the response cache did for the call: answered it (`hit`: the provider was not called) or not
+   * (`miss`); absent when the call did not ask it.
+   */
+  readonly cache?: 'hit' | 'miss'
+  /**
    * One buffer holding the forwarded request body, then the captured head of the response, then its
    * captured tail (when the response was longer than the capture limit). Offsets below.
    */
@@ -233,6 +238,10 @@ export interface TraceRow {
   detection: string
   issues: string
   attempts: string
+  /** 'hit', 'miss', or '' when the call did not ask the response cache. */
+  cache: '' | 'hit' | 'miss'
+  /** A cache hit's cost had the provider answered it (its cost_usd is 0); null otherwise. */
+  cost_saved_usd: number | null
 }
 
 /** One trace as the UI API and the read API answer it: the row, its stored JSON parsed. */

@@ -9,11 +9,15 @@
 // microtask, which runs as soon as undici's parser returns, so nothing waits for a later tick.
 import type { Dispatcher } from 'undici'
 import type { Exchange } from '../proxy/exchange.js'
+import type { CachedAnswer } from '../proxy/response-cache.js'
 import { statusLine } from '../server/respond.js'
 import { afterWriteAhead } from '../proxy/write-ahead.js'
 
 type Controller = Dispatcher.DispatchController
 type Headers = Record<string, string | string[] | undefined>
+
+/** Says whether the response cache answered (hit) or the provider did (miss), when the call asked it. */
+export const CACHE_HEADER = 'x-tracegate-cache'
 
 /** A non-streaming answer larger than this is streamed through instead of held. */
 const BUFFER_LIMIT = 1024 * 1024
@@ -61,6 +65,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
       else for (const v of value) out.push(mapped, v)
     }
     this.#headers = out
+    x.cacheFill?.start(statusCode, out)
     const type = headers['content-type']
     // An event stream, or the answer to a streaming request (Gemini's JSON-array stream has a JSON type).
     const streaming = (typeof type === 'string' && type.startsWith('text/event-stream')) || (x.streaming && statusCode < 300)
@@ -73,6 +78,7 @@ export class Passthrough implements Dispatcher.DispatchHandler {
     res.writeStatus(statusLine(this.#x.status)).writeHeader('x-request-id', this.#x.requestId).writeHeader('request-id', this.#x.requestId)
     const h = this.#headers
     for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
+    if (this.#x.cache !== null) res.writeHeader(CACHE_HEADER, this.#x.cache)
     this.#headersWritten = true
     this.#x.headersSent = true
   }
@@ -193,4 +199,30 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   onResponseError (controller: Controller, err: Error): void {
     this.#x.upstreamFailed(err)
   }
+}
+
+/**
+ * Answers a call from the response cache: the kept status, headers and body bytes as the provider sent
+ * them (a stream's events in one write), with `x-tracegate-cache: hit`. Like a held answer, it is sent
+ * once the turn's write-ahead of the trace is on disk.
+ */
+export function answerFromCache (x: Exchange, answer: CachedAnswer): void {
+  x.cache = 'hit'
+  x.status = answer.status
+  x.capture?.add(answer.body, performance.now() - x.startedAt)
+  x.upstreamEnded = true
+  const send = (): void => {
+    const res = x.res
+    res.writeStatus(statusLine(x.status)).writeHeader('x-request-id', x.requestId).writeHeader('request-id', x.requestId)
+    const h = answer.headers
+    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
+    res.writeHeader(CACHE_HEADER, 'hit')
+    x.headersSent = true
+    res.end(answer.body)
+  }
+  x.res.cork(() => {
+    x.wrote()
+    if (!afterWriteAhead(() => { if (!x.aborted) x.res.cork(send) })) send()
+    x.finish('ok')
+  })
 }

@@ -1,6 +1,7 @@
 // A call's attempts over its provider's targets in the dashboard: the trace detail lists each attempt
 // (target, pooled key id, status, time, why it gave way) as text, the last one the answer's; a call that
 // needed one attempt shows no Attempts card; the list's "Fell over" filter keeps the calls that fell over.
+// A call the response cache answered says so, with the cost it saved; a miss says miss.
 import t from 'tap'
 import { adminPage, checkWatched, screenshot } from '../helpers/browser.js'
 import { handOver, traceMeta } from '../helpers/handoff.js'
@@ -16,7 +17,9 @@ const ATTEMPTS = [
 ]
 const fell = { ...traceMeta(owner, null), attempts: JSON.stringify(ATTEMPTS) }
 const direct = traceMeta(owner, null)
-handOver(d.tg, [fell, direct])
+const hit = { ...traceMeta(owner, null), cache: 'hit' as const, providerMs: null }
+const miss = { ...traceMeta(owner, null), cache: 'miss' as const }
+handOver(d.tg, [fell, direct, hit, miss])
 await storedTrace(d.tg, owner.accountId, fell.traceId)
 await storedTrace(d.tg, owner.accountId, direct.traceId)
 
@@ -49,7 +52,7 @@ t.test('the list keeps the calls that fell over, or the others', async (t) => {
     return await page.locator('[data-testid=trace-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace-id') ?? ''))
   }
   await page.goto('/traces?range=all')
-  t.same((await listed()).sort(), [fell.traceId, direct.traceId].sort(), 'both without the filter')
+  t.same((await listed()).sort(), [fell.traceId, direct.traceId, hit.traceId, miss.traceId].sort(), 'all of them without the filter')
   await page.locator('[data-testid=more-filters] > summary').click()
   await page.locator('[data-testid=filter-fell_over]').selectOption('true')
   await page.waitForURL(/fell_over=true/)
@@ -59,7 +62,24 @@ t.test('the list keeps the calls that fell over, or the others', async (t) => {
   }, fell.traceId)
   t.same(await listed(), [fell.traceId], 'Fell over: the call that fell over alone')
   await page.goto('/traces?range=all&fell_over=false')
-  t.same(await listed(), [direct.traceId], 'the other way round from the address')
+  t.same((await listed()).sort(), [direct.traceId, hit.traceId, miss.traceId].sort(), 'the other way round from the address')
   t.equal(await page.locator('[data-testid=filter-fell_over]').inputValue(), 'false', 'the filter shows what the address says')
+  checkWatched(t, watched)
+})
+
+t.test('a call the response cache answered says so, with what it saved', async (t) => {
+  const row = await storedTrace(d.tg, owner.accountId, hit.traceId)
+  t.match(row, { cache: 'hit', cost_usd: 0 }, 'stored at zero cost')
+  t.ok((row.cost_saved_usd ?? 0) > 0, `with the cost it saved (${String(row.cost_saved_usd)})`)
+  await page.goto(`/traces/${hit.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  t.match(await page.locator('[data-testid=cache]').textContent(), /^hit: answered without the provider saved \$0\.\d+$/, 'the Cache fact says hit and what it saved')
+  await storedTrace(d.tg, owner.accountId, miss.traceId)
+  await page.goto(`/traces/${miss.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  t.equal(await page.locator('[data-testid=cache]').textContent(), 'miss', 'a miss says miss')
+  await page.goto(`/traces/${direct.traceId}`)
+  await page.locator('[data-testid=trace-detail]').waitFor()
+  t.equal(await page.locator('[data-testid=cache]').count(), 0, 'a call that did not ask the cache has no Cache fact')
   checkWatched(t, watched)
 })

@@ -314,7 +314,8 @@ function render (root: HTMLElement, t: TraceDetail): void {
       h('div', null, h('dt', null, 'Key'), h('dd', null, keyName)),
       t.error_cause !== undefined && t.error_cause !== ''
         ? h('div', null, h('dt', null, 'Cause'), h('dd', { 'data-testid': 'error-cause' }, t.error_cause))
-        : null),
+        : null,
+      cacheFact(t)),
     labelsEl(t),
     h('div', { class: 'cards' },
       h('section', { class: 'card' }, h('h2', null, 'Tokens and cost'), h('dl', { class: 'stats' },
@@ -353,4 +354,11 @@ export const traceDetail: Page = (root, _ctx, [id]) => {
     }
   })
   return () => { gone = true }
+}
+
+/** What the response cache did: a hit was answered without the provider and saved what it would have cost. */
+function cacheFact (t: TraceDetail): HTMLElement | null {
+  if (t.cache === undefined || t.cache === '') return null
+  const saved = t.cache === 'hit' && t.cost_saved_usd !== null ? h('span', { class: 'muted' }, ` saved ${usd(t.cost_saved_usd)}`) : null
+  return h('div', null, h('dt', null, 'Cache'), h('dd', { 'data-testid': 'cache' }, t.cache === 'hit' ? 'hit: answered without the provider' : 'miss', saved))
 }

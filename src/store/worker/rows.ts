@@ -24,7 +24,7 @@ export const TRACE_COLUMNS_BEFORE_LABELS: readonly string[] = [
 ]
 
 /** The traces table's columns in the order `encodeRecord` writes them. */
-export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata', 'attempts']
+export const TRACE_COLUMNS: readonly string[] = [...TRACE_COLUMNS_BEFORE_LABELS, 'user', 'session', 'tags', 'metadata', 'attempts', 'cache', 'cost_saved_usd']
 
 /** user, session, tags and metadata of a call without labels: '', '', [] and {} in one write. */
 const NO_LABEL_FIELDS = '\t\t[]\t{}'
@@ -40,7 +40,7 @@ export function encodeRecord (w: TsvWriter, r: TraceRecord): void {
     .string(r.issues)
   if (r.labelled) w.string(s.user).string(s.session).strings(s.tags).map(r.metadata)
   else w.fields(NO_LABEL_FIELDS)
-  w.string(r.attempts)
+  w.string(r.attempts).string(r.cache).number(r.costSavedUsd)
   w.endRow()
 }
 
@@ -157,15 +157,19 @@ function timeToFirstToken (raw: RawTrace, c: Captured, reading: Reading | null):
 export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
   const c = captured(raw)
   const called = raw.providerMs !== null
+  // A cache hit's answer is read as the provider's: its tokens are what it says; it cost nothing.
+  const hit = raw.cache === 'hit'
   const p = raw.provider
-  const reading = called ? readAnswer(raw, c) : null
+  const reading = called || hit ? readAnswer(raw, c) : null
   const { input, output, cached, cacheWrite, source } = countTokens(raw, c, reading)
   const ttft = timeToFirstToken(raw, c, reading)
   const { bytes, reqEnd, head } = c
 
-  const { costUsd, status } = called
+  const priced = called || hit
     ? pricing.cost(p, raw.model, { input, output, cached, cacheWrite }, raw.time)
     : { costUsd: 0, status: 'not_called' as const }
+  const costUsd = hit ? 0 : priced.costUsd
+  const status = priced.status
 
   const confidential = raw.confidential
   const sentPrompt = confidential ? EMPTY : storedText(bytes.subarray(0, reqEnd))
@@ -198,6 +202,8 @@ export function buildRecord (raw: RawTrace, pricing: Pricing): TraceRecord {
     endpoint: raw.endpoint,
     errorCause: raw.errorCause,
     attempts: raw.attempts,
+    cache: raw.cache ?? '',
+    costSavedUsd: hit ? priced.costUsd : null,
     prompt,
     promptTruncated: !confidential && raw.requestBytes > raw.requestLength,
     response: confidential ? EMPTY : withoutTracegateKeys(storedText(head), raw.streaming),

@@ -397,21 +397,35 @@ export class SegmentFile {
 }
 
 /**
- * A segment's rows as a batch: the columns line must name this version's columns (the rows are read
- * back by them); the summaries for the live list and the rollup are read from the rows. A last row
+ * A segment's rows as a batch: the columns line must name this version's columns, or the first of them
+ * (a segment an earlier version left: its rows are inserted under its own columns, the later ones take
+ * their defaults); the summaries for the live list and the rollup are read from the rows. A last row
  * without its newline (a write the process did not finish) is left out and reported in `cut`.
  */
 function segmentBatch (file: string, token: string, bytes: Buffer): SpooledBatch {
   const nl = bytes.indexOf(0x0a)
-  if (nl < 0 || !bytes.subarray(0, nl + 1).equals(SEGMENT_HEAD)) throw new Error('its columns line does not name the columns of this version')
+  if (nl < 0) throw new Error('its columns line does not name the columns of this version')
+  const columns = bytes.subarray(0, nl + 1).equals(SEGMENT_HEAD) ? TRACE_COLUMNS : earlierColumns(bytes.toString('utf8', 0, nl))
+  // An earlier version's row is read with empty fields for the columns it did not have.
+  const pad = Buffer.from('\t'.repeat(TRACE_COLUMNS.length - columns.length) + '\n')
   const end = bytes.lastIndexOf(0x0a) + 1
   const tsv = bytes.subarray(nl + 1, end)
   const summaries: TraceSummary[] = []
   const r = new EncodedRow()
   for (let at = 0; at < tsv.length;) {
     const next = tsv.indexOf(0x0a, at) + 1
-    summaries.push(readSummary(r.index(tsv, at, next)))
+    const row = pad.length === 1 ? r.index(tsv, at, next) : r.index(Buffer.concat([tsv.subarray(at, next - 1), pad]), 0, next - at + pad.length - 1)
+    summaries.push(readSummary(row))
     at = next
   }
-  return { file, kind: 'traces', token, columns: TRACE_COLUMNS, summaries, tsv, cut: bytes.length - end }
+  return { file, kind: 'traces', token, columns, summaries, tsv, cut: bytes.length - end }
+}
+
+/** The columns an earlier version's segment names: the first of this version's, at least those a summary reads. */
+function earlierColumns (line: string): readonly string[] {
+  let v: unknown
+  try { v = JSON.parse(line) } catch { v = null }
+  const prefix = Array.isArray(v) && v.length >= TRACE_COLUMNS.indexOf('tags') + 1 && v.length < TRACE_COLUMNS.length && v.every((c, i) => c === TRACE_COLUMNS[i])
+  if (!prefix) throw new Error('its columns line does not name the columns of this version')
+  return v as string[]
 }

@@ -21,6 +21,9 @@ export interface TraceRecord {
   readonly errorCause: string
   /** The attempts' JSON, or '' (trace-types.ts RawTrace). */
   readonly attempts: string
+  /** TraceRow's `cache` and `cost_saved_usd`. */
+  readonly cache: TraceRow['cache']
+  readonly costSavedUsd: number | null
   readonly detection: string
   readonly issues: string
   /** The caller sent labels (else user, session, tags and metadata are all empty). */

@@ -215,5 +215,7 @@ export function readRow (r: EncodedRow): TraceRow {
     detection: r.string('detection'),
     issues: r.string('issues'),
     attempts: r.string('attempts'),
+    cache: r.string('cache') as TraceRow['cache'],
+    cost_saved_usd: r.number('cost_saved_usd'),
   }
 }
