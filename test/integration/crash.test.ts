@@ -159,3 +159,26 @@ t.test('the cut row is also in a hand-off file: all three are stored once, none 
   t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv') || f.endsWith('.wal')), [], 'the segment and the hand-off file are gone')
   await store.close()
 })
+
+t.test('a segment an earlier version left, without the later columns: its rows are replayed, those columns take their defaults', async (t) => {
+  const owner = { accountId: randomUUID(), keyId: randomUUID() }
+  const metas = [traceMeta(owner, null), traceMeta(owner, null)]
+  const w = new TraceBatchWriter(1024)
+  for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
+  const tsv = new TsvWriter(1024)
+  for (const raw of decodeTraces(w.take())) encodeRecord(tsv, buildRecord(raw, Pricing.load(null)))
+  // The version before the response cache wrote its rows up to `attempts`.
+  const earlier = TRACE_COLUMNS.slice(0, TRACE_COLUMNS.indexOf('attempts') + 1)
+  const rows = tsv.view().toString('utf8').split('\n').filter((l) => l !== '').map((l) => l.split('\t').slice(0, earlier.length).join('\t') + '\n').join('')
+  writeFileSync(join(spoolDir, `wal-0000000000000001-${randomUUID()}.tsv`), JSON.stringify(earlier) + '\n' + rows)
+  const { store, stats } = await reopenedStore(t, dataDir)
+  t.equal(stats.replayed, 2, 'both rows are replayed')
+  t.equal(stats.dropped, 0, 'none dropped')
+  const stored = await store.call('testQuery', {
+    query: "SELECT toString(trace_id) AS id, cache, cost_saved_usd IS NULL AS unsaved, input_tokens FROM traces WHERE account_id = {a:UUID} ORDER BY id",
+    params: { a: owner.accountId },
+  })
+  t.same(stored.map((r) => [String(r.id), r.cache, Number(r.unsaved), Number(r.input_tokens)]), metas.map((m) => [m.traceId, '', 1, 3]).sort(), 'stored whole, the later columns at their defaults')
+  t.same(readdirSync(spoolDir).filter((f) => f.endsWith('.tsv')), [], 'the segment is gone')
+  await store.close()
+})
