@@ -6,6 +6,8 @@ import { DIALECTS, PROVIDERS, type ProviderName } from './providers/index.js'
 import { ConfigError } from './domain/config-error.js'
 import { otelSettings, type OtelSettings } from './otel/settings.js'
 import { redisUrlProblem } from './domain/redis-url.js'
+import { parseRoutes, RoutesError, type ModelRoutes } from './domain/model-routes.js'
+import { readFileSync } from 'node:fs'
 
 // The provider registry lives in src/providers; re-exported for the modules that read configuration.
 
@@ -67,6 +69,8 @@ export interface Config {
     readonly backoffMs: number
   }
   readonly keyCache: { readonly ttlMs: number; readonly max: number }
+  /** Model fallbacks from the routes file (TRACEGATE_ROUTES); null: none. */
+  readonly routes: ModelRoutes<ProviderName> | null
   /** The exact response cache (proxy/response-cache.ts); maxBytes 0: off. */
   readonly cache: { readonly maxBytes: number; readonly maxEntryBytes: number; readonly maxTtlS: number }
   readonly traces: TraceConfig
@@ -171,6 +175,25 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
 }
 
 /** A comma-separated, ordered list of base URLs, each checked as `origin` checks one. */
+/** The routes file TRACEGATE_ROUTES names, read and checked now: an error names its line. */
+function routesOf (env: Env, providers: Readonly<Record<ProviderName, ProviderConfig>>): ModelRoutes<ProviderName> | null {
+  const path = env.TRACEGATE_ROUTES?.trim() ?? ''
+  if (path === '') return null
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError('TRACEGATE_ROUTES', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  const targets = { alpha: providers.alpha.baseUrls, beta: providers.beta.baseUrls, gamma: providers.gamma.baseUrls }
+  try {
+    return parseRoutes(text, targets, (p, model) => DIALECTS[p].validModel?.(model) ?? true)
+  } catch (err) {
+    if (err instanceof RoutesError) throw new ConfigError('TRACEGATE_ROUTES', `${path} ${err.message}`)
+    throw err
+  }
+}
+
 function origins (env: Env, name: string, fallback: string): string[] {
   const list = str(env, name, fallback).split(',').map((u) => u.trim())
   if (list.some((u) => u === '')) throw new ConfigError(name, 'must be one base URL or a comma-separated list of them, without empty entries')
@@ -299,6 +322,7 @@ export function loadConfig (env: Env = process.env): Config {
       retryDeadlineMs: int(env, 'TRACEGATE_UPSTREAM_RETRY_DEADLINE_MS', 30_000, 0, 3_600_000),
       backoffMs: int(env, 'TRACEGATE_UPSTREAM_BACKOFF_MS', 200, 0, 60_000),
     }),
+    routes: routesOf(env, providers),
     cache: Object.freeze({
       maxBytes: int(env, 'TRACEGATE_CACHE_MAX_BYTES', 64 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
       maxEntryBytes: int(env, 'TRACEGATE_CACHE_MAX_ENTRY_BYTES', 1024 * 1024, 1, 64 * 1024 * 1024),

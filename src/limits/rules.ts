@@ -42,6 +42,11 @@ function allows (patterns: readonly string[], model: string): boolean {
   return match(model)
 }
 
+/** Whether the key's and the account's allowlists both allow `model` (a model route's steps are held to them too). */
+export function modelAllowed (key: Limits, account: Limits, model: string): boolean {
+  return (key.models === null || allows(key.models, model)) && (account.models === null || allows(account.models, model))
+}
+
 /** The models allowed (key's, then account's) and the key's body size. null = they pass. */
 export function checkRules (key: Limits, account: Limits, model: string | null, bodyBytes: number): Refusal | null {
   // No model named (nothing to check it against): the allowlist does not apply.

@@ -31,6 +31,8 @@ export interface AttemptRecord {
   readonly ms: number
   /** Why it gave way ('' for the attempt whose answer the client got). */
   readonly cause: string
+  /** The model asked of the target, on a routes file's model route (absent otherwise). */
+  readonly model?: string
 }
 
 export class Exchange {

@@ -20,14 +20,15 @@ import type { DetectionOutcome, Detector } from '../detection/pool.js'
 import type { Verdict } from '../detection/types.js'
 import { atThreshold, blockedSummary } from '../detection/policy.js'
 import type { Admission } from '../limits/limiter.js'
-import type { Refusal } from '../limits/rules.js'
+import { modelAllowed, type Refusal } from '../limits/rules.js'
+import { fallbacksAllowed, type ModelRoutes, type RoutePair } from '../domain/model-routes.js'
 import { estimateOf } from '../limits/reserve.js'
 import { injectSpan, startSpan } from '../otel/propagation.js'
 import { ResponseCapture } from './capture.js'
 import { maskToolCredentials } from './tool-credentials.js'
 import { planRefusal } from './plan-rule.js'
 import { cacheTtlHeader, callLabels, checkHeaderKey, confidentialHeader, contractProviderKey, readCallerHeaders, readNativeKeys, type CallerHeaders, type NativeKeys } from './caller.js'
-import { cutMembers, Kind, stringValue, type Member } from './scan.js'
+import { cutMembers, Kind, scanTopLevel, stringValue, type Member } from './scan.js'
 import { checkSchema, HEADER_VALUE, readNativeBody, readServiceFields, type CheckedRequest, type PathFacts } from './validate.js'
 import type { KeyInfo } from '../domain/key-info.js'
 import type { AccountDetection } from '../domain/detection-policy.js'
@@ -116,6 +117,8 @@ interface Outbound {
   readonly body: Buffer
   /** The provider key is the server-side one (a 401 or 403 to it moves to the next target). */
   readonly serverKey: boolean
+  /** The steps of the routes file's route for the call's model; null: the provider's own targets. */
+  readonly route: Targets | null
 }
 
 /** What the head said, read while the uWS request is valid and carried to the later steps. */
@@ -173,6 +176,9 @@ class ProxyRoute {
   readonly #pool: KeyPool | null
   /** The targets' base URLs, in order: part of the response cache's key. */
   readonly #targetUrls: readonly string[]
+  /** The routes file and this provider's model routes; null when it has none. */
+  readonly #routes: ModelRoutes<string> | null
+  readonly #routePairs: ReadonlyMap<string, readonly RoutePair[]> | null
 
   constructor (dialect: Dialect, deps: ProxyDeps, native: boolean, route: NativeRoute | null) {
     this.#dialect = dialect
@@ -190,6 +196,9 @@ class ProxyRoute {
     this.#pool = keyPoolFor(dialect.name, provider.apiKeys, deps.warn ?? (() => {}))
     const targets = targetsFor(dialect.name, provider.baseUrls)
     this.#targetUrls = provider.baseUrls
+    const pairs = deps.config.routes?.routes[dialect.name]
+    this.#routes = pairs === undefined || pairs.size === 0 ? null : deps.config.routes
+    this.#routePairs = this.#routes === null ? null : pairs!
     this.#first = targets.list[0]!
     const direct = (up.attempts ?? 1) <= 1 && targets.list.length === 1 && this.#pool === null
     this.#targets = direct ? null : targets
@@ -321,7 +330,7 @@ class ProxyRoute {
       }
       const ownKey = head.call?.ownKey === true
       const providerKey = this.#providerKey(null, head, verdict.serverSideKeys && !ownKey, ownKey ? OWN_KEY_NEEDED : undefined)
-      out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw, serverKey: providerKey === this.#serverKey }
+      out = { path: (head.call?.upstream ?? '') + head.query, headers: this.#headers(x, providerKey, raw.length > 0), body: raw, serverKey: providerKey === this.#serverKey, route: null }
     } catch (err) {
       x.fail(err)
       return
@@ -382,7 +391,7 @@ class ProxyRoute {
       const providerKey = this.#providerKey(checked.providerKey, head, verdict.serverSideKeys && !stored, stored ? OWN_KEY_STORED : undefined)
       const upstream = head.call?.upstream ?? null
       const facts = head.keys === null ? checked : { ...checked, query: head.query }
-      out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body, serverKey: providerKey === this.#serverKey }
+      out = { path: upstream === null ? dialect.target(facts).path : upstream + head.query, headers: this.#headers(x, providerKey), body, serverKey: providerKey === this.#serverKey, route: this.#routeFor(x.model, verdict) }
     } catch (err) {
       // The trace of a call refused before the schema passed still names the model, when it is readable.
       x.model ??= head.path?.model ?? modelOf(raw, got.members, dialect)
@@ -520,12 +529,43 @@ class ProxyRoute {
     next()
   }
 
+  /**
+   * The steps of the model's route in the routes file: all of them, or only those asking the same model
+   * when the account is denied fallbacks; in both, only models the key and account allow. Null: the
+   * model has no route (or no step is left), and the call goes to the provider's own targets.
+   */
+  #routeFor (model: string | null, key: KeyInfo): Targets | null {
+    const pairs = model === null ? undefined : this.#routePairs?.get(model)
+    if (pairs === undefined || model === null) return null
+    const anyModel = fallbacksAllowed(this.#routes!, key.accountId)
+    const steps = pairs.filter((p) => p.model === model || (anyModel && modelAllowed(key.limits, key.accountLimits, p.model)))
+    if (steps.length === 0) return null
+    return targetsFor(this.#dialect.name, steps.map((p) => p.baseUrl), steps.map((p) => p.model))
+  }
+
+  /** The call's path and body asking `model` instead of the one it names: in the path (gamma) or the body's `model`. */
+  #withModel (out: Outbound): (model: string) => { path: string; body: Buffer | null } {
+    const body = this.#hasBody ? out.body : null
+    if (this.#dialect.ownFields.includes('model')) {
+      return (model) => ({ path: out.path.replace(/\/models\/[^/:?]+:/, `/models/${encodeURIComponent(model.startsWith('models/') ? model.slice(7) : model)}:`), body })
+    }
+    return (model) => {
+      const m = body === null ? undefined : scanTopLevel(body)?.find((member) => member.name === 'model' && member.kind === Kind.String)
+      if (body === null || m === undefined) return { path: out.path, body }
+      return { path: out.path, body: Buffer.concat([body.subarray(0, m.valueStart), Buffer.from(JSON.stringify(model)), body.subarray(m.end)]) }
+    }
+  }
+
   /** Steps 9 and 10: the provider's answer streams back through Passthrough. */
   #send (x: Exchange, out: Outbound): void {
     x.upstreamStartAt = performance.now()
-    if (this.#targets !== null) {
-      const request = { method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey, pool: out.serverKey ? this.#pool : null }
-      new Attempts(x, this.#targets, this.#retry, request, this.#deps.upstream, this.#deps.attempts ?? null).start()
+    const targets = out.route ?? this.#targets
+    if (targets !== null) {
+      const request = {
+        method: this.#method as 'POST', path: out.path, headers: out.headers, body: this.#hasBody ? out.body : null, serverKey: out.serverKey, pool: out.serverKey ? this.#pool : null,
+        ...(out.route === null ? {} : { model: x.model, forModel: this.#withModel(out) }),
+      }
+      new Attempts(x, targets, this.#retry, request, this.#deps.upstream, this.#deps.attempts ?? null).start()
       return
     }
     this.#deps.upstream.dispatch({

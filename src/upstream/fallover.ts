@@ -37,6 +37,8 @@ export interface Target {
   readonly basePath: string
   /** The base URL as metrics and logs name it (never holds credentials: the configuration refuses them). */
   readonly label: string
+  /** The model asked of this target (a routes file's step); null: the model the call names. */
+  readonly model: string | null
 }
 
 
@@ -62,11 +64,12 @@ export class Targets {
   readonly list: readonly Target[]
   readonly #coolUntil: Float64Array
 
-  constructor (provider: string, baseUrls: readonly string[]) {
+  /** `models`: the model asked of each target (a route's steps); absent: the call's own for all. */
+  constructor (provider: string, baseUrls: readonly string[], models: readonly string[] | null = null) {
     this.provider = provider
-    this.list = baseUrls.map((raw) => {
+    this.list = baseUrls.map((raw, i) => {
       const url = new URL(raw)
-      return { origin: url.origin, basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, ''), label: raw }
+      return { origin: url.origin, basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, ''), label: raw, model: models?.[i] ?? null }
     })
     this.#coolUntil = new Float64Array(this.list.length)
   }
@@ -97,12 +100,15 @@ export function applyTargetRest (provider: string, target: string, until: number
   }
 }
 
-/** The thread's Targets for a provider's list (one per list, so every route of the provider shares its cool-downs). */
-export function targetsFor (provider: string, baseUrls: readonly string[]): Targets {
-  const id = provider + '\n' + baseUrls.join('\n')
+/**
+ * The thread's Targets for a provider's list (one per list, so every route of the provider shares its
+ * cool-downs), or for a model route's steps (`models`, one per step).
+ */
+export function targetsFor (provider: string, baseUrls: readonly string[], models: readonly string[] | null = null): Targets {
+  const id = provider + '\n' + baseUrls.join('\n') + (models === null ? '' : '\n\n' + models.join('\n'))
   let t = registry.get(id)
   if (t === undefined) {
-    t = new Targets(provider, baseUrls)
+    t = new Targets(provider, baseUrls, models)
     registry.set(id, t)
   }
   return t
@@ -118,6 +124,9 @@ export interface AttemptRequest {
   readonly serverKey: boolean
   /** The server-side keys when they are a pool (the call uses the server-side key); each attempt takes one. */
   readonly pool: KeyPool | null
+  /** The model the call names, and its path and body asking another model instead (a route's step); null: no route. */
+  readonly model?: string | null
+  readonly forModel?: ((model: string) => { readonly path: string; readonly body: Buffer | null }) | null
 }
 
 /** A retry-after header as milliseconds (seconds, or an HTTP date), or null. */
@@ -195,6 +204,9 @@ export class Attempts {
     const r = this.#request
     let headers = r.headers
     let key = -1
+    let path = r.path
+    let body = r.body
+    if (target.model !== null && target.model !== r.model && r.forModel != null) ({ path, body } = r.forModel(target.model))
     if (r.pool !== null) {
       key = r.pool.pick(Date.now(), this.#triedKeys)
       if (key < 31) this.#triedKeys |= 1 << key
@@ -202,10 +214,10 @@ export class Attempts {
     }
     this.#upstream.dispatch({
       origin: target.origin,
-      path: target.basePath + r.path,
+      path: target.basePath + path,
       method: r.method,
       headers,
-      body: r.body,
+      body,
     }, new Attempt(this, i, key, performance.now()))
   }
 
@@ -213,7 +225,9 @@ export class Attempts {
   #record (i: number, key: number, status: number, startedAt: number, cause: string): void {
     const pool = this.#request.pool
     const ms = Math.round((performance.now() - startedAt) * 100) / 100
-    ;(this.#x.attempts ??= []).push({ target: this.#targets.list[i]!.label, key_id: key >= 0 && pool !== null ? pool.ids[key]! : '', status, ms, cause })
+    const target = this.#targets.list[i]!
+    const record = { target: target.label, key_id: key >= 0 && pool !== null ? pool.ids[key]! : '', status, ms, cause }
+    ;(this.#x.attempts ??= []).push(target.model === null ? record : { ...record, model: target.model })
   }
 
   /**
@@ -257,6 +271,9 @@ export class Attempts {
   /** Attempt `i`'s answer is the call's: from now on the Passthrough has it. */
   commit (i: number, key: number, status: number, startedAt: number): Passthrough {
     this.#committed = true
+    // The trace names (and prices) the model that answered: a route's step may have asked another.
+    const model = this.#targets.list[i]!.model
+    if (model !== null) this.#x.model = model
     this.#record(i, key, status, startedAt, '')
     this.#metrics?.attempt(this.#x.dialect.name, this.#targets.list[i]!.label, 'answered')
     return this.#pass
