@@ -7,9 +7,8 @@
 // p99 against the target. BENCH_RATE (calls/s, default 1000), BENCH_DURATION (s per run, default 5),
 // BENCH_RUNS (per side, default 3), BENCH_CONNECTIONS (default 16), BENCH_STREAM=1 (streamed calls),
 // TRACEGATE_* passed through.
-import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
-import { proxyBody, quantile, round2, startMock, startTracegate } from './processes.js'
+import { fixedRate, proxyBody, startMock, startTracegate } from './processes.js'
 
 const rate = Number(process.env.BENCH_RATE ?? 1000)
 const duration = Number(process.env.BENCH_DURATION ?? 5)
@@ -19,40 +18,6 @@ const stream = process.env.BENCH_STREAM === '1'
 
 function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'cache', ...obj }) + '\n')
-}
-
-interface Run { readonly calls: number; readonly errors: number; readonly hits: number; readonly p50: number; readonly p99: number; readonly max: number }
-
-/** `rate` calls a second for `seconds`, each timed; the schedule does not wait for answers (an open loop). */
-async function fixedRate (pool: Pool, path: string, body: string | null, headers: Record<string, string>, seconds: number): Promise<Run> {
-  const ms: number[] = []
-  let errors = 0
-  let hits = 0
-  const pending: Array<Promise<void>> = []
-  const one = async (): Promise<void> => {
-    const t0 = performance.now()
-    try {
-      const r = body === null
-        ? await pool.request({ path, method: 'GET' })
-        : await pool.request({ path, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } })
-      await r.body.arrayBuffer()
-      ms.push(performance.now() - t0)
-      if (r.statusCode !== 200) errors++
-      if (r.headers['x-tracegate-cache'] === 'hit') hits++
-    } catch {
-      errors++
-    }
-  }
-  const start = performance.now()
-  const total = Math.round(rate * seconds)
-  let sent = 0
-  while (sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate))
-    for (; sent < due; sent++) pending.push(one())
-    await new Promise<void>((resolve) => setTimeout(resolve, 1))
-  }
-  await Promise.all(pending)
-  return { calls: ms.length, errors, hits, p50: round2(quantile(ms, 0.5)), p99: round2(quantile(ms, 0.99)), max: round2(Math.max(...ms)) }
 }
 
 const mock = await startMock()
@@ -65,11 +30,11 @@ const cached = { 'x-tracegate-cache-ttl': '3600' }
 const p99s: Record<string, number[]> = { hit: [], miss: [], healthz: [] }
 try {
   // Warm-up: the engine, the detection workers and the cache's entry.
-  await fixedRate(pool, path, body, cached, 1)
-  await fixedRate(pool, path, body, {}, 1)
+  await fixedRate(pool, rate, path, body, cached, 1)
+  await fixedRate(pool, rate, path, body, {}, 1)
   for (let i = 0; i < runs * 3; i++) {
     const side = (['hit', 'miss', 'healthz'] as const)[i % 3]!
-    const r = side === 'healthz' ? await fixedRate(pool, '/healthz', null, {}, duration) : await fixedRate(pool, path, body, side === 'hit' ? cached : {}, duration)
+    const r = side === 'healthz' ? await fixedRate(pool, rate, '/healthz', null, {}, duration) : await fixedRate(pool, rate, path, body, side === 'hit' ? cached : {}, duration)
     p99s[side]!.push(r.p99)
     line({ side, rate, stream, ...r })
   }

@@ -7,6 +7,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import type { Pool } from 'undici'
 
 /** The cases BENCH_SKIP (a comma list) leaves out. */
 export const skipped: ReadonlySet<string> = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean))
@@ -247,4 +249,44 @@ export async function alternate<R extends PairedRun> (runs: number, off: () => P
 export function tracegateCli (tg: TracegateProc, args: string[]): unknown {
   const out = execFileSync(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, TRACEGATE_DATA_DIR: tg.dataDir }, encoding: 'utf8' })
   return JSON.parse(out)
+}
+
+export interface RateRun { readonly calls: number; readonly errors: number; readonly hits: number; readonly p50: number; readonly p99: number; readonly max: number }
+
+/**
+ * `rate` calls a second for `seconds` over `pool`, each timed from its send to its last byte; the schedule
+ * does not wait for answers (an open loop). `body` null: a GET. `hits`: answers saying x-tracegate-cache: hit.
+ * `into`: each call's time is also added there (a caller merging several runs).
+ */
+export async function fixedRate (pool: Pool, rate: number, path: string, body: string | null, headers: Record<string, string>, seconds: number, into: number[] | null = null): Promise<RateRun> {
+  const ms: number[] = []
+  let errors = 0
+  let hits = 0
+  const pending: Array<Promise<void>> = []
+  const one = async (): Promise<void> => {
+    const t0 = performance.now()
+    try {
+      const r = body === null
+        ? await pool.request({ path, method: 'GET' })
+        : await pool.request({ path, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } })
+      await r.body.arrayBuffer()
+      const took = performance.now() - t0
+      ms.push(took)
+      into?.push(took)
+      if (r.statusCode !== 200) errors++
+      if (r.headers['x-tracegate-cache'] === 'hit') hits++
+    } catch {
+      errors++
+    }
+  }
+  const start = performance.now()
+  const total = Math.round(rate * seconds)
+  let sent = 0
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate))
+    for (; sent < due; sent++) pending.push(one())
+    await new Promise<void>((resolve) => setTimeout(resolve, 1))
+  }
+  await Promise.all(pending)
+  return { calls: ms.length, errors, hits, p50: round2(quantile(ms, 0.5)), p99: round2(quantile(ms, 0.99)), max: round2(Math.max(...ms)) }
 }
