@@ -3,11 +3,14 @@
 // it (an open-loop sender, each call timed) before the burst; the burst at full speed; and the same steady
 // rate after it, second by second, with how far the traces are behind (tracegate_trace_lag_seconds) at each
 // second. Last, every call answered 200 is accounted for: written, spooled or dropped (counted). Prints one
-// JSON line per phase and a summary. BENCH_BURST (s, default 10), BENCH_STEADY (s before, default 8),
-// BENCH_AFTER (s after, default 10), BENCH_CONNECTIONS (burst, default 50), TRACEGATE_* passed through.
+// JSON line per phase and a summary, then one line for people on standard error. BENCH_BURST (s, default
+// 10), BENCH_STEADY (s before, default 8), BENCH_AFTER (s after, default 10), BENCH_CONNECTIONS (burst,
+// default 50), TRACEGATE_* passed through; BENCH_URL and BENCH_KEY aim it at a deployment instead
+// (processes.ts benchTarget: the lag and the accounting need its BENCH_METRICS_URL, and on a deployment
+// that serves other traffic the accounting counts that too).
 import autocannon from 'autocannon'
 import { Pool, request } from 'undici'
-import { fixedRate, freePort, proxyBody, quantile, round2, startMock, startTracegate } from './processes.js'
+import { benchTarget, fixedRate, quantile, round2, sampleOf, say } from './processes.js'
 
 const burstS = Number(process.env.BENCH_BURST ?? 10)
 const steadyS = Number(process.env.BENCH_STEADY ?? 8)
@@ -18,20 +21,18 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'burst', ...obj }) + '\n')
 }
 
-const mock = await startMock()
-const metricsPort = await freePort()
-const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TRACEGATE_'))) as Record<string, string>
-const tg = await startTracegate(mock.url, { ...passEnv, TRACEGATE_METRICS_PORT: String(metricsPort) })
+const target = await benchTarget()
+const tg = target
 const path = '/api/alpha_service/chat_completion'
-const body = proxyBody(tg.key, false)
+const body = target.body(false)
 const pool = new Pool(tg.url, { connections: 16 })
 
-/** One sample of a metric (its labels as written), or 0. */
-async function metric (name: string, labels = ''): Promise<number> {
-  const r = await request(`http://127.0.0.1:${metricsPort}/metrics`)
-  const text = await r.body.text()
-  const m = new RegExp(`^${name}${labels.replace(/[{}]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)
-  return m === null ? 0 : Number(m[1])
+/** One sample of the target's metrics (its labels as written); null when its /metrics is not known. */
+async function metric (name: string, labels = ''): Promise<number | null> {
+  const m = target.metrics
+  if (m === null) return null
+  const r = await request(m.url, m.token === null ? {} : { headers: { authorization: `Bearer ${m.token}` } })
+  return sampleOf(await r.body.text(), name + labels) ?? 0
 }
 
 async function fullSpeed (seconds: number): Promise<{ rps: number; ok: number; errors: number; p99: number }> {
@@ -62,9 +63,9 @@ try {
   }
   // Every answered call ends as a row written, spooled (then replayed) or dropped and counted.
   const deadline = Date.now() + 180_000
-  let lag = Infinity
-  while (Date.now() < deadline && (lag = await metric('tracegate_trace_lag_seconds', '{view="clickhouse"}')) > 0) await new Promise((resolve) => setTimeout(resolve, 1000))
-  const events = async (e: string): Promise<number> => await metric('tracegate_traces_total', `{event="${e}"}`)
+  let lag: number | null = Infinity
+  while (Date.now() < deadline && (lag = await metric('tracegate_trace_lag_seconds', '{view="clickhouse"}')) !== null && lag > 0) await new Promise((resolve) => setTimeout(resolve, 1000))
+  const events = async (e: string): Promise<number | null> => await metric('tracegate_traces_total', `{event="${e}"}`)
   const written = await events('written')
   const spooled = await events('spooled')
   const replayed = await events('replayed')
@@ -80,11 +81,12 @@ try {
     target_within_ms: 5,
     answered_200: answered,
     written, spooled, replayed, dropped,
-    accounted: written + dropped >= answered,
-    caught_up: lag === 0,
+    accounted: written === null || dropped === null ? null : written + dropped >= answered,
+    caught_up: lag === null ? null : lag === 0,
   })
+  say(`burst: ${rate} calls/s steady, p99 ${before.p99} ms before and ${p99After} ms after ${burstS} s at ${burst.rps} calls/s (target: within 5 ms); ` +
+    (written === null ? 'traces not checked (no BENCH_METRICS_URL)' : `${answered} answered, ${written} written, ${dropped ?? 0} dropped${lag === 0 ? '' : ', still behind'}`))
 } finally {
   await pool.close()
-  await tg.stop()
-  await mock.proc.stop()
+  await target.stop()
 }

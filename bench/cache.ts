@@ -4,11 +4,12 @@
 // (the same body with x-tracegate-cache-ttl, answered from the cache after the first) and misses (the same
 // body without the header, so the mock answers each), then the floor: GET /healthz at the same rate, what
 // this machine and harness add to any call. Prints one JSON line per run and a summary with the hits'
-// p99 against the target. BENCH_RATE (calls/s, default 1000), BENCH_DURATION (s per run, default 5),
-// BENCH_RUNS (per side, default 3), BENCH_CONNECTIONS (default 16), BENCH_STREAM=1 (streamed calls),
-// TRACEGATE_* passed through.
+// p99 against the target, then one line for people on standard error. BENCH_RATE (calls/s, default 1000),
+// BENCH_DURATION (s per run, default 5), BENCH_RUNS (per side, default 3), BENCH_CONNECTIONS (default 16),
+// BENCH_STREAM=1 (streamed calls), TRACEGATE_* passed through; BENCH_URL and BENCH_KEY aim it at a
+// deployment instead (processes.ts benchTarget).
 import { Pool } from 'undici'
-import { fixedRate, proxyBody, startMock, startTracegate } from './processes.js'
+import { benchTarget, fixedRate, say } from './processes.js'
 
 const rate = Number(process.env.BENCH_RATE ?? 1000)
 const duration = Number(process.env.BENCH_DURATION ?? 5)
@@ -20,12 +21,10 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'cache', ...obj }) + '\n')
 }
 
-const mock = await startMock()
-const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TRACEGATE_'))) as Record<string, string>
-const tg = await startTracegate(mock.url, passEnv)
-const pool = new Pool(tg.url, { connections })
+const target = await benchTarget()
+const pool = new Pool(target.url, { connections })
 const path = '/api/alpha_service/chat_completion'
-const body = proxyBody(tg.key, stream)
+const body = target.body(stream)
 const cached = { 'x-tracegate-cache-ttl': '3600' }
 const p99s: Record<string, number[]> = { hit: [], miss: [], healthz: [] }
 try {
@@ -39,8 +38,8 @@ try {
     line({ side, rate, stream, ...r })
   }
   line({ summary: true, rate, stream, hit_p99_ms: p99s.hit, miss_p99_ms: p99s.miss, healthz_p99_ms: p99s.healthz, target_hit_p99_ms: 1 })
+  say(`cache: at ${rate} calls/s, hits p99 ${p99s.hit!.join(' / ')} ms, misses ${p99s.miss!.join(' / ')} ms, /healthz ${p99s.healthz!.join(' / ')} ms (target: hits within 1 ms)`)
 } finally {
   await pool.close()
-  await tg.stop()
-  await mock.proc.stop()
+  await target.stop()
 }

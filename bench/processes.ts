@@ -290,3 +290,65 @@ export async function fixedRate (pool: Pool, rate: number, path: string, body: s
   await Promise.all(pending)
   return { calls: ms.length, errors, hits, p50: round2(quantile(ms, 0.5)), p99: round2(quantile(ms, 0.99)), max: round2(Math.max(...ms)) }
 }
+
+/** Where a load bench sends its calls: a tracegate it started in front of the mock, or a deployment's. */
+export interface BenchTarget {
+  /** The proxy's base URL. */
+  readonly url: string
+  /** The body of the chat call (the contract route's, with the tracegate key and, when there is one, the provider key). */
+  body (stream: boolean): string
+  /** `/metrics` and its token, or null when the deployment's were not given (lag and accounting are then skipped). */
+  readonly metrics: { readonly url: string; readonly token: string | null } | null
+  /** True when the bench started it (loopback, the mock behind it). */
+  readonly local: boolean
+  stop (): Promise<void>
+}
+
+/**
+ * BENCH_URL and BENCH_KEY aim a load bench at an existing deployment (its proxy URL and a tracegate key;
+ * BENCH_PROVIDER_KEY a provider key, else the account's server-side key; BENCH_MODEL, default gpt-4o-mini;
+ * BENCH_METRICS_URL and BENCH_METRICS_TOKEN its /metrics). Its calls go to the provider behind it: they
+ * cost what real calls cost. Without BENCH_URL, the bench starts the mock and a tracegate (`env` for it).
+ */
+export async function benchTarget (env: Record<string, string> = {}): Promise<BenchTarget> {
+  const url = process.env.BENCH_URL ?? ''
+  if (url !== '') {
+    const key = process.env.BENCH_KEY ?? ''
+    if (key === '') throw new Error('BENCH_URL needs BENCH_KEY: a tracegate key of the deployment')
+    const providerKey = process.env.BENCH_PROVIDER_KEY ?? ''
+    const model = process.env.BENCH_MODEL ?? 'gpt-4o-mini'
+    const metricsUrl = process.env.BENCH_METRICS_URL ?? ''
+    return {
+      url: url.replace(/\/+$/, ''),
+      body: (stream) => JSON.stringify({ api_key: key, ...(providerKey === '' ? {} : { alpha_api_key: providerKey }), model, messages: MESSAGES, stream }),
+      metrics: metricsUrl === '' ? null : { url: metricsUrl, token: process.env.BENCH_METRICS_TOKEN ?? null },
+      local: false,
+      stop: async () => {},
+    }
+  }
+  const mock = await startMock()
+  const metricsPort = await freePort()
+  const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TRACEGATE_'))) as Record<string, string>
+  const tg = await startTracegate(mock.url, { ...passEnv, ...env, TRACEGATE_METRICS_PORT: String(metricsPort) })
+  return {
+    url: tg.url,
+    body: (stream) => proxyBody(tg.key, stream),
+    metrics: { url: `http://127.0.0.1:${metricsPort}/metrics`, token: null },
+    local: true,
+    stop: async () => {
+      await tg.stop()
+      await mock.proc.stop()
+    },
+  }
+}
+
+/** One sample of a Prometheus text (`name` with its labels as written), or null when absent. */
+export function sampleOf (text: string, name: string): number | null {
+  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)
+  return m === null ? null : Number(m[1])
+}
+
+/** The line a person reads, after the JSON lines (on standard error, so the JSON on standard output stays JSON). */
+export function say (text: string): void {
+  process.stderr.write(text + '\n')
+}
