@@ -239,7 +239,7 @@ const INBOUND_FRESH_MS = 2000
 
 function taken (sentAt: number): void {
   const now = Date.now()
-  inbound = { lateMs: Math.max(0, now - sentAt), at: now }
+  inbound = { lateMs: Number.isFinite(sentAt) ? Math.max(0, now - sentAt) : 0, at: now }
 }
 
 function inboundLagMs (): number {
