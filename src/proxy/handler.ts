@@ -535,10 +535,11 @@ class ProxyRoute {
    * model has no route (or no step is left), and the call goes to the provider's own targets.
    */
   #routeFor (model: string | null, key: KeyInfo): Targets | null {
-    const pairs = model === null ? undefined : this.#routePairs?.get(model)
+    // Gemini names a model with or without its `models/` prefix; a route may be written either way.
+    const pairs = model === null ? undefined : this.#routePairs?.get(model) ?? this.#routePairs?.get(bareModel(model))
     if (pairs === undefined || model === null) return null
     const anyModel = fallbacksAllowed(this.#routes!, key.accountId)
-    const steps = pairs.filter((p) => p.model === model || (anyModel && modelAllowed(key.limits, key.accountLimits, p.model)))
+    const steps = pairs.filter((p) => bareModel(p.model) === bareModel(model) || (anyModel && modelAllowed(key.limits, key.accountLimits, p.model)))
     if (steps.length === 0) return null
     return targetsFor(this.#dialect.name, steps.map((p) => p.baseUrl), steps.map((p) => p.model))
   }
@@ -547,7 +548,7 @@ class ProxyRoute {
   #withModel (out: Outbound): (model: string) => { path: string; body: Buffer | null } {
     const body = this.#hasBody ? out.body : null
     if (this.#dialect.ownFields.includes('model')) {
-      return (model) => ({ path: out.path.replace(/\/models\/[^/:?]+:/, `/models/${encodeURIComponent(model.startsWith('models/') ? model.slice(7) : model)}:`), body })
+      return (model) => ({ path: out.path.replace(/\/models\/[^/:?]+:/, `/models/${encodeURIComponent(bareModel(model))}:`), body })
     }
     return (model) => {
       const m = body === null ? undefined : scanTopLevel(body)?.find((member) => member.name === 'model' && member.kind === Kind.String)
@@ -585,6 +586,11 @@ function mainCall (dialect: Dialect): () => RouteCall {
 }
 
 const NO_BODY = Buffer.alloc(0)
+
+/** A model without Gemini's `models/` prefix (other providers' names never carry it). */
+function bareModel (model: string): string {
+  return model.startsWith('models/') ? model.slice(7) : model
+}
 
 /** The allow phrases a verdict was given under (they change it), as the cache keeps it beside the verdict. */
 function allowKey (policy: AccountDetection): string {

@@ -74,8 +74,8 @@ export class ResponseCache {
     this.maxEntryBytes = o.maxEntryBytes
     this.maxTtlS = o.maxTtlS
     this.#lru = new LRUCache<string, CachedAnswer>({
+      // The body's bound is CacheFill's (maxEntryBytes); an entry also counts its headers and overhead.
       maxSize: o.maxBytes,
-      maxEntrySize: o.maxEntryBytes + ENTRY_OVERHEAD,
       sizeCalculation: sizeOf,
       // Every entry is set with its own TTL; this only makes lru-cache track them.
       ttl: o.maxTtlS * 1000,

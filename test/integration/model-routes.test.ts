@@ -93,6 +93,10 @@ t.test('gamma: the model is in the path', async (t) => {
   t.equal(mock.requests.length - before, 1)
   t.match(mock.requests.at(-1)!.url, /^\/v1beta\/models\/gemini-2\.0-flash:/, 'the fallback\'s path names its model')
   t.equal(mock.requests.at(-1)!.body.toString('utf8'), seen.at(-1)!.body, 'with the same body')
+  const prefixed = await call('gamma', s.key, { model: 'models/gemini-2.5-flash' })
+  t.equal(prefixed.status, 200, 'the model named with its models/ prefix takes the same route')
+  t.match(mock.requests.at(-1)!.url, /^\/v1beta\/models\/gemini-2\.0-flash:/)
+  t.equal(mock.requests.length - before, 2)
 })
 
 t.test('a model routed as an alias goes to its target model; a model without a route as before', async (t) => {
