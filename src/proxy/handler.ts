@@ -435,7 +435,9 @@ class ProxyRoute {
       return
     }
     const headers = x.forwardHeaders.filter(([name]) => !NOT_IN_CACHE_KEY.has(name))
-    const key = ResponseCache.key({ accountId: x.accountId, provider: this.#dialect.name, path: out.path, targets: this.#targetUrls, headers, body: out.body })
+    // A routed call's steps depend on its key's allowed models: a key never gets an answer from a model it may not call.
+    const targets = out.route === null ? this.#targetUrls : out.route.list.map((t) => `${t.label} ${t.model ?? ''}`)
+    const key = ResponseCache.key({ accountId: x.accountId, provider: this.#dialect.name, path: out.path, targets, headers, body: out.body })
     const found = cache.get(key)
     if (found instanceof Promise) {
       found.then((a) => { if (!x.aborted && !x.finished) this.#looked(x, detection, policy, out, cache, key, a) }).catch((err: unknown) => { x.fail(err) })

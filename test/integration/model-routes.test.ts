@@ -124,3 +124,16 @@ t.test('the official OpenAI SDK sees one stream from the fallback', async (t) =>
   t.equal(ids.size, 1, 'one stream, not two run together')
   t.ok(text.length > 0, 'with its text')
 })
+
+t.test('the response cache keeps a routed answer from a key that may not call its model', async (t) => {
+  const narrow = await s.tg.admin.createKey({ account: s.accountId, scope: 'proxy', models: 'gpt-4o' })
+  const body = (key: string): string => JSON.stringify(bodyFor('alpha', { api_key: key, model: 'gpt-4o' }, 'Hello, cached through a route'))
+  const headers = { 'x-tracegate-cache-ttl': '60' }
+  const wide = await send(s.url + ROUTES.alpha, { body: body(s.key), headers })
+  t.equal(wide.status, 200, 'a key that may call gpt-4o-mini is answered by the fallback')
+  t.equal(wide.headers['x-tracegate-cache'], 'miss')
+  t.equal((await send(s.url + ROUTES.alpha, { body: body(s.key), headers })).headers['x-tracegate-cache'], 'hit', 'and then from the cache')
+  const kept = await send(s.url + ROUTES.alpha, { body: body(narrow.key), headers })
+  t.equal(kept.status, 503, 'the same call by a key allowed only gpt-4o is not given the gpt-4o-mini answer')
+  t.not(kept.headers['x-tracegate-cache'], 'hit')
+})
