@@ -38,9 +38,10 @@ export interface SpooledBatch {
   /** Bytes after the last whole row of a segment (a write the process did not finish): not inserted. */
   readonly cut: number
   /**
-   * A segment a killed process left: its insert may have gone through just before the kill, so whether
-   * ClickHouse has its rows is asked before they are inserted (the deduplication token alone does not
-   * survive a kill of the embedded ClickHouse).
+   * Its rows may be in ClickHouse already: an insert of them was sent and its answer lost (ClickHouse
+   * killed or cut off mid-insert), or the file is an earlier run's (a segment a killed process left, a
+   * batch a replay may have inserted before a crash). Whether ClickHouse has them is asked before they
+   * are inserted: the deduplication token alone does not survive a kill of ClickHouse.
    */
   readonly checkStored?: boolean
 }
@@ -72,9 +73,10 @@ export class Spool {
   /**
    * Batch files, oldest first, with their sizes, (for files written by this run) row counts, and when
    * their oldest trace reached the store (epoch ms; a file found at start: its modification time; a
-   * usage file, which holds no trace: Infinity).
+   * usage file, which holds no trace: Infinity), and whether ClickHouse may hold its rows already (`check`:
+   * an insert of them was sent and its answer lost, or the file is an earlier run's).
    */
-  #files: Array<{ name: string; size: number; rows: number; since: number }> = []
+  #files: Array<{ name: string; size: number; rows: number; since: number; check: boolean }> = []
   /** Segments a process that ended left here, as this start named them in the spool. */
   readonly #takenAtStart: string[] = []
   /** The trace id of a segment's half-written last row, and the segment; those a hand-off file held too. */
@@ -92,7 +94,7 @@ export class Spool {
       const m = NAME.exec(f)
       if (m === null) continue
       const st = statSync(join(dir, f))
-      this.#files.push({ name: f, size: st.size, rows: 0, since: m[3] === '.usage' ? Infinity : st.mtimeMs })
+      this.#files.push({ name: f, size: st.size, rows: 0, since: m[3] === '.usage' ? Infinity : st.mtimeMs, check: true })
       this.#bytes += st.size
       this.#seq = Math.max(this.#seq, Number(m[1]))
     }
@@ -102,7 +104,7 @@ export class Spool {
     for (const f of segments.sort()) {
       const m = SEGMENT.exec(f)!
       if (m[3] === '.in' && this.#usageOfInserted(join(dir, f), m[2]!)) continue
-      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0, null))
+      this.#takenAtStart.push(this.#takeOver(join(dir, f), m[2]!, 0, null, true))
     }
   }
 
@@ -181,20 +183,20 @@ export class Spool {
    * Takes over a closed segment as a spool batch (a rename: its bytes are not written again). False when
    * it does not fit under the byte limit; throws when it cannot be renamed.
    */
-  adopt (seg: SegmentFile, rows: number, since: number): boolean {
+  adopt (seg: SegmentFile, rows: number, since: number, check: boolean): boolean {
     seg.close()
     if (this.#bytes + seg.bytes > this.#maxBytes) return false
-    this.#takeOver(seg.path, seg.token, rows, since)
+    this.#takeOver(seg.path, seg.token, rows, since, check)
     return true
   }
 
   /** `since` null: a segment an ended process left, as old as its last write. */
-  #takeOver (path: string, token: string, rows: number, since: number | null): string {
+  #takeOver (path: string, token: string, rows: number, since: number | null, check: boolean): string {
     const name = `${String(this.#seq + 1).padStart(16, '0')}-${token}.rows.tsv`
     const st = statSync(path)
     renameSync(path, join(this.#dir, name))
     this.#seq++
-    this.#files.push({ name, size: st.size, rows, since: since ?? st.mtimeMs })
+    this.#files.push({ name, size: st.size, rows, since: since ?? st.mtimeMs, check })
     this.#bytes += st.size
     return name
   }
@@ -214,16 +216,16 @@ export class Spool {
    * A batch of rows in TRACE_COLUMNS. False when the batch does not fit under the byte limit; throws when
    * it cannot be written.
    */
-  append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[], since: number): boolean {
-    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts, since)
+  append (token: string, summaries: readonly TraceSummary[], parts: readonly Uint8Array[], since: number, check: boolean): boolean {
+    return this.#write(`${token}.v2.tsv`, summaries, TRACE_COLUMNS, parts, since, check)
   }
 
   /** A batch's usage rollup alone (rows in USAGE_COLUMNS); false and throws as `append`. */
   appendUsage (token: string, tsv: Uint8Array): boolean {
-    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv], Infinity)
+    return this.#write(`${token}.usage.tsv`, [], USAGE_COLUMNS, [tsv], Infinity, false)
   }
 
-  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[], since: number): boolean {
+  #write (suffix: string, summaries: readonly TraceSummary[], columns: readonly string[], parts: readonly Uint8Array[], since: number, check: boolean): boolean {
     const head = Buffer.from(JSON.stringify(summaries) + '\n' + JSON.stringify(columns) + '\n')
     const size = parts.reduce((n, p) => n + p.length, head.length)
     if (this.#bytes + size > this.#maxBytes) return false
@@ -244,7 +246,7 @@ export class Spool {
       throw err
     }
     this.#seq++
-    this.#files.push({ name, size, rows: summaries.length, since })
+    this.#files.push({ name, size, rows: summaries.length, since, check })
     this.#bytes += size
     return true
   }
@@ -270,7 +272,7 @@ export class Spool {
       const m = NAME.exec(f.name)!
       if (m[3] === '.rows') {
         const batch = segmentBatch(f.name, m[2]!, bytes)
-        return { ...batch, cut: this.#cutRecovered.has(f.name) ? 0 : batch.cut, checkStored: this.#takenAtStart.includes(f.name) }
+        return { ...batch, cut: this.#cutRecovered.has(f.name) ? 0 : batch.cut, checkStored: f.check }
       }
       const nl = bytes.indexOf(0x0a)
       if (nl < 0) throw new Error('no summaries line')
@@ -279,7 +281,7 @@ export class Spool {
       if (m[3] === undefined) {
         // Before the labels: their rows have none, so the live list's items of them have none either.
         const before = summaries.map((s) => ({ ...s, user: '', session: '', tags: [] }))
-        return { file: f.name, kind: 'traces', token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1), cut: 0 }
+        return { file: f.name, kind: 'traces', token: m[2]!, columns: TRACE_COLUMNS_BEFORE_LABELS, summaries: before, tsv: bytes.subarray(nl + 1), cut: 0, checkStored: f.check }
       }
       const nl2 = bytes.indexOf(0x0a, nl + 1)
       if (nl2 < 0) throw new Error('no columns line')
@@ -292,12 +294,18 @@ export class Spool {
         return { file: f.name, kind: 'usage', token: m[2]!, columns, summaries, tsv, cut: 0 }
       }
       const columns = traceColumns(JSON.parse(bytes.toString('utf8', nl + 1, nl2)) as unknown)
-      return { file: f.name, kind: 'traces', token: m[2]!, columns, summaries, tsv, cut: 0 }
+      return { file: f.name, kind: 'traces', token: m[2]!, columns, summaries, tsv, cut: 0, checkStored: f.check }
     } catch (err) {
       this.#forget(0)
       try { renameSync(path, path + '.bad') } catch { /* left where it is; not listed again this run */ }
       throw new SpoolReadError(f.name, f.rows, err)
     }
+  }
+
+  /** An insert of the batch in `file` was sent and its answer lost: its replay asks ClickHouse first. */
+  mayBeStored (file: string): void {
+    const f = this.#files.find((x) => x.name === file)
+    if (f !== undefined) f.check = true
   }
 
   /** Takes a batch ClickHouse will not take off the list, keeping its file as .bad for an operator to look at. */

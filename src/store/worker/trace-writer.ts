@@ -156,6 +156,8 @@ class InsertBatch {
   readonly segments: EncodedRows[] = []
   rows = 0
   bytes = 0
+  /** An insert of it was sent and its answer lost: ClickHouse may hold its rows already. */
+  sent = false
   /** `since`: when its first rows were handed to the store (epoch ms), the age of its oldest trace. */
   constructor (public file: SegmentFile | null, readonly since: number) {}
 }
@@ -418,11 +420,13 @@ export class TraceWriter {
       for (const seg of batch.segments) usage.addRows(seg.usage)
       this.#sending = batch
       try {
-        await this.#insertRows(token, batch.segments.map((seg) => seg.tsv))
+        // A batch whose earlier insert lost its answer (back from a spool that refused it) is asked for first.
+        if (!batch.sent || !await this.#allStored(batch.segments.flatMap((seg) => seg.summaries()))) await this.#insertRows(token, batch.segments.map((seg) => seg.tsv))
       } catch (err) {
         this.#down(err)
         // Spooled rows leave memory: they show again once replayed into ClickHouse.
         this.#sending = null
+        batch.sent = true
         if (!this.#toSpool(batch)) return
         continue
       }
@@ -502,8 +506,8 @@ export class TraceWriter {
     try {
       // A batch with its segment on disk is renamed into the spool; one without is written there.
       const taken = batch.file !== null
-        ? this.#spool.adopt(batch.file, rows, batch.since)
-        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv), batch.since)
+        ? this.#spool.adopt(batch.file, rows, batch.since, batch.sent)
+        : this.#spool.append(batch.token, batch.segments.flatMap((seg) => seg.summaries()), batch.segments.map((seg) => seg.tsv), batch.since, batch.sent)
       if (taken) {
         batch.file = null
         this.#stored(batch)
@@ -677,6 +681,8 @@ export class TraceWriter {
           this.#drop(batch.summaries.length, `ClickHouse refused the rows of ${batch.file} (kept as ${batch.file}.bad): ${(err as Error).message}`)
           continue
         }
+        // The replay's own insert may have gone through before its answer was lost.
+        this.#spool.mayBeStored(batch.file)
         this.#down(err)
         this.#scheduleReplay(this.#retryMs)
         return
