@@ -8,12 +8,14 @@ import t, { type Test } from 'tap'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { rmSync } from 'node:fs'
 import { startMockProvider } from '../../src/mock-provider/index.js'
-import { bodyFor, type Provider, ROUTES } from '../helpers/bodies.js'
+import { bodyFor, CLIENT_KEYS, DEFAULT_MODELS, type Provider, ROUTES } from '../helpers/bodies.js'
 import { send, type RawResponse } from '../helpers/http.js'
 import { closedPort, startTracegate, tempDir, type Started } from '../helpers/server.js'
 import { capturingLogger } from '../helpers/logs.js'
 import { redisUrl } from '../helpers/redis.js'
 import { Redis } from 'ioredis'
+import OpenAI from 'openai'
+import Anthropic from '@anthropic-ai/sdk'
 import { CHANNEL } from '../../src/upstream/shared-rests.js'
 import { storedTrace } from '../helpers/store.js'
 import { until } from '../helpers/wait.js'
@@ -133,6 +135,54 @@ t.test('a stream cut before its first event falls over; one cut after it reaches
   }, { ms: 10_000, what: 'the cut call\'s trace' })
   t.equal(traced.outcome, 'provider_stream_error', `the cut stream is the call's (${cut instanceof Error ? cut.message : 'answered'})`)
   t.equal(traced.status, 200)
+  await s.tg.close()
+})
+
+/** A target that reads each request and then does `what` with its socket: reset it at once, or hold it unanswered. */
+async function misbehaving (what: 'reset' | 'silent'): Promise<Failing> {
+  const seen: IncomingMessage[] = []
+  const server = createServer((req) => {
+    seen.push(req)
+    req.resume()
+    req.on('end', () => { if (what === 'reset') req.socket.destroy() })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve() }) }))
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen }
+}
+
+t.test('a target that resets the connection and one that sends no headers in time: the call moves on; the official SDKs see one answer and one stream', async (t: Test) => {
+  const resets = await misbehaving('reset')
+  const silent = await misbehaving('silent')
+  const list = `${resets.url},${silent.url},${mock.url}`
+  const s = await startTracegate(t, dataDir, mock, { TRACEGATE_ALPHA_BASE_URL: list, TRACEGATE_BETA_BASE_URL: list, TRACEGATE_UPSTREAM_HEADERS_TIMEOUT_MS: '300' })
+  const r = await call(s, 'alpha')
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  const row = await storedTrace(s.tg, s.accountId, String(r.headers['x-request-id']))
+  t.match(JSON.parse(row.attempts), [
+    { target: resets.url, status: 0, cause: /^(reset|socket_closed): / },
+    { target: silent.url, status: 0, cause: /^headers_timeout: / },
+    { target: mock.url, status: 200, cause: '' },
+  ], 'a reset, then no headers within the timeout, then the answer')
+
+  const before = { resets: resets.seen.length, silent: silent.seen.length }
+  const openai = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: s.key, maxRetries: 0, defaultHeaders: { 'x-tracegate-provider-key': CLIENT_KEYS.alpha } })
+  const completion = await openai.chat.completions.create({ model: DEFAULT_MODELS.alpha, messages: [{ role: 'user', content: 'Hello after two failures' }] })
+  t.ok((completion.choices[0]?.message.content ?? '').length > 0, 'the OpenAI SDK gets one answer')
+  const anthropic = new Anthropic({ baseURL: s.url, apiKey: s.key, maxRetries: 0, defaultHeaders: { 'x-tracegate-provider-key': CLIENT_KEYS.beta } })
+  const stream = anthropic.messages.stream({ model: DEFAULT_MODELS.beta, max_tokens: 64, messages: [{ role: 'user', content: 'Hello after two failures' }] })
+  let starts = 0
+  let stops = 0
+  for await (const event of stream) {
+    if (event.type === 'message_start') starts++
+    if (event.type === 'message_stop') stops++
+  }
+  const text = (await stream.finalMessage()).content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+  t.equal(starts, 1, 'the Anthropic SDK\'s stream starts once')
+  t.equal(stops, 1, 'and ends once')
+  t.ok(text.length > 0, 'with its text')
+  t.equal(resets.seen.length - before.resets, 2, 'each SDK call met the reset')
+  t.equal(silent.seen.length - before.silent, 2, 'and the silent target')
   await s.tg.close()
 })
 
