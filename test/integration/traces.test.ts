@@ -72,6 +72,9 @@ const s = await startServer(t, {
   TRACEGATE_GAMMA_BASE_URL: relay.url,
   TRACEGATE_UPSTREAM_HEADERS_TIMEOUT_MS: '1000',
   TRACEGATE_METRICS_PORT: '0',
+  // The per-million case sends a 4 MB prompt: judged in about 0.3 s, but beside another test file and
+  // chromium on 2 cores it has missed the default 2.5 s. Detection deadlines are detection-failure.test's.
+  TRACEGATE_DETECTION_DEADLINE_MS: '2000',
 }, { testSeams: true })
 relay.target = s.mock.port
 const port = s.tg.proxyPort
