@@ -242,6 +242,19 @@ function taken (sentAt: number): void {
   inbound = { lateMs: Number.isFinite(sentAt) ? Math.max(0, now - sentAt) : 0, at: now }
 }
 
+/**
+ * A proxy thread's batch: its rows go to the writer, its hand-off file goes. An empty batch (one that only
+ * closes a hand-off file) holds no trace, so how late it came says nothing of traces behind.
+ */
+function takeTraces (msg: TraceMessage): void {
+  if (msg.traces.count > 0) {
+    taken(msg.sentAt)
+    traces?.add(msg.traces, null, msg.sentAt)
+  }
+  handedOver(msg.handoff)
+  reportUsage()
+}
+
 function inboundLagMs (): number {
   return Date.now() - inbound.at < INBOUND_FRESH_MS ? inbound.lateMs : 0
 }
@@ -315,15 +328,10 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     return
   }
   if ('traces' in msg) {
-    if (traces !== null) {
-      taken(msg.sentAt)
-      if (msg.traces.count > 0) traces.add(msg.traces, null, msg.sentAt)
-      handedOver(msg.handoff)
-      reportUsage()
-    }
+    if (traces !== null) takeTraces(msg)
     else if (!data.traces.enabled) spansOnly(msg.traces)
     else {
-      open().then(() => { taken(msg.sentAt); if (msg.traces.count > 0) traces?.add(msg.traces, null, msg.sentAt); handedOver(msg.handoff); reportUsage() }, (err: unknown) => {
+      open().then(() => { takeTraces(msg) }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
       })
     }
