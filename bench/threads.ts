@@ -4,28 +4,18 @@
 //   runs in turn (A B A'), so the two baselines' ratio shows the noise a difference must exceed.
 // - two_vs_one: TRACEGATE_THREADS=2 against 1, with defaults, and with TRACEGATE_TRACES=off
 //   TRACEGATE_DETECTION=off (the proxy alone), runs alternating.
-// - detection_hop: what a front thread's detection costs over the main thread's own, in one process: one
-//   check at a time (latency) and 64 in flight (throughput), the same pool behind both.
-// Each load line has the means, the ratio overall and per pair, the server's CPU per request, and the load
+// Each load line has the means, the ratio overall and per pair, the server's CPU per request (two_vs_one: also
+// the main thread's, which with front threads is what serving them costs it), and the load
 // average before and after. BENCH_DURATION (s per run, default 10), BENCH_RUNS (pairs, default 3),
-// BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: baseline, two, off, hop).
+// BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: baseline, two, off).
 import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
-import { performance } from 'node:perf_hooks'
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
-import { DetectionPool, type DetectionOutcome } from '../src/detection/pool.js'
-import { DetectionClient } from '../src/front/detection.js'
-import { Hub } from '../src/front/hub.js'
-import type { MainSide } from '../src/front/protocol.js'
-import { alternate, MESSAGES, processCpuUs, proxyBody, skipped, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
+import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, skipped, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const baselineCli = process.env.BENCH_BASELINE_CLI ?? ''
-const HOP_CHECKS = 2_000
-const HOP_BATCH = 64
-const BODY = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: MESSAGES }))
 
 const loadavg = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 
@@ -33,8 +23,12 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'threads', ...obj }) + '\n')
 }
 
-async function load (tg: TracegateProc, seconds: number): Promise<PairedRun> {
+/** A load run, with the main thread's own CPU per request (with front threads: what serving them costs it). */
+interface LoadRun extends PairedRun { readonly mainUsPerRequest: number }
+
+async function load (tg: TracegateProc, seconds: number): Promise<LoadRun> {
   const cpu0 = processCpuUs(tg.pid)
+  const main0 = mainThreadCpuUs(tg.pid)
   const r = await autocannon({
     url: `${tg.url}/api/alpha_service/chat_completion`,
     method: 'POST',
@@ -44,7 +38,8 @@ async function load (tg: TracegateProc, seconds: number): Promise<PairedRun> {
     duration: seconds,
     timeout: 20,
   })
-  return { rps: r.requests.average, errors: r.errors + r.timeouts + r.non2xx, cpuUsPerRequest: (processCpuUs(tg.pid) - cpu0) / Math.max(1, r.requests.total) }
+  const n = Math.max(1, r.requests.total)
+  return { rps: r.requests.average, errors: r.errors + r.timeouts + r.non2xx, cpuUsPerRequest: (processCpuUs(tg.pid) - cpu0) / n, mainUsPerRequest: (mainThreadCpuUs(tg.pid) - main0) / n }
 }
 
 /** Two servers started once; runs alternate between them after a warm-up of each. */
@@ -56,7 +51,12 @@ async function compare (name: string, a: () => Promise<TracegateProc>, b: () => 
     await load(on, 3)
     const before = loadavg()
     const r = await alternate(runs, () => load(off, duration), () => load(on, duration))
-    line({ case: name, ...extra, connections, duration_s: duration, runs, ...r.summary, loadavg_before: before, loadavg_after: loadavg() })
+    const main = (rs: LoadRun[]): number => Math.round(rs.reduce((n, x) => n + x.mainUsPerRequest, 0) / rs.length * 10) / 10
+    line({
+      case: name, ...extra, connections, duration_s: duration, runs, ...r.summary,
+      main_thread_us_per_request_off: main(r.offRuns), main_thread_us_per_request_on: main(r.onRuns),
+      loadavg_before: before, loadavg_after: loadavg(),
+    })
   } finally {
     await off.stop()
     await on.stop()
@@ -87,58 +87,7 @@ async function compareAba (name: string, base: () => Promise<TracegateProc>, can
   }
 }
 
-/** The time of `n` checks one after another, and of `n` checks `batch` at a time (µs per check). */
-async function timeChecks (check: () => Promise<DetectionOutcome>, n: number, batch: number): Promise<{ seq_us: number; batch_us: number }> {
-  for (let i = 0; i < 200; i++) await check()
-  let t0 = performance.now()
-  for (let i = 0; i < n; i++) await check()
-  const seq = (performance.now() - t0) * 1000 / n
-  t0 = performance.now()
-  for (let i = 0; i < n; i += batch) await Promise.all(Array.from({ length: batch }, check))
-  const par = (performance.now() - t0) * 1000 / n
-  return { seq_us: Math.round(seq), batch_us: Math.round(par * 10) / 10 }
-}
-
-/** The hop's two sides: the main thread's pool answers `detect`, and hears the front thread's times. */
-interface HopTimes { seq_us: number; batch_us: number }
-type HopMain = { serves: Pick<MainSide['serves'], 'detect'>; hears: { done: HopTimes } }
-type HopFront = { serves: Record<never, never>; hears: Record<never, never> }
-
-/** A front thread's side of the hop: the same checks through the hub (this file, started as a worker). */
-async function hopWorker (): Promise<void> {
-  const hub = new Hub<HopFront, HopMain>(parentPort!, {}, {})
-  const client = new DetectionClient((args, moved) => hub.request('detect', args, moved))
-  const r = await timeChecks(() => client.check('alpha', BODY), HOP_CHECKS, HOP_BATCH)
-  hub.note('done', r)
-  hub.flush()
-}
-
-async function detectionHop (): Promise<void> {
-  const pool = new DetectionPool({ threads: 1, maxQueue: 4096, deadlineMs: 5_000 })
-  await pool.warm()
-  try {
-    const direct = await timeChecks(() => pool.check('alpha', BODY), HOP_CHECKS, HOP_BATCH)
-    const worker = new Worker(new URL(import.meta.url), { workerData: { hop: true } })
-    const hopped = await new Promise<HopTimes>((resolve, reject) => {
-      // The main thread's side, as front/threads.ts serves it.
-      new Hub<HopMain, HopFront>(worker, {
-        detect: (a) => pool.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow),
-      }, { done: (r) => { resolve(r) } })
-      worker.once('error', reject)
-    })
-    await worker.terminate()
-    line({
-      case: 'detection_hop', checks: HOP_CHECKS, batch: HOP_BATCH, body_bytes: BODY.length,
-      main_thread_seq_us: direct.seq_us, front_thread_seq_us: hopped.seq_us, hop_seq_us: hopped.seq_us - direct.seq_us,
-      main_thread_batch_us: direct.batch_us, front_thread_batch_us: hopped.batch_us, loadavg: loadavg(),
-    })
-  } finally {
-    await pool.close()
-  }
-}
-
 async function main (): Promise<void> {
-  if (!skipped.has('hop')) await detectionHop()
   const mock = await startMock()
   try {
     if (!skipped.has('baseline')) {
@@ -168,11 +117,7 @@ async function main (): Promise<void> {
   }
 }
 
-if (!isMainThread && (workerData as { hop?: boolean } | null)?.hop === true) {
-  hopWorker().catch((err: unknown) => { throw err })
-} else {
-  main().catch((err: unknown) => {
-    process.stderr.write(String(err instanceof Error ? err.stack : err) + '\n')
-    process.exitCode = 1
-  })
-}
+main().catch((err: unknown) => {
+  process.stderr.write(String(err instanceof Error ? err.stack : err) + '\n')
+  process.exitCode = 1
+})

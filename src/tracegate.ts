@@ -10,7 +10,7 @@ import { PROVIDERS, type ProviderName } from './providers/index.js'
 import type { Logger } from './log.js'
 import { startMockProvider, type MockProvider } from './mock-provider/index.js'
 import { AdminServer } from './admin/server.js'
-import type { NotReady, ReadyState } from './server/proxy-app.js'
+import { DETECTION_COLD, type NotReady, type ReadyState } from './server/proxy-app.js'
 import { secondsBehind } from './store/lag.js'
 import { createMetricsApp, type MetricsEndpoint } from './server/metrics-app.js'
 import { listen, uws } from './server/uws.js'
@@ -19,7 +19,7 @@ import { ConfigError } from './domain/config-error.js'
 import { Pricing, PricingError } from './pricing/index.js'
 import { ProxyStack } from './proxy/stack.js'
 import { Metrics } from './metrics.js'
-import { DetectionPool } from './detection/pool.js'
+import { detectionPoolFor, type DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
 import { SqlServer } from './sql/server.js'
 import { recordPasswordReset } from './password-resets.js'
@@ -206,9 +206,10 @@ export class Tracegate {
         for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
         limits.settle(settled)
       })
-      const dc = config.detection
-      detection = dc.enabled
-        ? new DetectionPool({ threads: dc.threads, maxQueue: dc.maxQueue, deadlineMs: dc.deadlineMs, maxBytes: dc.maxBytes, onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(options.detectionWorker === undefined ? {} : { filename: options.detectionWorker }) })
+      // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
+      const detectionWorker = options.detectionWorker ?? null
+      detection = config.detection.enabled && frontPorts === null
+        ? detectionPoolFor(config.detection, 1, { onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(detectionWorker === null ? {} : { filename: detectionWorker }) })
         : null
       const pool = detection
       // Set by shutdown(): from then on every thread's /readyz says shutting_down; set by close(): the dashboard answers 503.
@@ -226,7 +227,7 @@ export class Tracegate {
         keys = new KeyCache(lookupKey, config.keyCache)
         metrics.attach({ inflight: () => 0, limitsMode: () => limits.mode })
         fronts = await FrontThreads.start(config, frontPorts.threads, {
-          detection, limiter: limits, log, metrics: render,
+          detectionWorker, limiter: limits, log, metrics: render,
           ready: async () => ({ ...await ready(), limits: limits.mode }),
         })
         proxy = { fronts, stack: null }
@@ -349,10 +350,7 @@ const SHUTTING_DOWN: NotReady = Object.freeze({ reason: 'shutting_down', message
 
 async function readiness (store: StoreClient, detection: DetectionPool | null): Promise<ReadyState> {
   const not = (reason: NotReady['reason'], message: string): ReadyState => ({ not: { reason, message }, tracesBehindS: null })
-  if (detection !== null && !detection.warmed) {
-    detection.warm().catch(() => { /* told by the next check */ })
-    return not('detection_not_warm', 'The detection workers have not loaded yet.')
-  }
+  if (detection !== null && !detection.ready()) return { not: DETECTION_COLD, tracesBehindS: null }
   try {
     if (!await withTimeout(store.call('ping'), 2_000)) return not('store_unreachable', 'ClickHouse does not answer.')
     const s = await withTimeout(store.call('traceStats'), 2_000)

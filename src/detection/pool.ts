@@ -12,19 +12,32 @@ import { moduleFile } from '../paths.js'
 import { FaultEpisodes, type FaultLog } from './fault-episodes.js'
 import { Shares } from './fair-queue.js'
 import { Lane, QUEUE_FULL, QueuedCheck } from './lane.js'
+import type { Config } from '../config.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Verdict } from './types.js'
 
 export type DetectionFailure = 'error' | 'deadline' | 'queue_full' | 'too_large'
 export type DetectionOutcome = { readonly ok: true; readonly verdict: Verdict } | { readonly ok: false; readonly failure: DetectionFailure }
 
-/** What the proxy asks of detection: the pool itself, or a front thread's client of it (front/detection.ts). */
+/** What the proxy asks of detection (a DetectionPool; tests give the handler others). */
 export interface Detector {
   /** `account`: whose share of the pool the request is counted against. */
   check (provider: ProviderName, body: Buffer, allow?: readonly string[] | null, account?: string): Promise<DetectionOutcome>
 }
 
+/**
+ * The pool of a thread that serves the proxy port. With front threads (`sharedBy` above 1) each has its
+ * own, so no check waits on another thread: TRACEGATE_DETECTION_THREADS and _MAX_QUEUE are divided
+ * between them, at least one chat worker (and one bulk worker) and one queue place each.
+ */
+export function detectionPoolFor (settings: DetectionSettings, sharedBy: number, extra: Pick<DetectionPoolOptions, 'onJudged' | 'onFault' | 'filename'>): DetectionPool {
+  const share = (n: number): number => Math.max(1, Math.floor(n / sharedBy))
+  return new DetectionPool({ ...extra, threads: share(settings.threads), maxQueue: share(settings.maxQueue), deadlineMs: settings.deadlineMs, maxBytes: settings.maxBytes })
+}
+
 export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
+
+type DetectionSettings = Pick<Config['detection'], 'threads' | 'maxQueue' | 'deadlineMs' | 'maxBytes'>
 
 export interface DetectionPoolOptions {
   readonly threads: number
@@ -161,6 +174,12 @@ export class DetectionPool {
 
   /** Every thread answered the warm-up, or some request since (readiness waits for this). */
   get warmed (): boolean { return this.#warm }
+
+  /** For readiness: warmed; when not, another warm-up starts (the next check tells how it went). */
+  ready (): boolean {
+    if (!this.#warm) this.warm().catch(() => { /* told by the next check */ })
+    return this.#warm
+  }
 
   close (): Promise<void> {
     clearInterval(this.#watchdog)

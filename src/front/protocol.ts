@@ -3,13 +3,11 @@
 // these with `import type`; nothing here runs.
 import type { MessagePort } from 'node:worker_threads'
 import type { Config } from '../config.js'
-import type { DetectionOutcome } from '../detection/pool.js'
 import type { LimitsMode } from '../domain/limits-mode.js'
 import type { CountedNote } from '../limits/front.js'
 import type { LimitCall } from '../limits/limiter.js'
 import type { Refusal } from '../limits/rules.js'
 import type { ReadyState } from '../server/proxy-app.js'
-import type { DetectArgs } from './detection.js'
 
 export interface FrontWorkerData {
   /** 0 … N-1: the label of its metrics. */
@@ -22,6 +20,8 @@ export interface FrontWorkerData {
   readonly store: MessagePort
   /** One cell per front thread: its calls in flight, read by the main thread. */
   readonly inflight: SharedArrayBuffer
+  /** The detection worker file of this thread's pool; null: the real one. */
+  readonly detectionWorker: string | null
 }
 
 /** The main thread's readiness, and how the limits count, for a front thread's /readyz. */
@@ -42,8 +42,6 @@ export type Started = { readonly port: number } | { readonly error: string }
 /** The main thread's side: what a front thread may ask of it, and tell it. */
 export type MainSide = {
   readonly serves: {
-    /** One check by the one detection pool, under the account's share. */
-    readonly detect: { readonly args: DetectArgs; readonly result: DetectionOutcome }
     /** A call under a counted limit, judged and counted in one step by the main thread's Limiter. */
     readonly admit: { readonly args: LimitCall; readonly result: Refusal | null }
     readonly ready: { readonly args: null; readonly result: Readiness }

@@ -1,11 +1,9 @@
 // The main thread's side of the front threads (TRACEGATE_THREADS above 1): it starts them on the proxy
-// port, serves what they ask of it (detection through the one pool, the limits' counts, readiness, the
-// summed metrics), tells every one of them when a key changes and waits for all to have dropped it, sums
+// port, serves what they ask of it (the limits' counts, readiness, the summed metrics), tells every one of them when a key changes and waits for all to have dropped it, sums
 // their calls in flight, and drains them at shutdown.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import { AggregatorRegistry } from 'prom-client'
 import type { Config } from '../config.js'
-import type { DetectionOutcome, DetectionPool } from '../detection/pool.js'
 import type { Limiter } from '../limits/limiter.js'
 import type { Logger } from '../log.js'
 import { moduleFile } from '../paths.js'
@@ -13,15 +11,14 @@ import { Hub } from './hub.js'
 import type { FrontSide, FrontWorkerData, MainSide, Readiness, Started } from './protocol.js'
 
 export interface FrontServices {
-  readonly detection: DetectionPool | null
+  /** The detection worker file each thread's pool runs (tests give one that crashes or hangs); null: the real one. */
+  readonly detectionWorker: string | null
   readonly limiter: Limiter
   readonly ready: () => Promise<Readiness>
   /** The Prometheus text of the whole process (the main thread's metrics and every thread's, summed). */
   readonly metrics: () => Promise<string>
   readonly log: Logger | null
 }
-
-const UNJUDGED: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' })
 
 class FrontThread {
   readonly worker: Worker
@@ -33,11 +30,8 @@ class FrontThread {
     this.worker = new Worker(moduleFile('./worker.js', import.meta.url), { workerData: data, transferList: [data.store] })
     let started: (s: Started) => void = () => {}
     this.started = new Promise((resolve) => { started = resolve })
-    const { detection, limiter, log } = services
+    const { limiter, log } = services
     this.hub = new Hub(this.worker, {
-      detect: (a) => detection === null
-        ? UNJUDGED
-        : detection.check(a.provider, Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength), a.allow, a.account),
       admit: (call) => limiter.count(call),
       ready: () => services.ready(),
       metrics: () => services.metrics(),
@@ -90,7 +84,7 @@ export class FrontThreads {
     const shared = new SharedArrayBuffer(4 * storePorts.length)
     const threads: FrontThread[] = []
     const make = (index: number, port: number): FrontThread => {
-      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared }, services)
+      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared, detectionWorker: services.detectionWorker }, services)
       threads.push(t)
       return t
     }

@@ -1,16 +1,18 @@
 // A front thread (TRACEGATE_THREADS above 1): its own proxy stack (proxy/stack.ts: uWS app, upstream pool,
 // key cache, trace sink, calls in flight) on the shared port, the kernel spreading connections between the
-// threads. Traces and key lookups go straight to the store worker over this thread's port; detection, the
-// limits' counts, readiness and log lines go to the main thread (hub.ts), which also drops keys from this
-// thread's cache and drains it at shutdown.
+// threads, and its own detection pool (its share of the workers), so a check never waits on another
+// thread. Traces and key lookups go straight to the store worker over this thread's port; the limits'
+// counts, readiness and log lines go to the main thread (hub.ts), which also drops keys from this thread's
+// cache and drains it at shutdown.
 import { parentPort, workerData } from 'node:worker_threads'
+import { detectionPoolFor } from '../detection/pool.js'
 import { FrontLimits } from '../limits/front.js'
 import { Metrics } from '../metrics.js'
 import { Pricing } from '../pricing/index.js'
 import type { CallLog } from '../proxy/calls.js'
 import { ProxyStack } from '../proxy/stack.js'
 import { StoreClient } from '../store/client.js'
-import { DetectionClient } from './detection.js'
+import { DETECTION_COLD } from '../server/proxy-app.js'
 import { Hub } from './hub.js'
 import type { FrontSide, FrontWorkerData, LogNote, MainSide } from './protocol.js'
 
@@ -34,16 +36,26 @@ function forward (level: LogNote['level']) {
 }
 const log: CallLog = { error: forward('error'), warn: forward('warn'), info: forward('info') }
 
+const detection = config.detection.enabled
+  ? detectionPoolFor(config.detection, config.threads, {
+    onJudged: metrics.judged,
+    onFault: (msg, fields) => { log.warn({ ...fields, thread: data.index }, msg) },
+    ...(data.detectionWorker === null ? {} : { filename: data.detectionWorker }),
+  })
+  : null
+
 const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), counted: (note) => { hub.note('counted', note) } })
 
 const stack = new ProxyStack(config, pricing, {
   lookupKey: (hash) => store.call('lookupKey', { hash }),
   postTraces: (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) },
   limiter,
-  detection: config.detection.enabled ? new DetectionClient((args, moved) => hub.request('detect', args, moved)) : null,
+  detection,
   ready: async () => {
     const r = await hub.request('ready', null)
     limiter.mode = r.limits
+    // The main thread's reason first (shutting down, say); then this thread's own pool.
+    if (r.not === null && detection !== null && !detection.ready()) return { not: DETECTION_COLD, tracesBehindS: null }
     return { not: r.not, tracesBehindS: r.tracesBehindS }
   },
   render: () => hub.request('metrics', null),
@@ -61,12 +73,18 @@ async function drain (graceMs: number): Promise<true> {
   await stack.drain(graceMs)
   await stack.close()
   limiter.close()
+  await detection?.close()
   await store.call('traceStats').catch(() => null)
   hub.flush()
   return true
 }
 
-stack.listen(data.port, true).then((port) => {
+// The pool warms before the thread listens, so its first calls are not judged by cold workers; one that
+// cannot warm up still serves (its calls follow the failure mode, and /readyz says why).
+const warmed = detection === null ? Promise.resolve() : detection.warm().catch((err: unknown) => {
+  log.warn({ err: String(err), thread: data.index }, 'detection workers did not warm up')
+})
+warmed.then(() => stack.listen(data.port, true)).then((port) => {
   hub.note('started', { port })
 }, (err: unknown) => {
   hub.note('started', { error: err instanceof Error ? err.message : String(err) })

@@ -20,6 +20,9 @@ export interface NotReady {
   readonly message: string
 }
 
+/** A detection pool whose workers have not answered yet: its checks would all miss the deadline. */
+export const DETECTION_COLD: NotReady = Object.freeze({ reason: 'detection_not_warm', message: 'The detection workers have not loaded yet.' })
+
 /** What /readyz answers: whether the instance should get traffic, and how far its stored traces are behind. */
 export interface ReadyState {
   /** Null when ready, else why not (a stable reason and a message for people). */

@@ -128,7 +128,7 @@ t.test('/metrics is the sum over the threads', async (t) => {
   const traced = samples(all, 'tracegate_requests_total').reduce((n, x) => n + x.value, 0)
   t.equal(traced, 92, 'the call counter sums both threads (all but the 16 revoked)')
   t.equal(value(all, 'tracegate_requests_rejected_before_auth_total', { code: 'revoked_api_key' }), 16, 'and so does the refused one')
-  t.equal(value(all, 'tracegate_detection_verdicts_total', { verdict: 'blocked' }), 16, 'the one pool judged both threads\' injections')
+  t.equal(value(all, 'tracegate_detection_verdicts_total', { verdict: 'blocked' }), 16, 'each thread\'s pool counted the injections it judged')
   const lookups = samples(all, 'tracegate_key_cache_lookups_total').reduce((n, x) => n + x.value, 0)
   t.equal(lookups, 108, 'a key lookup per call, from both threads\' caches')
   t.equal(samples(all, 'process_cpu_user_seconds_total').length, 1, 'the process\'s own metrics once')

@@ -92,14 +92,14 @@ function tablesChecked (port: MessagePort): void {
   const noop = (): void => {}
   const notes: NoteHandlers<MainSide> = { counted: noop, log: noop, started: noop }
   const main = new Hub<MainSide, FrontSide>(port, {
-    detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }), metrics: () => '',
+    admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }), metrics: () => '',
   }, notes)
   // @ts-expect-error the main thread must answer every operation of its table (`metrics` is missing)
-  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }) }, notes)
+  new Hub<MainSide, FrontSide>(port, { admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }) }, notes)
   // @ts-expect-error with the result its table says (`ready` answers a Readiness, not a string)
-  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => 'ready', metrics: () => '' }, notes)
+  new Hub<MainSide, FrontSide>(port, { admit: () => null, ready: () => 'ready', metrics: () => '' }, notes)
   // @ts-expect-error and take every note (`started` is missing)
-  new Hub<MainSide, FrontSide>(port, { detect: () => ({ ok: false, failure: 'error' }), admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }), metrics: () => '' }, { counted: noop, log: noop })
+  new Hub<MainSide, FrontSide>(port, { admit: () => null, ready: () => ({ not: null, tracesBehindS: null, limits: 'local' }), metrics: () => '' }, { counted: noop, log: noop })
   const front = new Hub<FrontSide, MainSide>(port, { invalidate: () => true, invalidateAccount: () => true, metricsJson: () => [], drain: () => true }, {})
   // @ts-expect-error a front thread cannot ask what the main thread does not answer
   void front.request('invalidate', { hash: 'h' })
@@ -107,8 +107,10 @@ function tablesChecked (port: MessagePort): void {
   void front.request('admit', { keyId: 'k' })
   // @ts-expect-error nor a note the main thread does not take
   front.note('drain', { graceMs: 1 })
-  // @ts-expect-error and the main thread cannot ask a front thread for detection
-  void main.request('detect', null)
+  // @ts-expect-error and the main thread cannot ask a front thread what it does not answer
+  void main.request('admit', null)
+  // @ts-expect-error nor a front thread the main thread for detection: each front thread has its own pool
+  void front.request('detect', null)
   // An answer has its table's type: a Readiness here, so `.limits` reads.
   void front.request('ready', null).then((r) => r.limits satisfies 'local' | 'shared' | 'fallback')
 }
