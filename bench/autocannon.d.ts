@@ -1,7 +1,7 @@
 // The part of autocannon's API the benchmarks use (the package ships no types).
 declare module 'autocannon' {
   interface Histogram { average: number; mean: number; p50: number; p90: number; p99: number; max: number }
-  interface Result {
+  export interface Result {
     requests: Histogram & { total: number; sent: number }
     latency: Histogram
     throughput: Histogram
@@ -22,6 +22,8 @@ declare module 'autocannon' {
     amount?: number
     overallRate?: number
     pipelining?: number
+    /** Worker threads firing the requests; connections are divided between them, overallRate is per worker. */
+    workers?: number
     timeout?: number
     /** Per-request hooks; setupRequest may rewrite each request before it is sent. */
     requests?: Array<{ setupRequest?: (req: { body?: string | Buffer }) => { body?: string | Buffer } }>

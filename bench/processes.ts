@@ -74,8 +74,9 @@ export function spawnUntil (cmd: string, args: string[], env: Record<string, str
   })
 }
 
-export async function startMock (args: string[] = []): Promise<{ proc: Proc; url: string }> {
-  const { proc, matches } = await spawnUntil(process.execPath, [CLI, 'mock-provider', '--port', '0', ...args], {}, [/mock provider listening on (http:\/\/\S+)/])
+/** `cpus`: the cores the mock runs on (taskset's list), or any when null. */
+export async function startMock (args: string[] = [], cpus: string | null = null): Promise<{ proc: Proc; url: string }> {
+  const { proc, matches } = await spawnUntil(...pinned(cpus, process.execPath, [CLI, 'mock-provider', '--port', '0', ...args]), {}, [/mock provider listening on (http:\/\/\S+)/])
   return { proc, url: matches[0]! }
 }
 
@@ -93,10 +94,18 @@ export interface TracegateProc {
 /** Extra node flags for the tracegate process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
 const TRACEGATE_NODE_ARGS = (process.env.BENCH_TRACEGATE_NODE_ARGS ?? '').split(' ').filter(Boolean)
 
-/** `cli`: another build's src/cli.js (a baseline to compare with), by default this one. */
-export async function startTracegate (mockUrl: string, env: Record<string, string> = {}, cli: string = CLI): Promise<TracegateProc> {
+/** The command and arguments that run `cmd` on the cores `cpus` lists (taskset's `0-3,6`), or anywhere when null. */
+function pinned (cpus: string | null, cmd: string, args: string[]): [string, string[]] {
+  return cpus === null ? [cmd, args] : ['taskset', ['-c', cpus, cmd, ...args]]
+}
+
+/**
+ * `cli`: another build's src/cli.js (a baseline to compare with), by default this one. `cpus`: the cores it
+ * runs on (taskset keeps the pid: the process is tracegate's).
+ */
+export async function startTracegate (mockUrl: string, env: Record<string, string> = {}, cli: string = CLI, cpus: string | null = null): Promise<TracegateProc> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tracegate-bench-'))
-  const { proc, matches } = await spawnUntil(process.execPath, [...TRACEGATE_NODE_ARGS, cli, 'serve'], {
+  const { proc, matches } = await spawnUntil(...pinned(cpus, process.execPath, [...TRACEGATE_NODE_ARGS, cli, 'serve']), {
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_PROXY_PORT: '0',
     TRACEGATE_DASHBOARD_PORT: '0',
@@ -133,14 +142,17 @@ export function freePort (): Promise<number> {
 
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p)) ?? null
 
-/** nginx `proxy_pass` in front of the mock with one worker (like tracegate's one front thread), or null. */
-export async function startNginx (mockUrl: string): Promise<{ url: string; pid: number; stop (): Promise<void> } | null> {
+/**
+ * nginx `proxy_pass` in front of the mock, or null when nginx is not installed. By default one worker (like
+ * tracegate's one front thread) on any core; `cpus`: the cores its master and workers run on.
+ */
+export async function startNginx (mockUrl: string, opts: { workers?: number; cpus?: string | null } = {}): Promise<{ url: string; pid: number; stop (): Promise<void> } | null> {
   if (NGINX === null) return null
   const dir = mkdtempSync(join(tmpdir(), 'tracegate-bench-nginx-'))
   const port = await freePort()
   const upstream = new URL(mockUrl).host
   writeFileSync(join(dir, 'nginx.conf'), `
-worker_processes 1;
+worker_processes ${opts.workers ?? 1};
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -165,7 +177,7 @@ http {
   }
 }
 `)
-  const child = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore' })
+  const child = spawn(...pinned(opts.cpus ?? null, NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf')]), { stdio: 'ignore' })
   // nginx has no ready line: wait for its pid file.
   for (let i = 0; i < 100 && !existsSync(join(dir, 'nginx.pid')); i++) await new Promise((r) => setTimeout(r, 50))
   const pid = Number(readFileSync(join(dir, 'nginx.pid'), 'utf8'))
