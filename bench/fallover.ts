@@ -26,11 +26,10 @@ await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
 const busyUrl = `http://127.0.0.1:${(busy.address() as { port: number }).port}`
 
 const mock = await startMock()
-const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TRACEGATE_'))) as Record<string, string>
 const procs: Record<string, TracegateProc> = {
-  one: await startTracegate(mock.url, passEnv),
-  healthy: await startTracegate(mock.url, { ...passEnv, TRACEGATE_ALPHA_BASE_URL: `${mock.url},${busyUrl}` }),
-  fallover: await startTracegate(mock.url, { ...passEnv, TRACEGATE_ALPHA_BASE_URL: `${busyUrl},${mock.url}` }),
+  one: await startTracegate(mock.url),
+  healthy: await startTracegate(mock.url, { TRACEGATE_ALPHA_BASE_URL: `${mock.url},${busyUrl}` }),
+  fallover: await startTracegate(mock.url, { TRACEGATE_ALPHA_BASE_URL: `${busyUrl},${mock.url}` }),
 }
 
 /** Median and p99 ms of `n` sequential POSTs of `body` to `url`, each expected to answer `status`. */

@@ -39,7 +39,10 @@ export interface Proc {
   stop (): Promise<void>
 }
 
-/** Spawns and resolves once stdout has printed every pattern; returns their first capture groups. */
+/**
+ * Spawns and resolves once stdout has printed every pattern; returns their first capture groups. The child
+ * gets this process's environment (its TRACEGATE_* settings too) with `env` over it.
+ */
 export function spawnUntil (cmd: string, args: string[], env: Record<string, string>, patterns: RegExp[], timeoutMs = 60_000): Promise<{ proc: Proc; matches: string[] }> {
   const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
@@ -340,8 +343,7 @@ export async function benchTarget (env: Record<string, string> = {}): Promise<Be
   }
   const mock = await startMock()
   const metricsPort = await freePort()
-  const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('TRACEGATE_'))) as Record<string, string>
-  const tg = await startTracegate(mock.url, { ...passEnv, ...env, TRACEGATE_METRICS_PORT: String(metricsPort) })
+  const tg = await startTracegate(mock.url, { ...env, TRACEGATE_METRICS_PORT: String(metricsPort) })
   return {
     url: tg.url,
     body: (stream) => proxyBody(tg.key, stream),

@@ -177,6 +177,8 @@ export const gamma: Dialect = {
     { name: 'contents', type: 'array', required: true },
   ],
   validModel: (model) => MODEL.test(bareModel(model)),
+  bareModel,
+  pathAsking: (path, model) => path.replace(/\/models\/[^/:?]+:/, `/models/${encodeURIComponent(bareModel(model))}:`),
   target (facts) {
     const model = encodeURIComponent(bareModel(facts.model ?? ''))
     // The contract route always streams as server-sent events; a native route passes the client's query on.

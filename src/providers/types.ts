@@ -212,6 +212,13 @@ export interface Dialect {
   readonly params: readonly ParamRule[]
   /** Extra model rule (gamma puts the model in the URL path). */
   validModel? (model: string): boolean
+  /** The model as the routes file names it (gamma's without its optional `models/` prefix); absent: as sent. */
+  bareModel? (model: string): string
+  /**
+   * For a provider that names the model in the upstream path (gamma): that path asking `model` instead.
+   * Absent: the body's top-level `model` names it, and a fallback rewrites that.
+   */
+  pathAsking? (path: string, model: string): string
   target (facts: RequestFacts): UpstreamTarget
   /** The provider's auth header(s) for a provider key. */
   authHeaders (key: string): Record<string, string>

@@ -538,10 +538,11 @@ class ProxyRoute {
    */
   #routeFor (model: string | null, key: KeyInfo): Targets | null {
     // Gemini names a model with or without its `models/` prefix; a route may be written either way.
-    const pairs = model === null ? undefined : this.#routePairs?.get(model) ?? this.#routePairs?.get(bareModel(model))
+    const bare = (m: string): string => this.#dialect.bareModel?.(m) ?? m
+    const pairs = model === null ? undefined : this.#routePairs?.get(model) ?? this.#routePairs?.get(bare(model))
     if (pairs === undefined || model === null) return null
     const anyModel = fallbacksAllowed(this.#routes!, key.accountId)
-    const steps = pairs.filter((p) => bareModel(p.model) === bareModel(model) || (anyModel && modelAllowed(key.limits, key.accountLimits, p.model)))
+    const steps = pairs.filter((p) => bare(p.model) === bare(model) || (anyModel && modelAllowed(key.limits, key.accountLimits, p.model)))
     if (steps.length === 0) return null
     return targetsFor(this.#dialect.name, steps.map((p) => p.baseUrl), steps.map((p) => p.model))
   }
@@ -549,9 +550,8 @@ class ProxyRoute {
   /** The call's path and body asking `model` instead of the one it names: in the path (gamma) or the body's `model`. */
   #withModel (out: Outbound): (model: string) => { path: string; body: Buffer | null } {
     const body = this.#hasBody ? out.body : null
-    if (this.#dialect.ownFields.includes('model')) {
-      return (model) => ({ path: out.path.replace(/\/models\/[^/:?]+:/, `/models/${encodeURIComponent(bareModel(model))}:`), body })
-    }
+    const pathAsking = this.#dialect.pathAsking
+    if (pathAsking !== undefined) return (model) => ({ path: pathAsking(out.path, model), body })
     return (model) => {
       const m = body === null ? undefined : scanTopLevel(body)?.find((member) => member.name === 'model' && member.kind === Kind.String)
       if (body === null || m === undefined) return { path: out.path, body }
@@ -588,11 +588,6 @@ function mainCall (dialect: Dialect): () => RouteCall {
 }
 
 const NO_BODY = Buffer.alloc(0)
-
-/** A model without Gemini's `models/` prefix (other providers' names never carry it). */
-function bareModel (model: string): string {
-  return model.startsWith('models/') ? model.slice(7) : model
-}
 
 /** The allow phrases a verdict was given under (they change it), as the cache keeps it beside the verdict. */
 function allowKey (policy: AccountDetection): string {

@@ -5,7 +5,8 @@
 // read from there on a local miss, so every thread and instance shares them; a Redis that is away or slow
 // is a miss, never an error. Confidential calls are never cached or answered from here (handler.ts).
 import { createHash } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { bestEffortRedis } from '../upstream/redis-connection.js'
 import { LRUCache } from 'lru-cache'
 import type { Verdict } from '../detection/types.js'
 
@@ -84,10 +85,7 @@ export class ResponseCache {
       this.#redis = null
       return
     }
-    this.#redis = new Redis(o.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: (n: number) => Math.min(n * 100, 1000) })
-    // The listener keeps ioredis from printing errors (which could hold the URL) itself.
-    this.#redis.on('error', () => {})
-    this.#redis.connect().catch(() => {})
+    this.#redis = bestEffortRedis(o.redisUrl)
   }
 
   /** The hash an answer is kept under: no part of the call can be read back from it. */

@@ -73,14 +73,8 @@ export class Passthrough implements Dispatcher.DispatchHandler {
   }
 
   #writeHead (): void {
-    const res = this.#x.res
-    // Both names: OpenAI's SDKs read x-request-id, Anthropic's request-id (its err.requestID).
-    res.writeStatus(statusLine(this.#x.status)).writeHeader('x-request-id', this.#x.requestId).writeHeader('request-id', this.#x.requestId)
-    const h = this.#headers
-    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
-    if (this.#x.cache !== null) res.writeHeader(CACHE_HEADER, this.#x.cache)
+    writeHead(this.#x, this.#headers)
     this.#headersWritten = true
-    this.#x.headersSent = true
   }
 
   onResponseData (controller: Controller, chunk: Buffer): void {
@@ -202,6 +196,18 @@ export class Passthrough implements Dispatcher.DispatchHandler {
 }
 
 /**
+ * An answer's status line and headers (name, value pairs), with the request id under both names (OpenAI's
+ * SDKs read x-request-id, Anthropic's request-id) and x-tracegate-cache when the cache was asked.
+ */
+function writeHead (x: Exchange, headers: readonly string[]): void {
+  const res = x.res
+  res.writeStatus(statusLine(x.status)).writeHeader('x-request-id', x.requestId).writeHeader('request-id', x.requestId)
+  for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
+  if (x.cache !== null) res.writeHeader(CACHE_HEADER, x.cache)
+  x.headersSent = true
+}
+
+/**
  * Answers a call from the response cache: the kept status, headers and body bytes as the provider sent
  * them (a stream's events in one write), with `x-tracegate-cache: hit`. Like a held answer, it is sent
  * once the turn's write-ahead of the trace is on disk.
@@ -212,13 +218,8 @@ export function answerFromCache (x: Exchange, answer: CachedAnswer): void {
   x.capture?.add(answer.body, performance.now() - x.startedAt)
   x.upstreamEnded = true
   const send = (): void => {
-    const res = x.res
-    res.writeStatus(statusLine(x.status)).writeHeader('x-request-id', x.requestId).writeHeader('request-id', x.requestId)
-    const h = answer.headers
-    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i]!, h[i + 1]!)
-    res.writeHeader(CACHE_HEADER, 'hit')
-    x.headersSent = true
-    res.end(answer.body)
+    writeHead(x, answer.headers)
+    x.res.end(answer.body)
   }
   x.res.cork(() => {
     x.wrote()

@@ -3,7 +3,8 @@
 // instance that subscribes applies them. Publishing never waits on the call's path, and a Redis that is
 // away costs nothing but the sharing: each thread keeps its own rests as without Redis. A message names a
 // target by its base URL and a key by its id (key-pool.ts), never by the key.
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { bestEffortRedis } from './redis-connection.js'
 import { applyTargetRest, setTargetRestListener } from './fallover.js'
 import { applyKeyRest, setKeyRestListener } from './key-pool.js'
 
@@ -33,15 +34,9 @@ export class SharedRests {
   readonly #origin = Math.random().toString(36).slice(2)
 
   constructor (url: string) {
-    const options = { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: (n: number) => Math.min(n * 100, 1000) }
-    this.#pub = new Redis(url, options)
+    this.#pub = bestEffortRedis(url)
     // A subscriber connection re-subscribes by itself after a reconnect.
-    this.#sub = new Redis(url, { ...options, enableOfflineQueue: true })
-    for (const c of [this.#pub, this.#sub]) {
-      // The listener keeps ioredis from printing errors (which could hold the URL) itself.
-      c.on('error', () => {})
-      c.connect().catch(() => {})
-    }
+    this.#sub = bestEffortRedis(url, true)
     this.#sub.subscribe(CHANNEL).catch(() => {})
     this.#sub.on('message', (_channel: string, text: string) => { this.#received(text) })
     setTargetRestListener((provider, id, until) => { this.#publish({ kind: 'target', provider, id, until }) })

@@ -21,6 +21,7 @@ import { ANSWER, PROMPT, traceMeta } from '../helpers/handoff.js'
 import { tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { send } from '../helpers/http.js'
+import { parseMetrics, value } from '../helpers/prometheus.js'
 import { until, withTimeout } from '../helpers/wait.js'
 
 const CALLS = 25
@@ -31,12 +32,7 @@ const dataDir = tempDir('tracegate-crash-')
 const spoolDir = join(dataDir, 'spool')
 t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 
-/** The value of one sample in a Prometheus text, or null. */
-function sample (text: string, name: string): number | null {
-  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)
-  return m === null ? null : Number(m[1])
-}
-
+/** The store worker's write-ahead segments, oldest first. */
 function segments (): string[] {
   return readdirSync(spoolDir).filter((f) => /^wal-.*\.tsv$/.test(f)).sort()
 }
@@ -65,8 +61,9 @@ t.test('SIGKILL before the flush interval: every answered call is stored once an
     const r = await send(`http://127.0.0.1:${port}/metrics`, { method: 'GET', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
     metrics = r.text
     // A full batch's segment is removed only after its rollup is in too, a moment after its rows count as written.
-    return sample(metrics, 'tracegate_traces_total{event="written"}') === want &&
-      sample(metrics, 'tracegate_trace_queue_rows') === CALLS - want &&
+    const all = parseMetrics(metrics)
+    return value(all, 'tracegate_traces_total', { event: 'written' }) === want &&
+      value(all, 'tracegate_trace_queue_rows') === CALLS - want &&
       segments().length <= 1
   }, { ms: 20_000, everyMs: 50, what: () => `${want} rows written and ${CALLS - want} waiting, the inserted batches' segments gone: ${metrics.split("\n").filter((l) => l.startsWith("tracegate_trace")).join("; ")}; segments ${segments().join(", ")}` })
   t.pass(`${want} rows inserted in full batches, ${CALLS - want} waiting for the flush interval`)
