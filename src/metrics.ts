@@ -25,7 +25,8 @@ const FOLD_CACHE_MAX = 10_000
 export interface MetricsSources {
   /**
    * The store worker's numbers; null on a front thread, whose registry holds only what its calls count
-   * (the main thread's holds the process, the store and detection, and sums the threads' on scrape).
+   * and its detection pool judges (the main thread's holds the process and the store, and sums the
+   * threads' on scrape).
    */
   readonly traceStats: (() => Promise<TraceStats | null>) | null
   readonly pricing: Pricing

@@ -36,7 +36,7 @@ export interface ServeOptions {
   readonly log?: Logger
   /** Test seams in the store worker (connection switch, raw queries). */
   readonly testSeams?: boolean
-  /** Test seam: another detection worker file (one that crashes or hangs). The pool is the main thread's, so it serves every front thread. */
+  /** Test seam: another detection worker file (one that crashes or hangs), for the main thread's pool and every front thread's. */
   readonly detectionWorker?: string
   /** Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. The counts are the main thread's, so it holds with front threads too. */
   readonly limitsClock?: () => number
@@ -209,7 +209,7 @@ export class Tracegate {
       // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
       const detectionWorker = options.detectionWorker ?? null
       detection = config.detection.enabled && frontPorts === null
-        ? detectionPoolFor(config.detection, 1, { onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(detectionWorker === null ? {} : { filename: detectionWorker }) })
+        ? detectionPoolFor(config.detection, 1, 0, { onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(detectionWorker === null ? {} : { filename: detectionWorker }) })
         : null
       const pool = detection
       // Set by shutdown(): from then on every thread's /readyz says shutting_down; set by close(): the dashboard answers 503.

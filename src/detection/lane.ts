@@ -9,6 +9,7 @@ import { FairQueue } from './fair-queue.js'
 import { DIALECTS, PROVIDERS, type ProviderName } from '../providers/index.js'
 import type { DetectTask, Verdict } from './types.js'
 import type { DetectionOutcome } from './pool.js'
+import type { SharedSlots } from './slots.js'
 
 /** A task still running this many deadlines after it started has its worker terminated (piscina replaces it). */
 const HARD_LIMIT_FACTOR = 20
@@ -62,8 +63,11 @@ export class QueuedCheck {
 class WorkerBatch {
   timer: NodeJS.Timeout | null = null
   readonly controller = new AbortController()
-  constructor (readonly items: QueuedCheck[], readonly started: number, readonly limit: number) {}
+  constructor (readonly items: QueuedCheck[], readonly started: number, readonly limit: number, readonly slotted: boolean) {}
 }
+
+/** How often a lane whose requests wait for a shared slot looks again (a large body takes far longer). */
+const SLOT_RETRY_MS = 5
 
 export interface LaneOptions {
   readonly filename: string
@@ -81,6 +85,8 @@ export interface LaneOptions {
   readonly onError: (message: string) => void
   /** A worker answered: its code and weights are loaded. */
   readonly onAnswer: () => void
+  /** Slots shared with other threads' lanes: a batch is sent only with one (null: this lane's workers alone bound it). */
+  readonly slots?: SharedSlots | null
 }
 
 export class Lane {
@@ -95,6 +101,8 @@ export class Lane {
   #pendingTimer: NodeJS.Timeout | null = null
   /** When #pendingTimer fires (Infinity when it is not set). */
   #pendingDue = Infinity
+  /** Set while requests wait for a shared slot: the lane looks again when it fires. */
+  #slotTimer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.#flushPending() }
 
   constructor (options: LaneOptions) {
@@ -162,12 +170,18 @@ export class Lane {
     let free = this.#options.threads - this.#inFlight.size
     // A burst is shared between the free threads rather than piled on the first.
     const per = Math.min(this.#options.batchMax, Math.ceil(this.#count / Math.max(1, free)))
+    const slots = this.#options.slots ?? null
     while (free > 0) {
+      if (slots !== null && this.#count > 0 && !slots.take()) {
+        this.#slotTimer ??= setTimeout(() => { this.#slotTimer = null; if (!this.#flushScheduled) this.#flushPending() }, SLOT_RETRY_MS)
+        break
+      }
       const first = this.#queue.take()
+      if (first === null && slots !== null && this.#count > 0) slots.give()
       if (first === null) {
         const other = free >= 2 ? this.#options.spare?.() ?? null : null
         if (other === null) break
-        this.#send([other], other.bytes, true)
+        this.#send([other], other.bytes, true, false)
         free--
         continue
       }
@@ -182,7 +196,7 @@ export class Lane {
         bytes += p.bytes
         items.push(p)
       }
-      this.#send(items, bytes, true)
+      this.#send(items, bytes, true, slots !== null)
       free--
     }
     // Requests leaving can only make the earliest deadline later: the timer stays, and when it fires
@@ -215,7 +229,8 @@ export class Lane {
     this.#pendingDue = Infinity
   }
 
-  #send (items: QueuedCheck[], bytes: number, retry: boolean): void {
+  /** `slotted`: the batch holds a shared slot, given back when it ends. */
+  #send (items: QueuedCheck[], bytes: number, retry: boolean, slotted: boolean): void {
     const now = performance.now()
     // One copy of every body into one buffer that is moved, not cloned, to the worker.
     const buf = new Uint8Array(bytes)
@@ -235,7 +250,7 @@ export class Lane {
       if (p.due < due) due = p.due
       if (p.due > last) last = p.due
     }
-    const batch = new WorkerBatch(items, now, (last - now) * HARD_LIMIT_FACTOR)
+    const batch = new WorkerBatch(items, now, (last - now) * HARD_LIMIT_FACTOR, slotted)
     this.#arm(batch, due)
     this.#inFlight.add(batch)
     const task: DetectTask = { providers, ends, body: buf, allow }
@@ -253,7 +268,8 @@ export class Lane {
       // A worker that died took the whole batch with it: judge each request again on its own, so only
       // the one that kills a worker fails (and a full queue is answered as such).
       if (!queueFull && retry && items.length > 1) {
-        for (const p of items) if (!p.settled) this.#send([p], p.body.length, false)
+        // Never a slotted batch: the lanes with shared slots (the bulk lanes) send one request at a time.
+        for (const p of items) if (!p.settled) this.#send([p], p.body.length, false, false)
         return
       }
       for (const p of items) p.settle(queueFull ? QUEUE_FULL : ERROR)
@@ -277,6 +293,7 @@ export class Lane {
 
   #done (batch: WorkerBatch): void {
     this.#inFlight.delete(batch)
+    if (batch.slotted) this.#options.slots?.give()
     if (batch.timer !== null) clearTimeout(batch.timer)
     // A thread is free: what waited for it leaves now (this runs in a promise job, after the answer).
     if (!this.#flushScheduled) this.#flushPending()
@@ -295,6 +312,7 @@ export class Lane {
 
   close (): Promise<void> {
     this.#clearPendingTimer()
+    if (this.#slotTimer !== null) { clearTimeout(this.#slotTimer); this.#slotTimer = null }
     // Requests still waiting here were never handed to a worker: they are answered now (piscina answers
     // the ones it holds when it is destroyed).
     for (const p of [...this.#queue.waiting()]) p.settle(ERROR)

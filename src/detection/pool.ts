@@ -12,6 +12,7 @@ import { moduleFile } from '../paths.js'
 import { FaultEpisodes, type FaultLog } from './fault-episodes.js'
 import { Shares } from './fair-queue.js'
 import { Lane, QUEUE_FULL, QueuedCheck } from './lane.js'
+import type { SharedSlots } from './slots.js'
 import type { Config } from '../config.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Verdict } from './types.js'
@@ -26,13 +27,28 @@ export interface Detector {
 }
 
 /**
- * The pool of a thread that serves the proxy port. With front threads (`sharedBy` above 1) each has its
- * own, so no check waits on another thread: TRACEGATE_DETECTION_THREADS and _MAX_QUEUE are divided
- * between them, at least one chat worker (and one bulk worker) and one queue place each.
+ * Thread `index`'s share of `n` between `sharedBy` threads: the parts add up to `n` (the first threads
+ * take one more each until the remainder is used up), and each is at least 1.
  */
-export function detectionPoolFor (settings: DetectionSettings, sharedBy: number, extra: Pick<DetectionPoolOptions, 'onJudged' | 'onFault' | 'filename'>): DetectionPool {
-  const share = (n: number): number => Math.max(1, Math.floor(n / sharedBy))
-  return new DetectionPool({ ...extra, threads: share(settings.threads), maxQueue: share(settings.maxQueue), deadlineMs: settings.deadlineMs, maxBytes: settings.maxBytes })
+export function shareOf (n: number, sharedBy: number, index: number): number {
+  return Math.max(1, Math.floor(n / sharedBy) + (index < n % sharedBy ? 1 : 0))
+}
+
+/**
+ * The pool of thread `index` of the `sharedBy` that serve the proxy port. With front threads each has its
+ * own, so no check waits on another thread: TRACEGATE_DETECTION_THREADS (its chat workers) and
+ * TRACEGATE_DETECTION_QUEUE are divided between them (shareOf). Each pool also has its bulk workers (half
+ * its chat workers, at least one), which take `bulkSlots`: all threads together judge as many large bodies
+ * at once as one pool's bulk lane would (defaultBulkThreads of the setting).
+ */
+export function detectionPoolFor (settings: DetectionSettings, sharedBy: number, index: number, extra: Pick<DetectionPoolOptions, 'onJudged' | 'onFault' | 'filename' | 'bulkSlots'>): DetectionPool {
+  return new DetectionPool({
+    ...extra,
+    threads: shareOf(settings.threads, sharedBy, index),
+    maxQueue: shareOf(settings.maxQueue, sharedBy, index),
+    deadlineMs: settings.deadlineMs,
+    maxBytes: settings.maxBytes,
+  })
 }
 
 export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
@@ -53,6 +69,13 @@ export interface DetectionPoolOptions {
   readonly onJudged?: (outcome: DetectionOutcome, ms: number) => void
   /** Where the first failure of an episode (with its cause) and the recovery are logged. */
   readonly onFault?: FaultLog
+  /** Slots the bulk lane shares with other threads' pools (null or absent: its own workers bound it). */
+  readonly bulkSlots?: SharedSlots | null
+}
+
+/** The bulk workers beside `threads` chat workers unless told otherwise: half as many, at least one. */
+export function defaultBulkThreads (threads: number): number {
+  return Math.max(1, Math.floor(threads / 2))
 }
 
 const KIB = 1024
@@ -113,7 +136,7 @@ export class DetectionPool {
     this.#onJudged = fault(options, () => this.#lastError)
     const lane = { filename: options.filename ?? DETECT_WORKER, maxQueue: options.maxQueue, onError: (m: string) => { this.#lastError = m }, onAnswer: () => { this.#warm = true } }
     this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES, spare: () => this.#bulk.takeUpTo(SPARE_BYTES) })
-    this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? Math.max(1, Math.floor(options.threads / 2)), batchMax: 1, batchBytes: 0 })
+    this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? defaultBulkThreads(options.threads), batchMax: 1, batchBytes: 0, slots: options.bulkSlots ?? null })
     // One timer for all batches: aborting one that runs far past its deadline makes piscina terminate
     // its worker and start a new one.
     this.#watchdog = setInterval(() => {

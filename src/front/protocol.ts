@@ -22,6 +22,8 @@ export interface FrontWorkerData {
   readonly inflight: SharedArrayBuffer
   /** The detection worker file of this thread's pool; null: the real one. */
   readonly detectionWorker: string | null
+  /** The bulk lanes' shared slots (detection/slots.ts), the same buffer for every thread. */
+  readonly bulkSlots: SharedArrayBuffer
 }
 
 /** The main thread's readiness, and how the limits count, for a front thread's /readyz. */

@@ -6,6 +6,7 @@ import { AggregatorRegistry } from 'prom-client'
 import type { Config } from '../config.js'
 import type { Limiter } from '../limits/limiter.js'
 import type { Logger } from '../log.js'
+import { SharedSlots } from '../detection/slots.js'
 import { moduleFile } from '../paths.js'
 import { Hub } from './hub.js'
 import type { FrontSide, FrontWorkerData, MainSide, Readiness, Started } from './protocol.js'
@@ -82,9 +83,10 @@ export class FrontThreads {
    */
   static async start (config: Config, storePorts: readonly MessagePort[], services: FrontServices): Promise<FrontThreads> {
     const shared = new SharedArrayBuffer(4 * storePorts.length)
+    const bulkSlots = SharedSlots.buffer()
     const threads: FrontThread[] = []
     const make = (index: number, port: number): FrontThread => {
-      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared, detectionWorker: services.detectionWorker }, services)
+      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared, detectionWorker: services.detectionWorker, bulkSlots }, services)
       threads.push(t)
       return t
     }

@@ -5,7 +5,8 @@
 // counts, readiness and log lines go to the main thread (hub.ts), which also drops keys from this thread's
 // cache and drains it at shutdown.
 import { parentPort, workerData } from 'node:worker_threads'
-import { detectionPoolFor } from '../detection/pool.js'
+import { defaultBulkThreads, detectionPoolFor } from '../detection/pool.js'
+import { SharedSlots } from '../detection/slots.js'
 import { FrontLimits } from '../limits/front.js'
 import { Metrics } from '../metrics.js'
 import { Pricing } from '../pricing/index.js'
@@ -37,10 +38,11 @@ function forward (level: LogNote['level']) {
 const log: CallLog = { error: forward('error'), warn: forward('warn'), info: forward('info') }
 
 const detection = config.detection.enabled
-  ? detectionPoolFor(config.detection, config.threads, {
+  ? detectionPoolFor(config.detection, config.threads, data.index, {
     onJudged: metrics.judged,
     onFault: (msg, fields) => { log.warn({ ...fields, thread: data.index }, msg) },
     ...(data.detectionWorker === null ? {} : { filename: data.detectionWorker }),
+    bulkSlots: new SharedSlots(data.bulkSlots, defaultBulkThreads(config.detection.threads)),
   })
   : null
 
@@ -54,8 +56,8 @@ const stack = new ProxyStack(config, pricing, {
   ready: async () => {
     const r = await hub.request('ready', null)
     limiter.mode = r.limits
-    // The main thread's reason first (shutting down, say); then this thread's own pool.
-    if (r.not === null && detection !== null && !detection.ready()) return { not: DETECTION_COLD, tracesBehindS: null }
+    // In the main thread's order (tracegate.ts `readiness`): shutting down, then cold workers, then the store.
+    if (r.not?.reason !== 'shutting_down' && detection !== null && !detection.ready()) return { not: DETECTION_COLD, tracesBehindS: null }
     return { not: r.not, tracesBehindS: r.tracesBehindS }
   },
   render: () => hub.request('metrics', null),
@@ -73,7 +75,8 @@ async function drain (graceMs: number): Promise<true> {
   await stack.drain(graceMs)
   await stack.close()
   limiter.close()
-  await detection?.close()
+  // A pool that fails to close must not keep this thread's traces from being handed over.
+  await detection?.close().catch(() => {})
   await store.call('traceStats').catch(() => null)
   hub.flush()
   return true

@@ -1,8 +1,8 @@
 // One proxy port's stack: the key cache, the upstream pool, the trace sink, the calls in flight and the
 // uWS app, built the same way on the main thread (TRACEGATE_THREADS 1) and on each front thread. What
-// differs between the two comes in as links: how key lookups and traces reach the store worker, and
-// whether the limits, detection, readiness and the scraped metrics are this thread's own or the main
-// thread's behind the hub (front/worker.ts).
+// differs between the two comes in as links: how key lookups and traces reach the store worker, the
+// thread's detection pool, and whether the limits, readiness and the scraped metrics are this thread's own
+// or the main thread's behind the hub (front/worker.ts).
 import type { Agent } from 'undici'
 import { KeyCache, type KeyLookup } from '../auth/cache.js'
 import type { Config } from '../config.js'

@@ -34,6 +34,8 @@ export function testConfig (dataDir: string, mock: MockProvider | null, env: Rec
     TRACEGATE_DASHBOARD_PORT: '0',
     TRACEGATE_DATA_DIR: dataDir,
     TRACEGATE_LOG_LEVEL: 'silent',
+    // One proxy thread whatever the cores (the default follows them): a test that wants front threads says so.
+    TRACEGATE_THREADS: '1',
     // Every registered provider (test providers too) is served by the mock.
     ...(mock === null ? {} : Object.fromEntries(PROVIDERS.map((p) => [`TRACEGATE_${p.toUpperCase()}_BASE_URL`, mock.url]))),
     ...env,

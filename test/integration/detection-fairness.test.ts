@@ -3,7 +3,8 @@
 // bodies of 1 MB, each a new text, while a quiet account sends ordinary calls; every one of the quiet
 // account's calls is judged and answered. And a body over TRACEGATE_DETECTION_MAX_BYTES is not judged:
 // the failure mode applies, the 503 and the trace name `too_large`, and /metrics counts it. And the
-// pool's bound is shared: a full queue is made room in by the account holding the most.
+// pool's bound is shared: a full queue is made room in by the account holding the most. And front threads'
+// pools share their bulk slots: together they judge no more large bodies at once than one pool would.
 import t, { type Test } from 'tap'
 import { performance } from 'node:perf_hooks'
 import { startServer } from '../helpers/server.js'
@@ -15,6 +16,7 @@ import { sleep } from '../helpers/wait.js'
 import { moduleFile } from '../../src/paths.js'
 import { fileURLToPath } from 'node:url'
 import { DetectionPool, type DetectionOutcome } from '../../src/detection/pool.js'
+import { SharedSlots } from '../../src/detection/slots.js'
 import type { Tracegate } from '../../src/tracegate.js'
 
 const HANG_WORKER = fileURLToPath(moduleFile('../fixtures/hang-worker.js', import.meta.url))
@@ -30,7 +32,8 @@ function ask (url: string, key: string, text: string): Promise<RawResponse> {
 
 /**
  * The noisy account sends `rounds` of 16 parallel 1 MB bodies while the quiet account calls one call
- * after another; `threads` front threads (above 1, checks reach the pool on the main thread through the hub).
+ * after another; `threads` front threads (above 1, each with its own pool: the two accounts' connections
+ * spread over the threads, so each pool sees some of the flood beside some of the quiet calls).
  */
 async function flooded (t: Test, threads: number, rounds: number): Promise<void> {
   // One detection thread, as on a 2-core machine; deadline, queue and failure mode at their defaults.
@@ -150,4 +153,30 @@ t.test('pool: free chat workers take bulk bodies up to 256 KiB while the bulk la
     }
     await pool.close()
   }
+})
+
+t.test('pool: front threads\' pools sharing bulk slots judge no more large bodies at once than the slots allow', async (t) => {
+  const body = (text: string, bytes: number): Buffer => Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: `${text} ${'x'.repeat(bytes)}` }] }))
+  const outcome = (p: Promise<DetectionOutcome>): Promise<string> => p.then((o) => o.ok ? 'ok' : o.failure)
+  const buffer = SharedSlots.buffer()
+  const slots = new SharedSlots(buffer, 1)
+  // Two threads' pools, one slot between them. The first's batch hangs; the watchdog ends it after 20 deadlines.
+  const first = new DetectionPool({ threads: 1, bulkThreads: 1, maxQueue: 16, deadlineMs: 150, filename: HANG_WORKER, bulkSlots: new SharedSlots(buffer, 1) })
+  const second = new DetectionPool({ threads: 1, bulkThreads: 1, maxQueue: 16, deadlineMs: 600, filename: HANG_WORKER, bulkSlots: new SharedSlots(buffer, 1) })
+  t.teardown(() => Promise.all([first.close(), second.close()]))
+  await Promise.all([first.warm(), second.warm()])
+  const stuck = outcome(first.check('alpha', body('HANG_NOW', 40_000), null, 'noisy'))
+  await sleep(50)
+  t.equal(slots.used, 1, 'the first pool\'s large body holds the slot')
+  const [large, small] = await Promise.all([
+    outcome(second.check('alpha', body('large', 40_000), null, 'quiet')),
+    outcome(second.check('alpha', body('small', 100), null, 'quiet')),
+  ])
+  t.equal(large, 'deadline', 'the second pool\'s large body waited for the slot, past its deadline, though its bulk worker was free')
+  t.equal(small, 'ok', 'a chat turn takes no slot')
+  t.equal(await stuck, 'deadline', 'the hung body is answered at its deadline')
+  for (let i = 0; i < 200 && slots.used > 0; i++) await sleep(50)
+  t.equal(slots.used, 0, 'the slot comes back once the hung batch is ended')
+  t.equal(await outcome(second.check('alpha', body('large again', 40_000), null, 'quiet')), 'ok', 'then the second pool\'s large body is judged')
+  t.equal(slots.used, 0, 'and gives the slot back')
 })

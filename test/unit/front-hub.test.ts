@@ -2,11 +2,13 @@
 // the limits a front thread judges (src/limits/front.ts): a turn's requests leave in one message, answers
 // and errors come back to their callers, a side that is gone fails what waits for it; a call whose key has
 // a counted limit is judged by the main thread's Limiter, any other is judged locally and counted there.
+// Each front thread's detection pool gets its share of the workers and of the queue (shareOf).
 // The protocol's tables are checked by tsc: the `@ts-expect-error` lines below fail the build the day a
 // missing handler, a mistyped argument or an unknown operation gets through.
 import t from 'tap'
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { defaultThreads } from '../../src/config.js'
+import { shareOf } from '../../src/detection/pool.js'
 import { Hub, type Handlers, type NoteHandlers, type Side } from '../../src/front/hub.js'
 import type { FrontSide, MainSide } from '../../src/front/protocol.js'
 import { FrontLimits, type CountedNote } from '../../src/limits/front.js'
@@ -121,4 +123,14 @@ t.test('the protocol\'s tables are checked on both sides by tsc', async (t) => {
 
 t.test('the default number of front threads follows the cores', async (t) => {
   t.same([1, 2, 3, 4, 6, 8, 16, 32, 64].map((c) => defaultThreads(c)), [1, 1, 1, 2, 3, 4, 8, 8, 8])
+})
+
+t.test('each front thread\'s pool gets its share of the detection workers and of the queue', async (t) => {
+  const shares = (n: number, threads: number): number[] => Array.from({ length: threads }, (_, i) => shareOf(n, threads, i))
+  // The defaults on 16 cores: 15 detection threads between 8 front threads, all 15 kept.
+  t.same(shares(15, 8), [2, 2, 2, 2, 2, 2, 2, 1])
+  t.same(shares(3, 2), [2, 1], '4 cores: 3 between 2')
+  t.same(shares(1024, 3), [342, 341, 341], 'the queue bound adds up too')
+  t.same(shares(1, 2), [1, 1], 'at least one each, even when that is more than the setting')
+  t.same(shares(7, 1), [7], 'one thread keeps it all')
 })
