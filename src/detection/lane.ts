@@ -172,12 +172,14 @@ export class Lane {
     const per = Math.min(this.#options.batchMax, Math.ceil(this.#count / Math.max(1, free)))
     const slots = this.#options.slots ?? null
     while (free > 0) {
-      if (slots !== null && this.#count > 0 && !slots.take()) {
+      // A shared slot is taken for a request of this lane's own queue, and given back if none is there.
+      const slotted = slots !== null && this.#count > 0
+      if (slotted && !slots.take()) {
         this.#slotTimer ??= setTimeout(() => { this.#slotTimer = null; if (!this.#flushScheduled) this.#flushPending() }, SLOT_RETRY_MS)
         break
       }
       const first = this.#queue.take()
-      if (first === null && slots !== null && this.#count > 0) slots.give()
+      if (first === null && slotted) slots.give()
       if (first === null) {
         const other = free >= 2 ? this.#options.spare?.() ?? null : null
         if (other === null) break
@@ -196,7 +198,7 @@ export class Lane {
         bytes += p.bytes
         items.push(p)
       }
-      this.#send(items, bytes, true, slots !== null)
+      this.#send(items, bytes, true, slotted)
       free--
     }
     // Requests leaving can only make the earliest deadline later: the timer stays, and when it fires

@@ -1,6 +1,7 @@
 // The main thread's side of the front threads (TRACEGATE_THREADS above 1): it starts them on the proxy
-// port, serves what they ask of it (the limits' counts, readiness, the summed metrics), tells every one of them when a key changes and waits for all to have dropped it, sums
-// their calls in flight, and drains them at shutdown.
+// port, serves what they ask of it (the limits' counts, readiness, the summed metrics), tells every one
+// of them when a key changes and waits for all to have dropped it, sums their calls in flight, and drains
+// them at shutdown.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import { AggregatorRegistry } from 'prom-client'
 import type { Config } from '../config.js'
