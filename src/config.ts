@@ -129,6 +129,8 @@ export interface DetectionConfig {
   readonly deadlineMs: number
   /** A forwarded body over this many bytes is not judged: the failure mode applies (failure `too_large`). */
   readonly maxBytes: number
+  /** Bodies up to this many bytes may be judged in the thread that serves the call (detection/inline.ts); 0: never. */
+  readonly inlineBytes: number
   /** closed: a request detection could not judge gets 503; open: it is forwarded and the trace says so. */
   readonly failureMode: 'closed' | 'open'
 }
@@ -348,6 +350,7 @@ export function loadConfig (env: Env = process.env): Config {
       maxQueue: int(env, 'TRACEGATE_DETECTION_QUEUE', 1024, 1, 1_000_000),
       deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 500, 1, 60_000),
       maxBytes: int(env, 'TRACEGATE_DETECTION_MAX_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      inlineBytes: int(env, 'TRACEGATE_DETECTION_INLINE_BYTES', 8192, 0, 32 * 1024),
       failureMode: oneOf(env, 'TRACEGATE_DETECTION_FAILURE_MODE', ['closed', 'open'] as const, 'closed'),
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),

@@ -209,7 +209,7 @@ export class Tracegate {
       // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
       const detectionWorker = options.detectionWorker ?? null
       detection = config.detection.enabled && frontPorts === null
-        ? detectionPoolFor(config.detection, 1, 0, { onJudged: metrics.judged, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(detectionWorker === null ? {} : { filename: detectionWorker }) })
+        ? detectionPoolFor(config.detection, 1, 0, { onJudged: metrics.judged, onInline: metrics.inline, onFault: (msg, fields) => { log?.warn(fields, msg) }, ...(detectionWorker === null ? {} : { filename: detectionWorker }) })
         : null
       const pool = detection
       // Set by shutdown(): from then on every thread's /readyz says shutting_down; set by close(): the dashboard answers 503.

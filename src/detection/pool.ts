@@ -5,11 +5,13 @@
 // (fair-queue.ts), a full queue drops the latest request of the account holding the most, bodies over
 // SMALL_BYTES are judged by workers of their own (the bulk lane) so a flood of
 // large bodies never stands between a chat turn and its worker, and a body over
-// TRACEGATE_DETECTION_MAX_BYTES is not judged at all.
+// TRACEGATE_DETECTION_MAX_BYTES is not judged at all. A small body may be judged in the calling thread
+// itself (inline.ts), which saves the round trip to a worker while the thread's inline share lasts.
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { moduleFile } from '../paths.js'
 import { FaultEpisodes, type FaultLog } from './fault-episodes.js'
+import { InlineJudge } from './inline.js'
 import { Shares } from './fair-queue.js'
 import { Lane, QUEUE_FULL, QueuedCheck } from './lane.js'
 import type { SharedSlots } from './slots.js'
@@ -41,19 +43,20 @@ export function shareOf (n: number, sharedBy: number, index: number): number {
  * its chat workers, at least one), which take `bulkSlots`: all threads together judge as many large bodies
  * at once as one pool's bulk lane would (defaultBulkThreads of the setting).
  */
-export function detectionPoolFor (settings: DetectionSettings, sharedBy: number, index: number, extra: Pick<DetectionPoolOptions, 'onJudged' | 'onFault' | 'filename' | 'bulkSlots'>): DetectionPool {
+export function detectionPoolFor (settings: DetectionSettings, sharedBy: number, index: number, extra: Pick<DetectionPoolOptions, 'onJudged' | 'onInline' | 'onFault' | 'filename' | 'bulkSlots'>): DetectionPool {
   return new DetectionPool({
     ...extra,
     threads: shareOf(settings.threads, sharedBy, index),
     maxQueue: shareOf(settings.maxQueue, sharedBy, index),
     deadlineMs: settings.deadlineMs,
     maxBytes: settings.maxBytes,
+    inlineBytes: settings.inlineBytes,
   })
 }
 
 export const DETECT_WORKER = fileURLToPath(moduleFile('../../workers/detect.js', import.meta.url))
 
-type DetectionSettings = Pick<Config['detection'], 'threads' | 'maxQueue' | 'deadlineMs' | 'maxBytes'>
+type DetectionSettings = Pick<Config['detection'], 'threads' | 'maxQueue' | 'deadlineMs' | 'maxBytes' | 'inlineBytes'>
 
 export interface DetectionPoolOptions {
   readonly threads: number
@@ -71,6 +74,15 @@ export interface DetectionPoolOptions {
   readonly onFault?: FaultLog
   /** Slots the bulk lane shares with other threads' pools (null or absent: its own workers bound it). */
   readonly bulkSlots?: SharedSlots | null
+  /**
+   * Bodies up to this many bytes are judged in this thread while its inline share lasts (0 or absent: none;
+   * none either with a worker file of its own, a test's, which is then the only judge).
+   */
+  readonly inlineBytes?: number
+  /** The share of this thread's time inline checks may take (default INLINE_SHARE; tests set their own). */
+  readonly inlineShare?: number
+  /** Told each verdict given in this thread (for /metrics). */
+  readonly onInline?: () => void
 }
 
 /** The bulk workers beside `threads` chat workers unless told otherwise: half as many, at least one. */
@@ -128,6 +140,7 @@ export class DetectionPool {
   #lastError = 'unknown error'
   #warming: Promise<void> | null = null
   readonly #watchdog: NodeJS.Timeout
+  readonly #inline: InlineJudge | null
 
   constructor (options: DetectionPoolOptions) {
     this.#deadlineMs = options.deadlineMs
@@ -145,12 +158,20 @@ export class DetectionPool {
       this.#bulk.watch(now)
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
+    const inlineBytes = Math.min(options.inlineBytes ?? 0, SMALL_BYTES)
+    this.#inline = inlineBytes > 0 && options.filename === undefined ? new InlineJudge(inlineBytes, options.inlineShare, options.onInline ?? null) : null
   }
 
   check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null, account = ''): Promise<DetectionOutcome> {
     if (body.length > this.#maxBytes) {
       this.#onJudged?.(TOO_LARGE, 0)
       return Promise.resolve(TOO_LARGE)
+    }
+    const inline = this.#inline?.judge(provider, body, allow) ?? null
+    if (inline !== null) {
+      if (!inline.ok) this.#lastError = this.#inline!.lastError
+      this.#onJudged?.(inline, inline.ok ? inline.verdict.ms : 0)
+      return Promise.resolve(inline)
     }
     if (this.#shares.total >= this.#maxQueue && !this.#makeRoom(account)) {
       this.#onJudged?.(QUEUE_FULL, 0)
@@ -191,7 +212,7 @@ export class DetectionPool {
    * requests are not judged by cold workers (which would miss the deadline and fail closed).
    */
   warm (timeoutMs = 60_000): Promise<void> {
-    this.#warming ??= Promise.all([this.#chat.warm(timeoutMs), this.#bulk.warm(timeoutMs)]).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
+    this.#warming ??= Promise.all([this.#chat.warm(timeoutMs), this.#bulk.warm(timeoutMs), this.#inline?.load()]).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
     return this.#warming
   }
 

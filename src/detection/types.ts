@@ -73,7 +73,7 @@ export interface Verdict {
   readonly ownScore?: number
   readonly categories: readonly string[]
   readonly issues: readonly Issue[]
-  /** Time spent in the worker. */
+  /** Time spent judging it, in the worker (or in the serving thread, for a body judged inline). */
   readonly ms: number
   /** The detector's own threshold, at which `blocked` was decided (an account's policy may use another). */
   readonly threshold: number

@@ -40,6 +40,7 @@ const log: CallLog = { error: forward('error'), warn: forward('warn'), info: for
 const detection = config.detection.enabled
   ? detectionPoolFor(config.detection, config.threads, data.index, {
     onJudged: metrics.judged,
+    onInline: metrics.inline,
     onFault: (msg, fields) => { log.warn({ ...fields, thread: data.index }, msg) },
     ...(data.detectionWorker === null ? {} : { filename: data.detectionWorker }),
     bulkSlots: new SharedSlots(data.bulkSlots, defaultBulkThreads(config.detection.threads)),
