@@ -6,7 +6,7 @@
 // which replays what the process left), and what it stored.
 import { spawn, type ChildProcess } from 'node:child_process'
 import type { Test } from 'tap'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig, type ClickHouseServerConfig } from '../../src/config.js'
 import { StoreClient } from '../../src/store/client.js'
 import type { TraceStats } from '../../src/store/trace-types.js'
 import { cliArgs, cliEnv } from './cli.js'
@@ -124,11 +124,11 @@ export async function startServe (t: Test, dataDir: string, env: Record<string, 
 }
 
 /**
- * A store worker on the data directory, as `serve` starts it (chDB: one data directory per test process);
- * resolves once its trace writer has replayed and inserted what it found on disk.
+ * A store worker on the data directory, as `serve` starts it (chDB: one data directory per test process;
+ * or `clickhouse`, a server); resolves once its trace writer has replayed and inserted what it found on disk.
  */
-export async function reopenedStore (t: Test, dataDir: string): Promise<{ store: StoreClient; stats: TraceStats }> {
-  const store = new StoreClient({ dataDir, clickhouse: null, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
+export async function reopenedStore (t: Test, dataDir: string, clickhouse: ClickHouseServerConfig | null = null): Promise<{ store: StoreClient; stats: TraceStats }> {
+  const store = new StoreClient({ dataDir, clickhouse, traces: loadConfig({}).traces, pricingFile: null, testSeams: true })
   t.teardown(() => store.close())
   // Any request opens the store; its trace writer replays the spool left on disk by itself.
   await withTimeout(store.call('ping'), 30_000, 'ping')

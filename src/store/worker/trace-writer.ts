@@ -152,14 +152,16 @@ const POOL_BYTES = 32 * 1024 * 1024
  * until ClickHouse or the spool does (null when it could not be written: the rows are then in memory only).
  */
 class InsertBatch {
-  readonly token = randomUUID()
   readonly segments: EncodedRows[] = []
   rows = 0
   bytes = 0
   /** An insert of it was sent and its answer lost: ClickHouse may hold its rows already. */
   sent = false
-  /** `since`: when its first rows were handed to the store (epoch ms), the age of its oldest trace. */
-  constructor (public file: SegmentFile | null, readonly since: number) {}
+  /**
+   * `file`: its segment, named after `token`, the token a restart replays it (or its rollup) under.
+   * `since`: when its first rows were handed to the store (epoch ms), the age of its oldest trace.
+   */
+  constructor (readonly token: string, public file: SegmentFile | null, readonly since: number) {}
 }
 
 export class TraceWriter {
@@ -274,7 +276,7 @@ export class TraceWriter {
     let closed = false
     let rest: EncodedRows | null = rows
     while (rest !== null) {
-      const batch: InsertBatch = this.#open ??= new InsertBatch(this.#segment(), sentAt)
+      const batch: InsertBatch = this.#open ??= this.#newBatch(sentAt)
       // How many rows fit, by count and by bytes (the first row of a batch always does).
       let n = Math.min(rest.rows, this.#opts.batchRows - batch.rows)
       while (n > 0 && batch.bytes + rest.bytesOf(n) > MAX_INSERT_BYTES && !(batch.rows === 0 && n === 1)) n--
@@ -297,10 +299,19 @@ export class TraceWriter {
     return closed
   }
 
-  /** A write-ahead segment for a new batch; null (logged once) when none can be written. */
-  #segment (): SegmentFile | null {
+  /**
+   * A new batch and its write-ahead segment, both under one token: a segment a restart finds is replayed
+   * under its name's token, so its rows and rollup are the no-op of what this batch inserted.
+   */
+  #newBatch (since: number): InsertBatch {
+    const token = randomUUID()
+    return new InsertBatch(token, this.#segment(token), since)
+  }
+
+  /** A write-ahead segment for the batch with `token`; null (logged once) when none can be written. */
+  #segment (token: string): SegmentFile | null {
     try {
-      const seg = this.#spool.openSegment(randomUUID())
+      const seg = this.#spool.openSegment(token)
       if (this.#walError !== null) this.#warn('trace rows are written ahead to disk again', { was: this.#walError })
       this.#walError = null
       return seg
