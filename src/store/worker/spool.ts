@@ -41,7 +41,8 @@ export interface SpooledBatch {
    * Its rows may be in ClickHouse already: an insert of them was sent and its answer lost (ClickHouse
    * killed or cut off mid-insert), or the file is an earlier run's (a segment a killed process left, a
    * batch a replay may have inserted before a crash). Whether ClickHouse has them is asked before they
-   * are inserted: the deduplication token alone does not survive a kill of ClickHouse.
+   * are inserted, so a replay does not rest on the deduplication token alone (ClickHouse keeps the last
+   * 10,000, and a kill in the middle of an insert may leave its rows without their token).
    */
   readonly checkStored?: boolean
 }
