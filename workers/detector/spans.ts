@@ -99,26 +99,41 @@ export function spansOf (segments: readonly Segment[]): Span[] {
   return b.done()
 }
 
+/**
+ * Joins pieces into spans. A span of one piece, as most are (a message's text), takes its text and a
+ * one-element piece list without the growing arrays a joined span needs: a chat resends every message
+ * with every call, and those arrays were most of what a call allocated.
+ */
 class SpanBuilder {
   readonly #out: Span[] = []
   #source: SpanSource = 'user'
   #message = Number.NaN
-  #parts: string[] = []
+  #first: Piece | null = null
+  #firstText = ''
+  /** Pieces and texts from the second piece on, with the joining spaces; empty for a span of one piece. */
   #pieces: Piece[] = []
+  #parts: string[] = []
   #length = 0
 
   add (segment: number, message: number, source: SpanSource, text: string, start: number, end: number): void {
     if (end <= start) return
-    if (this.#pieces.length > 0 && source === this.#source && message === this.#message) {
+    const part = start === 0 && end === text.length ? text : text.slice(start, end)
+    if (this.#first !== null && source === this.#source && message === this.#message) {
+      if (this.#pieces.length === 0) {
+        this.#pieces.push(this.#first)
+        this.#parts.push(this.#firstText)
+      }
       this.#parts.push(' ')
       this.#length++
+      this.#pieces.push({ segment, start, end, at: this.#length })
+      this.#parts.push(part)
     } else {
       this.#flush()
       this.#source = source
       this.#message = message
+      this.#first = { segment, start, end, at: 0 }
+      this.#firstText = part
     }
-    this.#pieces.push({ segment, start, end, at: this.#length })
-    this.#parts.push(start === 0 && end === text.length ? text : text.slice(start, end))
     this.#length += end - start
   }
 
@@ -128,11 +143,15 @@ class SpanBuilder {
   }
 
   #flush (): void {
-    if (this.#pieces.length === 0) return
-    const text = this.#parts.length === 1 ? this.#parts[0] as string : this.#parts.join('')
-    this.#out.push({ source: this.#source, message: this.#message, text, pieces: this.#pieces })
-    this.#parts = []
-    this.#pieces = []
+    if (this.#first === null) return
+    if (this.#pieces.length === 0) this.#out.push({ source: this.#source, message: this.#message, text: this.#firstText, pieces: [this.#first] })
+    else {
+      this.#out.push({ source: this.#source, message: this.#message, text: this.#parts.join(''), pieces: this.#pieces })
+      this.#parts = []
+      this.#pieces = []
+    }
+    this.#first = null
+    this.#firstText = ''
     this.#length = 0
   }
 }
