@@ -586,8 +586,10 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
       features = ps >= model.threshold ? explainWindow(model, p.text, win.start, win.end) : NO_FEATURES
     }
   }
-  prep.findings.push({ family: 'model', rule: 'model', score: modelScore, span: modelSpan })
-  return new Analysis(model, prep.modelText, prep.mask, score, modelScore, prep.findings, features)
+  // A copy of exactly its length: the analysis is kept (injection.ts), and a list grown by push holds
+  // 17 slots for the one finding most texts have.
+  const findings = [...prep.findings, { family: 'model', rule: 'model', score: modelScore, span: modelSpan } as const]
+  return new Analysis(model, prep.modelText, prep.mask, score, modelScore, findings, features)
 }
 
 /**

@@ -45,10 +45,10 @@ const FENCE = /^[ \t]*(```|~~~|""")/
 const QUESTION = /\n[ \t]*\n[ \t]*(?:q|question|my question|task|instruction)[ \t]*:[^]*$/i
 
 /** The data ranges [start, end) of a user's text: what follows each framing line, to its closing fence, else to a labelled question after it or the end. */
-export function pastedRanges (text: string): Array<readonly [number, number]> {
-  const out: Array<readonly [number, number]> = []
+export function pastedRanges (text: string): ReadonlyArray<readonly [number, number]> {
   // Every framing line ends in a colon or a line break: most chat turns have neither and skip the scan.
-  if (text.indexOf(':') < 0 && text.indexOf('\n') < 0) return out
+  if (text.indexOf(':') < 0 && text.indexOf('\n') < 0) return NO_RANGES
+  const out: Array<readonly [number, number]> = []
   CUE.lastIndex = 0
   let m: RegExpExecArray | null
   while ((m = CUE.exec(text)) !== null) {
@@ -68,14 +68,17 @@ export function pastedRanges (text: string): Array<readonly [number, number]> {
     if (end >= text.length) break
     CUE.lastIndex = end
   }
-  return out
+  return out.length === 0 ? NO_RANGES : out
 }
+
+/** What a text without pasted ranges gives: one frozen list, not an empty one kept per cached text. */
+const NO_RANGES: ReadonlyArray<readonly [number, number]> = Object.freeze([])
 
 /**
  * Pasted ranges by text: a chat resends its earlier user turns with every call, and the framing scan
  * is a large expression run over each of them; the ranges are a pure function of the text.
  */
-const RANGES = new TextCache<Array<readonly [number, number]>>(4_000_000, 65_536)
+const RANGES = new TextCache<ReadonlyArray<readonly [number, number]>>(4_000_000, 65_536)
 
 /**
  * The request's spans in order. A user segment with pasted text gives a user piece, a data piece and,
