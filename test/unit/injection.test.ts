@@ -185,6 +185,30 @@ t.test('plain ASCII takes the fast normalisation path and agrees with the charac
   t.equal(normalize('Tell me a story').starts, null, 'plain ASCII builds no span arrays')
 })
 
+t.test('whenever normalisation takes the fast path, it gives what the character loop gives', async (t) => {
+  // Pieces that set off each of the fast path's checks (signs, leet, whitespace runs, spread letters,
+  // words written backwards), beside plain words, so generated texts land on both sides.
+  const pieces = ['ignore', 'Tell', ' me', ' a', ' story', ' ', '  ', '\n', '\t', '.', ',', ':', '-', '_', '/', '\\', '|', '!', '(', ')', '[', ']', '<', '>',
+    '0', '1', '3', '4', '7', '@', '$', '2024', 'p', 'W', 'i g n', 'o.r.e', ' eht', 'erongi', ' snoitcurtsni', 'THE', '\u00e9', '\u00a0', '\u200b', '\u0430']
+  let seed = 5
+  const pick = (): string => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return pieces[(seed >>> 8) % pieces.length] as string }
+  let fast = 0
+  let differs = 0
+  for (let i = 0; i < 60_000; i++) {
+    let text = ''
+    for (let n = 1 + (i % 6); n > 0; n--) text += pick()
+    const got = normalize(text)
+    if (got.starts !== null) continue
+    fast++
+    const slow = normalizeSlow(text)
+    let same = got.text === slow.text
+    for (let s = 0; same && s < got.text.length; s++) same = originalSpan(got, s, s + 1).join() === originalSpan(slow, s, s + 1).join()
+    if (!same) { differs++; if (differs < 5) t.fail(JSON.stringify(text)) }
+  }
+  t.equal(differs, 0, 'no generated text where the fast path differs from the loop')
+  t.ok(fast > 5_000 && fast < 55_000, `${fast} of 60,000 took the fast path`)
+})
+
 t.test('a repeated segment gets the same verdict (analyses are kept per text)', async (t) => {
   const segs: Segment[] = [{ message: -1, role: 'system', path: 'system', text: 'You are a helpful assistant.' }, user(ATTACK, 0)]
   const first = detectInjection(segs)
