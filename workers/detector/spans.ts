@@ -105,7 +105,7 @@ export function spansOf (segments: readonly Segment[]): Span[] {
 /**
  * Joins pieces into spans. A span of one piece, as most are (a message's text), takes its text and a
  * one-element piece list without the growing arrays a joined span needs: a chat resends every message
- * with every call, and those arrays were most of what a call allocated.
+ * with every call, so this runs for each of them every time.
  */
 class SpanBuilder {
   readonly #out: Span[] = []
