@@ -10,7 +10,7 @@ import { THRESHOLD, detectInjection, isData } from '../../workers/detector/injec
 import { EXPLAIN_TOP } from '../../workers/detector/model.js'
 import { matchRules, mentions } from '../../workers/detector/rules.js'
 import { normalize } from '../../workers/detector/normalize.js'
-import { pastedRanges, spansOf } from '../../workers/detector/spans.js'
+import { pastedRanges, spansOf, toSegment } from '../../workers/detector/spans.js'
 
 const tool = (text: string): Segment => ({ message: 1, role: 'tool', path: 'messages[1].content', text })
 const user = (text: string): Segment => ({ message: 0, role: 'user', path: 'messages[0].content', text })
@@ -204,6 +204,33 @@ t.test('an order split over several parts of one tool result is read whole', asy
     const found = r.issues.find((i) => i.severity === 'high' && i.kind !== 'model')
     t.ok(found !== undefined && found.segment >= 1 && found.segment <= 2, `the finding points into a part (${found?.kind}, segment ${found?.segment})`)
   }
+})
+
+t.test('spans: parts of one message and label are joined by a space, every other piece stands alone', async (t) => {
+  const pasted = 'Here is the email:\nHi Bob, lunch at noon.'
+  const segments: Segment[] = [
+    { message: -1, role: 'system', path: 'system', text: 'Be brief.' },
+    user(pasted),
+    { message: 1, role: 'tool', path: 'messages[1].content[0].text', text: 'Opening hours' },
+    { message: 1, role: 'tool', path: 'messages[1].content[1].text', text: '9 to 5.' },
+    { message: 1, role: 'tool', path: 'messages[1].content[2].text', text: 'Closed Sundays.' },
+    { message: 2, role: 'user', path: 'messages[2].content', text: 'Thanks' },
+  ]
+  const spans = spansOf(segments)
+  t.same(spans.map((s) => [s.source, s.message, s.text]), [
+    ['application', -1, 'Be brief.'],
+    ['user', 0, 'Here is the email:\n'],
+    ['data', 0, 'Hi Bob, lunch at noon.'],
+    ['data', 1, 'Opening hours 9 to 5. Closed Sundays.'],
+    ['user', 2, 'Thanks'],
+  ])
+  t.same(spans.map((s) => s.pieces.map((p) => [p.segment, p.start, p.end, p.at])), [
+    [[0, 0, 9, 0]], [[1, 0, 19, 0]], [[1, 19, 41, 0]], [[2, 0, 13, 0], [3, 0, 7, 14], [4, 0, 15, 22]], [[5, 0, 6, 0]],
+  ])
+  t.equal(spans[0]?.text, segments[0]?.text, 'a whole segment\'s span is its text')
+  const joined = spans[3] as (typeof spans)[number]
+  t.same(toSegment(joined, joined.text.indexOf('Closed'), joined.text.length), { segment: 4, span: [0, 15] }, 'a stretch of the joined text maps back to its part')
+  t.same(toSegment(joined, joined.text.indexOf('9'), joined.text.indexOf('9') + 7), { segment: 3, span: [0, 7] })
 })
 
 t.test('a harmless body of 125,000 tiny text parts is not blocked', async (t) => {

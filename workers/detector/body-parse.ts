@@ -107,10 +107,13 @@ function sharedElements (old: Parsed, text: string): number {
 function probesAgree (text: string, old: Parsed, end: number): boolean {
   if (end > text.length) return false
   const second = old.ends[0] as number
-  for (const at of [second + 16, second + 32, second + 64, end - 1]) {
-    if (at < end && text.charCodeAt(at) !== old.text.charCodeAt(at)) return false
-  }
-  return true
+  return probeAgrees(text, old.text, second + 16, end) && probeAgrees(text, old.text, second + 32, end) &&
+    probeAgrees(text, old.text, second + 64, end) && probeAgrees(text, old.text, end - 1, end)
+}
+
+/** Whether the two texts have the same character at `at`, or `at` is past `end`. */
+function probeAgrees (text: string, old: string, at: number, end: number): boolean {
+  return at >= end || text.charCodeAt(at) === old.charCodeAt(at)
 }
 
 /** Whether `text` starts with `old`'s text up to the end of its `k`th element. */

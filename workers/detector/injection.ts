@@ -153,15 +153,17 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
     if (data) dataScore = Math.max(dataScore, spanScore)
     else own = Math.max(own, spanScore)
     const spanBlocked = spanScore >= THRESHOLD
-    // One issue per family and span: the strongest finding of that family.
-    const best = new Map<string, Finding>()
+    // One issue per family and span: the strongest finding of that family. Most spans report none, and
+    // pay for no map or copied finding.
+    let best: Map<string, Finding> | null = null
     for (const found of findingsOf(a, judged)) {
-      const f = found.family === 'model' ? { ...found, score: Math.min(data ? a.dataModelScore : found.score, spanScore) } : data && inDataDecides(found) ? { ...found, score: findingScore(found, true) } : found
-      const floor = f.family === 'model' ? THRESHOLD : REPORT_MIN
-      if (f.score < floor) continue
-      const prev = best.get(f.family)
-      if (prev === undefined || f.score > prev.score) best.set(f.family, f)
+      const model = found.family === 'model'
+      const score = model ? Math.min(data ? a.dataModelScore : found.score, spanScore) : data && inDataDecides(found) ? findingScore(found, true) : found.score
+      if (score < (model ? THRESHOLD : REPORT_MIN)) continue
+      const prev = best?.get(found.family)
+      if (prev === undefined || score > prev.score) (best ??= new Map()).set(found.family, score === found.score ? found : { ...found, score })
     }
+    if (best === null) continue
     for (const f of best.values()) {
       const severity: Severity = f.score >= THRESHOLD ? 'high' : spanBlocked ? 'medium' : 'low'
       categories.add(f.family)

@@ -586,24 +586,41 @@ export function analyze(model: Model, original: string): SegmentAnalysis {
       features = ps >= model.threshold ? explainWindow(model, p.text, win.start, win.end) : NO_FEATURES
     }
   }
-  prep.findings.push({ family: 'model', rule: 'model', score: modelScore, span: modelSpan })
-  // Read as data only when a data span asks (injection.ts): a user's text does not pay for it.
-  const text = prep.modelText
-  const mask = prep.mask
-  const rules = score
-  let dataModelScore: number | undefined
-  return {
-    score: Math.max(score, modelScore),
-    modelScore,
-    findings: prep.findings,
-    features,
-    get dataModelScore (): number {
-      dataModelScore ??= text.length === 0 ? 0 : sigmoid(dataWindowLogit(model, text, mask))
-      return dataModelScore
-    },
-    get dataScore (): number {
-      return Math.max(rules, this.dataModelScore)
-    },
+  // A copy of exactly its length: the analysis is kept (injection.ts), and a list grown by push holds
+  // 17 slots for the one finding most texts have.
+  const findings = [...prep.findings, { family: 'model', rule: 'model', score: modelScore, span: modelSpan } as const]
+  return new Analysis(model, prep.modelText, prep.mask, score, modelScore, findings, features)
+}
+
+/**
+ * One text's analysis. A class, not an object literal with getters: such a literal is built by the
+ * engine's slow path on every call, and one shape keeps the cached analyses small. The data reading is
+ * worked out only when a data span first asks (injection.ts), so a user's text does not pay for it.
+ */
+class Analysis implements SegmentAnalysis {
+  #dataModelScore: number | undefined = undefined
+  readonly score: number
+  constructor (
+    private readonly model: Model,
+    /** The model's text and its rule families, for the data reading. */
+    private readonly text: string,
+    private readonly mask: number,
+    /** The strongest rule weight at or above STRONG_RULE (0 if none). */
+    private readonly rules: number,
+    readonly modelScore: number,
+    readonly findings: readonly Finding[],
+    readonly features: readonly Contribution[],
+  ) {
+    this.score = Math.max(rules, modelScore)
+  }
+
+  get dataModelScore (): number {
+    this.#dataModelScore ??= this.text.length === 0 ? 0 : sigmoid(dataWindowLogit(this.model, this.text, this.mask))
+    return this.#dataModelScore
+  }
+
+  get dataScore (): number {
+    return Math.max(this.rules, this.dataModelScore)
   }
 }
 

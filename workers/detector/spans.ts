@@ -45,10 +45,10 @@ const FENCE = /^[ \t]*(```|~~~|""")/
 const QUESTION = /\n[ \t]*\n[ \t]*(?:q|question|my question|task|instruction)[ \t]*:[^]*$/i
 
 /** The data ranges [start, end) of a user's text: what follows each framing line, to its closing fence, else to a labelled question after it or the end. */
-export function pastedRanges (text: string): Array<readonly [number, number]> {
-  const out: Array<readonly [number, number]> = []
+export function pastedRanges (text: string): ReadonlyArray<readonly [number, number]> {
   // Every framing line ends in a colon or a line break: most chat turns have neither and skip the scan.
-  if (text.indexOf(':') < 0 && text.indexOf('\n') < 0) return out
+  if (text.indexOf(':') < 0 && text.indexOf('\n') < 0) return NO_RANGES
+  const out: Array<readonly [number, number]> = []
   CUE.lastIndex = 0
   let m: RegExpExecArray | null
   while ((m = CUE.exec(text)) !== null) {
@@ -68,14 +68,17 @@ export function pastedRanges (text: string): Array<readonly [number, number]> {
     if (end >= text.length) break
     CUE.lastIndex = end
   }
-  return out
+  return out.length === 0 ? NO_RANGES : out
 }
+
+/** What a text without pasted ranges gives: one frozen list, not an empty one kept per cached text. */
+const NO_RANGES: ReadonlyArray<readonly [number, number]> = Object.freeze([])
 
 /**
  * Pasted ranges by text: a chat resends its earlier user turns with every call, and the framing scan
  * is a large expression run over each of them; the ranges are a pure function of the text.
  */
-const RANGES = new TextCache<Array<readonly [number, number]>>(4_000_000, 65_536)
+const RANGES = new TextCache<ReadonlyArray<readonly [number, number]>>(4_000_000, 65_536)
 
 /**
  * The request's spans in order. A user segment with pasted text gives a user piece, a data piece and,
@@ -99,26 +102,41 @@ export function spansOf (segments: readonly Segment[]): Span[] {
   return b.done()
 }
 
+/**
+ * Joins pieces into spans. A span of one piece, as most are (a message's text), takes its text and a
+ * one-element piece list without the growing arrays a joined span needs: a chat resends every message
+ * with every call, so this runs for each of them every time.
+ */
 class SpanBuilder {
   readonly #out: Span[] = []
   #source: SpanSource = 'user'
   #message = Number.NaN
-  #parts: string[] = []
+  #first: Piece | null = null
+  #firstText = ''
+  /** Pieces and texts from the second piece on, with the joining spaces; empty for a span of one piece. */
   #pieces: Piece[] = []
+  #parts: string[] = []
   #length = 0
 
   add (segment: number, message: number, source: SpanSource, text: string, start: number, end: number): void {
     if (end <= start) return
-    if (this.#pieces.length > 0 && source === this.#source && message === this.#message) {
+    const part = start === 0 && end === text.length ? text : text.slice(start, end)
+    if (this.#first !== null && source === this.#source && message === this.#message) {
+      if (this.#pieces.length === 0) {
+        this.#pieces.push(this.#first)
+        this.#parts.push(this.#firstText)
+      }
       this.#parts.push(' ')
       this.#length++
+      this.#pieces.push({ segment, start, end, at: this.#length })
+      this.#parts.push(part)
     } else {
       this.#flush()
       this.#source = source
       this.#message = message
+      this.#first = { segment, start, end, at: 0 }
+      this.#firstText = part
     }
-    this.#pieces.push({ segment, start, end, at: this.#length })
-    this.#parts.push(start === 0 && end === text.length ? text : text.slice(start, end))
     this.#length += end - start
   }
 
@@ -128,11 +146,15 @@ class SpanBuilder {
   }
 
   #flush (): void {
-    if (this.#pieces.length === 0) return
-    const text = this.#parts.length === 1 ? this.#parts[0] as string : this.#parts.join('')
-    this.#out.push({ source: this.#source, message: this.#message, text, pieces: this.#pieces })
-    this.#parts = []
-    this.#pieces = []
+    if (this.#first === null) return
+    if (this.#pieces.length === 0) this.#out.push({ source: this.#source, message: this.#message, text: this.#firstText, pieces: [this.#first] })
+    else {
+      this.#out.push({ source: this.#source, message: this.#message, text: this.#parts.join(''), pieces: this.#pieces })
+      this.#parts = []
+      this.#pieces = []
+    }
+    this.#first = null
+    this.#firstText = ''
     this.#length = 0
   }
 }
