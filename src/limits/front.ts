@@ -30,6 +30,7 @@ const rpmAlone = (l: Limits): boolean => l.tpm === null && l.budgetDayUsd === nu
 export class FrontLimits {
   readonly #main: MainCounts
   readonly #board: RequestBoard | null
+  readonly #now: () => number
   #counted = new Map<string, [string, string, number]>()
   #timer: NodeJS.Timeout | null = null
   /** The main thread's mode, as its last readiness answer said. */
@@ -41,10 +42,14 @@ export class FrontLimits {
     this.#main.counted(note)
   }
 
-  /** `board`: the main thread's request board (null: every call under a counted limit asks the main thread). */
-  constructor (main: MainCounts, board: RequestBoard | null = null) {
+  /**
+   * `board`: the main thread's request board (null: every call under a counted limit asks the main thread);
+   * `now`: the clock its minutes follow (the main thread's Limiter must follow the same one).
+   */
+  constructor (main: MainCounts, board: RequestBoard | null = null, now: () => number = Date.now) {
     this.#main = main
     this.#board = board
+    this.#now = now
   }
 
   /** null = admitted; a promise when the main thread's counts decide. */
@@ -74,7 +79,7 @@ export class FrontLimits {
     const k = board.find('key', call.keyId)
     const a = k < 0 ? -1 : board.find('account', call.accountId)
     if (a < 0) return undefined
-    const now = Date.now()
+    const now = this.#now()
     const minute = minuteOf(now)
     const byKey = board.admit(k, minute, call.key.rpm)
     if (byKey < 0) return this.#refused(call, -byKey - 1, board.count(a, minute) + board.other(a, minute), now, `The key's limit of ${call.key.rpm!} requests per minute`)

@@ -370,6 +370,8 @@ export class Limiter {
     let s = map.get(id)
     if (s === undefined) {
       s = new Subject(prefix + id)
+      // A slot outlives a subject the month's sweep dropped: the threads may still count on it.
+      if (this.#board !== null) s.slot = this.#board.find(prefix === 'k:' ? 'key' : 'account', id)
       map.set(id, s)
     }
     // Windows nest (minute in day in month), so a current minute means the rest is current too.

@@ -1,10 +1,15 @@
-// The request board (limits/board.ts): subjects are found by id in the table the main thread fills, and
-// worker threads racing for a limit's last requests admit exactly the limit between them.
+// The request board (limits/board.ts): subjects are found by id in the table the main thread fills,
+// worker threads racing for a limit's last requests admit exactly the limit between them, and the main
+// thread's Limiter keeps reading a slot after the month's sweep dropped its subject.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { Worker } from 'node:worker_threads'
 import { moduleFile } from '../../src/paths.js'
 import { minuteOf, RequestBoard } from '../../src/limits/board.js'
+import { FrontLimits } from '../../src/limits/front.js'
+import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
+import { NO_LIMITS } from '../../src/domain/limits.js'
+import { until } from '../helpers/wait.js'
 
 const BOARD = moduleFile('../../src/limits/board.js', import.meta.url).href
 
@@ -80,4 +85,27 @@ t.test('four threads racing for 100,000 requests admit exactly 100,000 between t
   t.equal(admitted.reduce((a, b) => a + b, 0), 100_000, `admitted ${admitted.join(' + ')}`)
   t.ok(admitted.filter((n) => n > 0).length >= 2, 'by more than one thread')
   t.equal(board.count(slot, 42), 100_000, 'and counted')
+})
+
+t.test('a subject the month\'s sweep dropped finds its slot again, with what the threads counted there', async (t) => {
+  let clock = Date.UTC(2026, 0, 31, 23, 59, 10)
+  const now = (): number => clock
+  const board = new RequestBoard(null, 64)
+  const lim = new Limiter({ now, board })
+  t.teardown(() => lim.close())
+  const call: LimitCall = { keyId: randomUUID(), accountId: randomUUID(), key: { ...NO_LIMITS, rpm: 5 }, account: NO_LIMITS }
+  const front = new FrontLimits({ admit: (c) => Promise.resolve(lim.count(c)), counted: (note) => { for (const [k, a, n] of note) lim.counted(k, a, n) } }, new RequestBoard(board.buffer), now)
+  t.teardown(() => { front.close() })
+  t.equal(lim.count(call), null, 'counted by the main thread, which puts the key and account on the board')
+  t.equal(lim.subjectCount, 2)
+  clock = Date.UTC(2026, 1, 1, 0, 0, 10)
+  lim.usage({ keyId: call.keyId })
+  await until(() => lim.subjectCount === 0, { ms: 2_000, what: 'the new month\'s sweep' })
+  t.equal(front.admit(call, 'm', 1), null, 'a thread still judges on the board')
+  t.equal(front.admit(call, 'm', 1), null)
+  // The thread's note (within 100 ms) brings the subjects back on the main thread.
+  await until(() => lim.usage({ keyId: call.keyId }).minuteRequests === 2, { ms: 2_000, what: 'the main thread reading the board\'s two' })
+  t.equal(lim.usage({ accountId: call.accountId }).minuteRequests, 2, 'the account\'s too')
+  const more = [lim.count(call), lim.count(call), lim.count(call), lim.count(call)]
+  t.same(more.map((r) => r?.code ?? 'ok'), ['ok', 'ok', 'ok', 'rate_limited'], 'and the main thread counts on the same slot: five in the minute')
 })
