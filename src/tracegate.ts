@@ -23,6 +23,7 @@ import { detectionPoolFor, type DetectionPool } from './detection/pool.js'
 import { DashboardServer } from './dashboard/server.js'
 import { SqlServer } from './sql/server.js'
 import { recordPasswordReset } from './password-resets.js'
+import { RequestBoard } from './limits/board.js'
 import { Limiter } from './limits/limiter.js'
 import { RedisCounters } from './limits/redis.js'
 import { FrontThreads } from './front/threads.js'
@@ -38,7 +39,11 @@ export interface ServeOptions {
   readonly testSeams?: boolean
   /** Test seam: another detection worker file (one that crashes or hangs), for the main thread's pool and every front thread's. */
   readonly detectionWorker?: string
-  /** Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. The counts are the main thread's, so it holds with front threads too. */
+  /**
+   * Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. With front threads
+   * it holds too: the request board (whose minutes are the system clock's) is then not used, and every
+   * counted call asks the main thread.
+   */
   readonly limitsClock?: () => number
 }
 
@@ -198,6 +203,8 @@ export class Tracegate {
         warn: (msg, fields) => { log?.warn(fields, msg) },
         pricing,
         hold: config.traces.enabled,
+        // Front threads judge requests per minute on it; with the main thread serving alone it has no use.
+        board: frontPorts === null || options.limitsClock !== undefined ? null : new RequestBoard(),
       })
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter

@@ -24,6 +24,8 @@ export interface FrontWorkerData {
   readonly detectionWorker: string | null
   /** The bulk lanes' shared slots (detection/slots.ts), the same buffer for every thread. */
   readonly bulkSlots: SharedArrayBuffer
+  /** The main thread's request board (limits/board.ts), the same buffer for every thread; null: none. */
+  readonly requestBoard: SharedArrayBuffer | null
 }
 
 /** The main thread's readiness, and how the limits count, for a front thread's /readyz. */

@@ -87,7 +87,7 @@ export class FrontThreads {
     const bulkSlots = SharedSlots.buffer()
     const threads: FrontThread[] = []
     const make = (index: number, port: number): FrontThread => {
-      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared, detectionWorker: services.detectionWorker, bulkSlots }, services)
+      const t = new FrontThread({ index, config, port, store: storePorts[index]!, inflight: shared, detectionWorker: services.detectionWorker, bulkSlots, requestBoard: services.limiter.boardBuffer }, services)
       threads.push(t)
       return t
     }

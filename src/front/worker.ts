@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { defaultBulkThreads, detectionPoolFor } from '../detection/pool.js'
 import { SharedSlots } from '../detection/slots.js'
+import { RequestBoard } from '../limits/board.js'
 import { FrontLimits } from '../limits/front.js'
 import { Metrics } from '../metrics.js'
 import { Pricing } from '../pricing/index.js'
@@ -47,7 +48,8 @@ const detection = config.detection.enabled
   })
   : null
 
-const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), counted: (note) => { hub.note('counted', note) } })
+const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), counted: (note) => { hub.note('counted', note) } },
+  data.requestBoard === null ? null : new RequestBoard(data.requestBoard))
 
 const stack = new ProxyStack(config, pricing, {
   lookupKey: (hash) => store.call('lookupKey', { hash }),

@@ -9,6 +9,7 @@ import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
 import { checkRules, NO_HEADERS, refusal, type Refusal } from './rules.js'
+import { minuteOf, type RequestBoard } from './board.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher } from './types.js'
 import type { LimitUsageRow, Limits } from '../domain/limits.js'
@@ -68,6 +69,12 @@ export interface LimiterOptions {
   readonly pricing?: Pricing | null
   /** Hold each call's estimate until settle() (true when built traces report their costs, i.e. traces are on). */
   readonly hold?: boolean
+  /**
+   * The request counts front threads judge requests per minute with (board.ts); absent: none. A subject
+   * goes on it when it is first counted here under a counted limit; its requests are then counted there,
+   * by whichever thread admits them, and added to its own here whenever it is read.
+   */
+  readonly board?: RequestBoard | null
 }
 
 /** What the calls in flight of one key or account hold. */
@@ -93,6 +100,7 @@ export class Limiter {
   readonly #accounts = new Map<string, Subject>()
   readonly #pricing: Pricing | null
   readonly #holding: boolean
+  readonly #board: RequestBoard | null
   /** Held per key ('k:' id) and account ('a:' id), and per call by its trace id. */
   readonly #held = new Map<string, Held>()
   readonly #holds = new Map<string, Hold>()
@@ -104,15 +112,22 @@ export class Limiter {
     this.#now = opts.now ?? Date.now
     this.#pricing = opts.pricing ?? null
     this.#holding = opts.hold === true
+    this.#board = opts.board ?? null
     this.#w.refresh(this.#now())
     const warn = opts.warn ?? ((msg, fields) => { process.emitWarning(`${msg} ${JSON.stringify(fields)}`, 'TracegateLimits') })
     const shared = opts.shared ?? null
-    this.#sync = shared === null ? null : new SharedSync(shared, { windows: this.#w, now: this.#now, refresh: (now) => { this.#refresh(now) } }, opts.syncMs ?? 100, warn)
+    const clock = { windows: this.#w, now: this.#now, refresh: (now: number) => { this.#refresh(now) }, fold: (s: Subject) => { this.#fold(s) }, publish: (s: Subject) => { this.#publish(s) } }
+    this.#sync = shared === null ? null : new SharedSync(shared, clock, opts.syncMs ?? 100, warn)
   }
 
   /** 'local' (no Redis configured), 'shared' (synced), 'fallback' (Redis configured but away, or not yet answered). */
   get mode (): LimitsMode {
     return this.#sync === null ? 'local' : this.#sync.mode
+  }
+
+  /** The request board's memory, for the front threads (null: none). */
+  get boardBuffer (): SharedArrayBuffer | null {
+    return this.#board?.buffer ?? null
   }
 
   /** Keys and accounts held in memory (for metrics and tests). */
@@ -144,9 +159,10 @@ export class Limiter {
     }
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
-    const refused = this.#check(call.key, k, call.account, a, now, call.relay === true)
+    const refused = this.#board !== null && this.#boarded(k, 'key', call.keyId) && this.#boarded(a, 'account', call.accountId)
+      ? this.#checkOnBoard(call, k, a, now)
+      : this.#check(call.key, k, call.account, a, now, call.relay === true, true) ?? this.#admit(k, a, 1, now)
     if (refused !== null) return refused
-    this.#admit(k, a, 1, now)
     const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
     if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k.name, a.name, tok, micro)
     return null
@@ -205,11 +221,72 @@ export class Limiter {
   }
 
   /** `n` admitted requests of a key and its account, in the current window. */
-  #admit (k: Subject, a: Subject, n: number, now: number): void {
+  #admit (k: Subject, a: Subject, n: number, now: number): null {
     k.reqOwn += n
     a.reqOwn += n
     this.#touch(k, now)
     this.#touch(a, now)
+    if (n !== 0) { this.#publish(k); this.#publish(a) }
+    return null
+  }
+
+  /** The subject has a slot on the board, given one now (what it counted so far goes with it) if there is room. */
+  #boarded (s: Subject, kind: 'key' | 'account', id: string): boolean {
+    if (s.slot < 0) {
+      const minute = minuteOf(this.#w.minuteStart)
+      s.slot = this.#board!.add(kind, id, minute, s.reqBase + s.reqFly + s.reqOwn)
+      // Whatever the slot already counts this minute (it outlives a swept subject) is folded in next.
+      s.boardSeen = 0
+      this.#publish(s)
+    }
+    return s.slot >= 0
+  }
+
+  /**
+   * count() for subjects on the board: their requests are counted there by compare-and-swap, as the front
+   * threads count them, so a limit's last request goes to one caller whichever thread asks. A request the
+   * later limits refuse is taken back.
+   */
+  #checkOnBoard (call: LimitCall, k: Subject, a: Subject, now: number): Refusal | null {
+    const board = this.#board!
+    const minute = minuteOf(this.#w.minuteStart)
+    if (board.admit(k.slot, minute, call.key.rpm) < 0) {
+      this.#fold(k)
+      this.#fold(a)
+      return this.#rateLimited(call.key, k, call.account, a, now, `The key's limit of ${call.key.rpm!} requests per minute`)
+    }
+    if (board.admit(a.slot, minute, call.account.rpm) < 0) {
+      board.undo(k.slot, minute)
+      this.#fold(k)
+      this.#fold(a)
+      return this.#rateLimited(call.key, k, call.account, a, now, `The account's limit of ${call.account.rpm!} requests per minute`)
+    }
+    this.#fold(k)
+    this.#fold(a)
+    const refused = call.relay === true ? null : this.#check(call.key, k, call.account, a, now, false, false)
+    if (refused !== null) {
+      // Both were folded with this request in: it leaves the board and the own counts alike.
+      for (const s of [k, a]) { board.undo(s.slot, minute); s.reqOwn--; s.boardSeen-- }
+      return refused
+    }
+    this.#touch(k, now)
+    this.#touch(a, now)
+    return null
+  }
+
+  /** Adds what the front threads counted on the board since the last fold to the subject's own requests. */
+  #fold (s: Subject): void {
+    if (s.slot < 0) return
+    const n = this.#board!.count(s.slot, minuteOf(s.minute))
+    // A request taken back after it was folded (undo) stays counted: never fewer than were sent to Redis.
+    if (n <= s.boardSeen) return
+    s.reqOwn += n - s.boardSeen
+    s.boardSeen = n
+  }
+
+  /** Tells the board the subject's requests of the minute that are not on it (the store's seed, other instances, notes). */
+  #publish (s: Subject): void {
+    if (s.slot >= 0) this.#board!.setOther(s.slot, minuteOf(s.minute), s.reqBase + s.reqFly + s.reqOwn - s.boardSeen)
   }
 
   /**
@@ -237,6 +314,7 @@ export class Limiter {
     for (const row of rows) {
       const k = this.#subject(this.#keys, row.keyId, 'k:')
       setBases(k, row.minuteRequests, row.minuteTokens, row.dayUsd, row.monthUsd)
+      this.#publish(k)
       this.#touch(k, now)
       const sum = sums.get(row.accountId) ?? [0, 0, 0, 0]
       sum[0] += row.minuteRequests
@@ -248,6 +326,7 @@ export class Limiter {
     for (const [accountId, [r, t, d, m]] of sums) {
       const a = this.#subject(this.#accounts, accountId, 'a:')
       setBases(a, r, t, d, m)
+      this.#publish(a)
       this.#touch(a, now)
     }
   }
@@ -291,10 +370,13 @@ export class Limiter {
     let s = map.get(id)
     if (s === undefined) {
       s = new Subject(prefix + id)
+      // A slot outlives a subject the month's sweep dropped: the threads may still count on it.
+      if (this.#board !== null) s.slot = this.#board.find(prefix === 'k:' ? 'key' : 'account', id)
       map.set(id, s)
     }
     // Windows nest (minute in day in month), so a current minute means the rest is current too.
     if (s.minute !== this.#w.minuteStart) roll(s, this.#w)
+    this.#fold(s)
     return s
   }
 
@@ -348,9 +430,10 @@ export class Limiter {
     this.#sweeping = setImmediate(step).unref()
   }
 
-  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean): Refusal | null {
-    if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
-    if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
+  /** `rpm`: judge requests per minute too (false when the board already did); `rpmOnly`: nothing else. */
+  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean, rpm: boolean): Refusal | null {
+    if (rpm && key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
+    if (rpm && account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
     if (rpmOnly) return null
     const hk = this.#held.get(k.name)
     const ha = this.#held.get(a.name)
@@ -367,8 +450,7 @@ export class Limiter {
 
   #rateLimited (key: Limits, k: Subject, account: Limits, a: Subject, now: number, what: string): Refusal {
     const wait = this.#w.minuteEnd - now
-    return refusal('rate_limited', `${what} is reached; try again in ${formatDuration(wait)}.`, null, null, null, wait,
-      this.#headers(key, k, account, a, now, wait))
+    return rateLimitedRefusal(what, wait, this.#headers(key, k, account, a, now, wait))
   }
 
   #overBudget (key: Limits, k: Subject, account: Limits, a: Subject, now: number, whose: 'key' | 'account', period: 'day' | 'month', usd: number): Refusal {
@@ -378,27 +460,39 @@ export class Limiter {
       null, period, usd, wait, this.#headers(key, k, account, a, now, wait))
   }
 
-  /** The 429 headers: the wait, and for requests and tokens (where limited) the more restrictive of key and account. */
   #headers (key: Limits, k: Subject, account: Limits, a: Subject, now: number, waitMs: number): Record<string, string> {
-    const h: Record<string, string> = {
-      'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
-      'retry-after-ms': String(waitMs),
-    }
-    const reset = formatDuration(this.#w.minuteEnd - now)
-    const req = tightest(key.rpm, requests(k), account.rpm, requests(a))
-    if (req !== null) {
-      h['x-ratelimit-limit-requests'] = String(req.limit)
-      h['x-ratelimit-remaining-requests'] = String(req.remaining)
-      h['x-ratelimit-reset-requests'] = reset
-    }
-    const tok = tightest(key.tpm, tokens(k), account.tpm, tokens(a))
-    if (tok !== null) {
-      h['x-ratelimit-limit-tokens'] = String(tok.limit)
-      h['x-ratelimit-remaining-tokens'] = String(tok.remaining)
-      h['x-ratelimit-reset-tokens'] = reset
-    }
-    return h
+    return limitHeaders(key, account, { keyRequests: requests(k), accountRequests: requests(a), keyTokens: tokens(k), accountTokens: tokens(a) }, this.#w.minuteEnd - now, waitMs)
   }
+}
+
+/** A 429 for requests or tokens per minute: `what` names the limit ("The key's limit of 60 requests per minute"). */
+export function rateLimitedRefusal (what: string, waitMs: number, headers: Record<string, string>): Refusal {
+  return refusal('rate_limited', `${what} is reached; try again in ${formatDuration(waitMs)}.`, null, null, null, waitMs, headers)
+}
+
+/**
+ * The 429 headers: the wait, and for requests and tokens (where limited) the more restrictive of key and
+ * account, with the minute's counts and what is left of it.
+ */
+export function limitHeaders (key: Limits, account: Limits, counts: { keyRequests: number; accountRequests: number; keyTokens: number; accountTokens: number }, minuteLeftMs: number, waitMs: number): Record<string, string> {
+  const h: Record<string, string> = {
+    'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
+    'retry-after-ms': String(waitMs),
+  }
+  const reset = formatDuration(minuteLeftMs)
+  const req = tightest(key.rpm, counts.keyRequests, account.rpm, counts.accountRequests)
+  if (req !== null) {
+    h['x-ratelimit-limit-requests'] = String(req.limit)
+    h['x-ratelimit-remaining-requests'] = String(req.remaining)
+    h['x-ratelimit-reset-requests'] = reset
+  }
+  const tok = tightest(key.tpm, counts.keyTokens, account.tpm, counts.accountTokens)
+  if (tok !== null) {
+    h['x-ratelimit-limit-tokens'] = String(tok.limit)
+    h['x-ratelimit-remaining-tokens'] = String(tok.remaining)
+    h['x-ratelimit-reset-tokens'] = reset
+  }
+  return h
 }
 
 function setBases (s: Subject, req: number, tok: number, dayUsd: number, monthUsd: number): void {

@@ -112,6 +112,10 @@ export class Subject {
   listed = false
   /** The connection generation in which its bases were last sent as floors (0: never). */
   floorGen = 0
+  /** Its slot in the front threads' request board (board.ts), or -1 (no board, or no room on it). */
+  slot = -1
+  /** The board's count of the current minute already added to reqOwn. */
+  boardSeen = 0
   /** The shared counters' names, built once per window. */
   namesMinute = -1
   reqName = ''
@@ -130,6 +134,7 @@ export class Subject {
 export function roll (s: Subject, w: Windows): void {
   s.minute = w.minuteStart
   s.reqBase = s.reqFly = s.reqOwn = 0
+  s.boardSeen = 0
   s.tokBase = s.tokFly = s.tokOwn = 0
   if (s.day !== w.dayStart) {
     s.day = w.dayStart
@@ -149,12 +154,26 @@ export function roll (s: Subject, w: Windows): void {
  * sent again: nothing is counted twice, and at most one sync's worth of this instance's counts can be
  * missing from the shared total.
  */
+/** What the sync needs of the limiter: its windows and clock, and its request board's two steps. */
+export interface SyncClock {
+  readonly windows: Windows
+  readonly now: () => number
+  /** Moves the windows (and starts the month's sweep). */
+  readonly refresh: (now: number) => void
+  /** Adds the front threads' requests counted on the board since the last fold to the subject's own. */
+  readonly fold: (s: Subject) => void
+  /** Tells the board the subject's requests counted elsewhere (after a sync read them). */
+  readonly publish: (s: Subject) => void
+}
+
 export class SharedSync {
   readonly #shared: SharedCounters
   readonly #windows: Windows
   readonly #now: () => number
   /** The limiter's refresh of the windows (which also starts its month's sweep). */
   readonly #refresh: (now: number) => void
+  readonly #fold: (s: Subject) => void
+  readonly #publish: (s: Subject) => void
   readonly #warn: (msg: string, fields: object) => void
   readonly #timer: NodeJS.Timeout
   #mode: Exclude<LimitsMode, 'local'> = 'fallback'
@@ -171,11 +190,13 @@ export class SharedSync {
   /** Per subject in the batch: the minute, day and month it was sent for. */
   readonly #sent: number[] = []
 
-  constructor (shared: SharedCounters, clock: { windows: Windows; now: () => number; refresh: (now: number) => void }, syncMs: number, warn: (msg: string, fields: object) => void) {
+  constructor (shared: SharedCounters, clock: SyncClock, syncMs: number, warn: (msg: string, fields: object) => void) {
     this.#shared = shared
     this.#windows = clock.windows
     this.#now = clock.now
     this.#refresh = clock.refresh
+    this.#fold = clock.fold
+    this.#publish = clock.publish
     this.#warn = warn
     this.#timer = setInterval(() => { this.#tick() }, syncMs)
     this.#timer.unref()
@@ -225,6 +246,7 @@ export class SharedSync {
     for (let i = 0; i < listed.length; i++) {
       const s = listed[i]!
       if (s.minute !== w.minuteStart) roll(s, w)
+      this.#fold(s)
       if (now - s.seenAt > ACTIVE_MS && s.floorGen === gen && s.reqOwn === 0 && s.tokOwn === 0 && s.dayOwn < 1 && s.monthOwn < 1) {
         s.listed = false
         continue
@@ -258,6 +280,7 @@ export class SharedSync {
         if (day) { s.dayOwn += s.dayFly; s.dayFly = 0 }
         if (month) { s.monthOwn += s.monthFly; s.monthFly = 0 }
       }
+      if (minute) this.#publish(s)
     }
     subjects.length = 0
     sent.length = 0

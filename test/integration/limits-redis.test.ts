@@ -5,7 +5,11 @@
 // restored from what the instances knew. Missing redis-server is a failure: CI installs it (.ci/run).
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { RequestBoard } from '../../src/limits/board.js'
+import { FrontLimits } from '../../src/limits/front.js'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
+import type { Refusal } from '../../src/limits/rules.js'
 import { KEY_PREFIX, RedisCounters } from '../../src/limits/redis.js'
 import type { SharedCounters, SyncBatch, SyncResult } from '../../src/limits/shared.js'
 import { sleep, until, withTimeout } from '../helpers/wait.js'
@@ -211,6 +215,36 @@ t.test('Redis loses its counts mid-minute (FLUSHALL, then one key evicted): rest
   t.equal(admitted, 10, 'rpm=10 admitted 10 in the minute, Redis losing its counts twice')
   t.equal(Number(await inspect.get((await requestsKey())!)), 10, 'and Redis holds 10')
   t.equal(warnings.filter((w) => w.includes('unreachable')).length, 0, 'Redis never went away')
+})
+
+t.test('a front thread judging on the request board counts the other instance\'s requests once they are synced', async (t) => {
+  const { port } = await freshRedis(t)
+  const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
+  const limiter = (board: RequestBoard | null): Limiter => {
+    const lim = new Limiter({ syncMs: SYNC_MS, shared: new RedisCounters(url), board })
+    t.teardown(() => lim.close())
+    return lim
+  }
+  const a = limiter(new RequestBoard())
+  const b = limiter(null)
+  await until(() => a.mode === 'shared' && b.mode === 'shared', { ms: 5_000, what: 'both limiters synced' })
+  // The board counts by the system clock's minute: all of this in one, with at least 10 s left.
+  const left = 60_000 - Date.now() % 60_000
+  if (left < 10_000) await sleep(left + 50)
+  const c: LimitCall = { keyId: randomUUID(), accountId: randomUUID(), key: { ...NO_LIMITS, rpm: 10 }, account: NO_LIMITS }
+  const front = new FrontLimits({ admit: (x) => Promise.resolve(a.count(x)), counted: (note) => { for (const [k, acc, n] of note) a.counted(k, acc, n) } }, new RequestBoard(a.boardBuffer))
+  t.teardown(() => { front.close() })
+  t.equal(a.admit(c, 'm', 1), null, 'the first call is counted by the main thread, which puts the key on the board')
+  for (let i = 0; i < 3; i++) t.equal(front.admit(c, 'm', 1), null, 'judged on the board, at once')
+  for (let i = 0; i < 4; i++) t.equal(b.admit(c, 'm', 1), null, 'the other instance admits some')
+  const seen = (n: number) => () => a.usage({ keyId: c.keyId }).minuteRequests === n && b.usage({ keyId: c.keyId }).minuteRequests === n
+  await until(seen(8), { ms: 5_000, what: 'both instances see 8' })
+  const answers = Array.from({ length: 5 }, () => front.admit(c, 'm', 1))
+  t.notOk(answers.some((x) => x instanceof Promise), 'every answer came from the board')
+  t.equal(answers.filter((x) => x === null).length, 2, 'the board admits the 2 left of 10, the other instance\'s 4 counted')
+  const refused = answers.filter((x): x is Refusal => x !== null && !(x instanceof Promise))
+  t.same(refused.map((r) => [r.code, r.headers['x-ratelimit-remaining-requests']]), [['rate_limited', '0'], ['rate_limited', '0'], ['rate_limited', '0']], 'the rest refused, none left')
+  await until(seen(10), { ms: 5_000, what: 'both instances see 10' })
 })
 
 t.test('a wrong password: fallback, and neither password in the warning', async (t) => {
