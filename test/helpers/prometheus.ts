@@ -31,3 +31,9 @@ export function value (all: readonly Sample[], name: string, match: Record<strin
   const keys = Object.keys(match).length
   return all.find((s) => s.name === name && Object.keys(s.labels).length === keys && Object.entries(match).every(([k, v]) => s.labels[k] === v))?.value
 }
+
+/** Requests each of `threads` front threads served (`tracegate_thread_requests_total`, by its thread label), in order. */
+export function servedByThread (all: readonly Sample[], threads = 2): number[] {
+  const by = new Map(samples(all, 'tracegate_thread_requests_total').map((x) => [x.labels.thread, x.value]))
+  return Array.from({ length: threads }, (_, i) => by.get(String(i)) ?? 0)
+}

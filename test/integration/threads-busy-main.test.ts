@@ -10,7 +10,7 @@ import { startTracegate, tempDir } from '../helpers/server.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
 import { send } from '../helpers/http.js'
-import { parseMetrics, samples } from '../helpers/prometheus.js'
+import { parseMetrics, servedByThread } from '../helpers/prometheus.js'
 import { stored } from '../helpers/store.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -32,8 +32,7 @@ const s = await startTracegate(t, tempDir('tracegate-threads-busy-'), null, { TR
 /** Requests each front thread served so far. */
 async function served (): Promise<number[]> {
   const r = await send(`http://127.0.0.1:${s.tg.metricsPort}/metrics`, { method: 'GET' })
-  const by = new Map(samples(parseMetrics(r.text), 'tracegate_thread_requests_total').map((x) => [x.labels.thread, x.value]))
-  return ['0', '1'].map((th) => by.get(th) ?? 0)
+  return servedByThread(parseMetrics(r.text))
 }
 
 // Starts every call at `at` (epoch ms) over a connection of its own, then prints each one's status and

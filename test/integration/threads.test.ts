@@ -11,7 +11,7 @@ import { startServer } from '../helpers/server.js'
 import { json, send, type RawResponse } from '../helpers/http.js'
 import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { stored } from '../helpers/store.js'
-import { parseMetrics, samples, value, type Sample } from '../helpers/prometheus.js'
+import { parseMetrics, samples, servedByThread, value, type Sample } from '../helpers/prometheus.js'
 import { until } from '../helpers/wait.js'
 
 const TOKEN = 'threads-test-metrics-token'
@@ -26,15 +26,13 @@ async function scrape (url = metricsUrl): Promise<Sample[]> {
   return parseMetrics(r.text)
 }
 
-/** Requests each front thread took so far, by its label. */
-async function served (): Promise<Map<string, number>> {
-  const m = new Map<string, number>()
-  for (const x of samples(await scrape(), 'tracegate_thread_requests_total')) m.set(x.labels.thread!, x.value)
-  return m
+/** Requests each front thread took so far. */
+async function served (): Promise<number[]> {
+  return servedByThread(await scrape())
 }
 
-function delta (before: Map<string, number>, after: Map<string, number>): number[] {
-  return ['0', '1'].map((th) => (after.get(th) ?? 0) - (before.get(th) ?? 0))
+function delta (before: number[], after: number[]): number[] {
+  return after.map((n, i) => n - before[i]!)
 }
 
 /** One call over a fresh connection (the kernel picks the thread per connection). */
