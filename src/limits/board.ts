@@ -112,13 +112,17 @@ export class RequestBoard {
   }
 
   /**
-   * Counts one request of `minute` when the minute's total (this instance's and elsewhere's) is below
-   * `limit` (null: no limit). Returns the total with this request, or -(total + 1) when refused.
+   * Counts one request of `minute` (or of the word's later minute) when the minute's total (this
+   * instance's and elsewhere's) is below `limit` (null: no limit). Returns the total with this request,
+   * or -(total + 1) when refused.
    */
   admit (slot: number, minute: number, limit: number | null): number {
     const at = slot * WORDS + COUNT
     for (;;) {
       const v = Atomics.load(this.#words, at)
+      // A caller whose clock read is a minute behind the word's (it was preempted across the minute's end)
+      // counts in the word's minute: a count never moves back in time, so none is lost.
+      minute = Math.max(minute, Number(v >> 32n))
       const n = unpack(v, minute)
       const total = n + this.other(slot, minute)
       if (limit !== null && total >= limit) return -(total + 1)

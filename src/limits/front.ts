@@ -7,9 +7,8 @@
 // limit depends on it, so it need not wake the main thread every turn); a call admitted on the board goes in
 // the same note with no count (it is counted on the board), so the main thread keeps its subjects current.
 import type { LimitsMode } from '../domain/limits-mode.js'
-import type { Limits } from '../domain/limits.js'
 import { minuteOf, type RequestBoard } from './board.js'
-import { limitHeaders, rateLimitedRefusal, type LimitCall } from './limiter.js'
+import { limitHeaders, rateLimitedRefusal, rpmAlone, type LimitCall } from './limiter.js'
 import { checkRules, hasCounters, type Refusal } from './rules.js'
 
 const NOTE_MS = 100
@@ -23,9 +22,6 @@ export interface MainCounts {
   admit (call: LimitCall): Promise<Refusal | null>
   counted (note: CountedNote): void
 }
-
-/** Only requests per minute are counted under these limits (or none). */
-const rpmAlone = (l: Limits): boolean => l.tpm === null && l.budgetDayUsd === null && l.budgetMonthUsd === null
 
 export class FrontLimits {
   readonly #main: MainCounts

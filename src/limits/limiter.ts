@@ -84,6 +84,8 @@ interface Held { tok: number; micro: number }
 interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number }
 
 const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
+/** Only requests per minute are counted under these limits (or none): what a front thread judges on the board. */
+export const rpmAlone = (l: Limits): boolean => l.tpm === null && !budgeted(l)
 
 const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
 const tokens = (s: Subject): number => s.tokBase + s.tokFly + s.tokOwn
@@ -159,9 +161,12 @@ export class Limiter {
     }
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
-    const refused = this.#board !== null && this.#boarded(k, 'key', call.keyId) && this.#boarded(a, 'account', call.accountId)
-      ? this.#checkOnBoard(call, k, a, now)
-      : this.#check(call.key, k, call.account, a, now, call.relay === true, true) ?? this.#admit(k, a, 1, now)
+    // A key and account the front threads could judge on the board are put there (both, or neither is used).
+    if (this.#board !== null && rpmAlone(call.key) && rpmAlone(call.account)) {
+      this.#boarded(k, 'key', call.keyId)
+      this.#boarded(a, 'account', call.accountId)
+    }
+    const refused = this.#check(call.key, k, call.account, a, now, call.relay === true) ?? this.#countRequest(call, k, a, now)
     if (refused !== null) return refused
     const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
     if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k.name, a.name, tok, micro)
@@ -221,57 +226,57 @@ export class Limiter {
   }
 
   /** `n` admitted requests of a key and its account, in the current window. */
-  #admit (k: Subject, a: Subject, n: number, now: number): null {
+  #admit (k: Subject, a: Subject, n: number, now: number): void {
     k.reqOwn += n
     a.reqOwn += n
     this.#touch(k, now)
     this.#touch(a, now)
     if (n !== 0) { this.#publish(k); this.#publish(a) }
-    return null
   }
 
   /** The subject has a slot on the board, given one now (what it counted so far goes with it) if there is room. */
-  #boarded (s: Subject, kind: 'key' | 'account', id: string): boolean {
-    if (s.slot < 0) {
-      const minute = minuteOf(this.#w.minuteStart)
-      s.slot = this.#board!.add(kind, id, minute, s.reqBase + s.reqFly + s.reqOwn)
-      // Whatever the slot already counts this minute (it outlives a swept subject) is folded in next.
-      s.boardSeen = 0
-      this.#publish(s)
-    }
-    return s.slot >= 0
+  #boarded (s: Subject, kind: 'key' | 'account', id: string): void {
+    if (s.slot >= 0) return
+    const minute = minuteOf(this.#w.minuteStart)
+    s.slot = this.#board!.add(kind, id, minute, s.reqBase + s.reqFly + s.reqOwn)
+    // Whatever the slot already counts this minute (it outlives a swept subject) is folded in next.
+    s.boardSeen = 0
+    this.#publish(s)
   }
 
   /**
-   * count() for subjects on the board: their requests are counted there by compare-and-swap, as the front
-   * threads count them, so a limit's last request goes to one caller whichever thread asks. A request the
-   * later limits refuse is taken back.
+   * Counts the call's request against key and account, after every other check passed: on the board by
+   * compare-and-swap for a subject that has a slot (front threads count there too, so a limit's last
+   * request goes to one caller whichever thread asks), in its own counts otherwise (only this thread
+   * counts a subject without a slot). The requests per minute are checked again here, atomically.
    */
-  #checkOnBoard (call: LimitCall, k: Subject, a: Subject, now: number): Refusal | null {
-    const board = this.#board!
+  #countRequest (call: LimitCall, k: Subject, a: Subject, now: number): Refusal | null {
     const minute = minuteOf(this.#w.minuteStart)
-    if (board.admit(k.slot, minute, call.key.rpm) < 0) {
-      this.#fold(k)
-      this.#fold(a)
+    if (!this.#countOne(k, call.key.rpm, minute)) {
       return this.#rateLimited(call.key, k, call.account, a, now, `The key's limit of ${call.key.rpm!} requests per minute`)
     }
-    if (board.admit(a.slot, minute, call.account.rpm) < 0) {
-      board.undo(k.slot, minute)
+    if (!this.#countOne(a, call.account.rpm, minute)) {
+      if (k.slot >= 0) this.#board!.undo(k.slot, minute)
+      else k.reqOwn--
       this.#fold(k)
       this.#fold(a)
       return this.#rateLimited(call.key, k, call.account, a, now, `The account's limit of ${call.account.rpm!} requests per minute`)
     }
     this.#fold(k)
     this.#fold(a)
-    const refused = call.relay === true ? null : this.#check(call.key, k, call.account, a, now, false, false)
-    if (refused !== null) {
-      // Both were folded with this request in: it leaves the board and the own counts alike.
-      for (const s of [k, a]) { board.undo(s.slot, minute); s.reqOwn--; s.boardSeen-- }
-      return refused
-    }
     this.#touch(k, now)
     this.#touch(a, now)
+    this.#publish(k)
+    this.#publish(a)
     return null
+  }
+
+  /** One request of `s` counted unless it would pass `limit` (null: none). */
+  #countOne (s: Subject, limit: number | null, minute: number): boolean {
+    if (s.slot >= 0) return this.#board!.admit(s.slot, minute, limit) >= 0
+    if (limit !== null && requests(s) >= limit) return false
+    s.reqOwn++
+    return true
   }
 
   /** Adds what the front threads counted on the board since the last fold to the subject's own requests. */
@@ -382,7 +387,7 @@ export class Limiter {
 
   /** The subject, and with Redis kept in the sync for a minute more; without Redis only if it is known. */
   #watch (map: Map<string, Subject>, id: string, prefix: string, now: number): Subject | undefined {
-    if (this.#sync === null) return map.get(id)
+    if (this.#sync === null) return map.has(id) ? this.#subject(map, id, prefix) : undefined
     const s = this.#subject(map, id, prefix)
     this.#touch(s, now)
     return s
@@ -423,17 +428,22 @@ export class Limiter {
           continue
         }
         const [id, s] = next.value
-        if (s.month < this.#w.monthStart) maps[m]!.delete(id)
+        // A subject in the Redis sync's list is rolled by the sync: dropped here, the sync would go on
+        // folding its board slot beside the subject that replaces it, and count the slot twice.
+        if (s.month < this.#w.monthStart && !s.listed) maps[m]!.delete(id)
       }
       this.#sweeping = setImmediate(step).unref()
     }
     this.#sweeping = setImmediate(step).unref()
   }
 
-  /** `rpm`: judge requests per minute too (false when the board already did); `rpmOnly`: nothing else. */
-  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean, rpm: boolean): Refusal | null {
-    if (rpm && key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
-    if (rpm && account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
+  /**
+   * Every limit on the counts as they stand; `rpmOnly`: requests per minute alone. A request is counted
+   * after (#countRequest), which checks the requests per minute again where front threads count too.
+   */
+  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean): Refusal | null {
+    if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
+    if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
     if (rpmOnly) return null
     const hk = this.#held.get(k.name)
     const ha = this.#held.get(a.name)

@@ -247,6 +247,38 @@ t.test('a front thread judging on the request board counts the other instance\'s
   await until(seen(10), { ms: 5_000, what: 'both instances see 10' })
 })
 
+t.test('across a month\'s end, what a front thread counts on the board reaches Redis once', async (t) => {
+  const { port } = await freshRedis(t)
+  const url = `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`
+  // Ahead of the real clock, so the counters' expiry (their window's end) is in Redis's future.
+  let clock = Date.UTC(2027, 0, 31, 23, 59, 50)
+  const now = (): number => clock
+  const board = new RequestBoard()
+  const a = new Limiter({ now, syncMs: SYNC_MS, shared: new RedisCounters(url), board })
+  t.teardown(() => a.close())
+  await until(() => a.mode === 'shared', { ms: 5_000, what: 'the limiter synced' })
+  const c: LimitCall = { keyId: randomUUID(), accountId: randomUUID(), key: { ...NO_LIMITS, rpm: 100 }, account: NO_LIMITS }
+  const front = new FrontLimits({ admit: (x) => Promise.resolve(a.count(x)), counted: (note) => { for (const [k, acc, n] of note) a.counted(k, acc, n) } }, new RequestBoard(board.buffer), now)
+  t.teardown(() => { front.close() })
+  t.equal(a.count(c), null, 'on the board')
+  t.equal(front.admit(c, 'm', 1), null)
+  await sleep(10 * SYNC_MS)
+  clock = Date.UTC(2027, 1, 1, 0, 0, 5)
+  // Another key's note is the first thing the main thread does in the new month: the month's sweep starts
+  // before the sync has rolled this key's subjects.
+  a.counted(randomUUID(), randomUUID(), 1)
+  await sleep(50)
+  for (let i = 0; i < 5; i++) t.equal(front.admit(c, 'm', 1), null, 'judged on the board in the new month')
+  const inspect = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+  t.teardown(() => { inspect.disconnect() })
+  await inspect.connect()
+  const counter = `${KEY_PREFIX}k:${c.keyId}:requests:${Date.UTC(2027, 1, 1, 0, 0, 0)}`
+  await until(async () => Number(await inspect.get(counter)) >= 5, { ms: 5_000, what: 'the five in Redis' })
+  await sleep(10 * SYNC_MS)
+  t.equal(Number(await inspect.get(counter)), 5, 'Redis holds the five once')
+  t.equal(a.usage({ keyId: c.keyId }).minuteRequests, 5, 'and so does the limiter')
+})
+
 t.test('a wrong password: fallback, and neither password in the warning', async (t) => {
   const { port } = await freshRedis(t)
   const wrong = 'not-the-Password-42'
