@@ -350,7 +350,7 @@ export function loadConfig (env: Env = process.env): Config {
       maxQueue: int(env, 'TRACEGATE_DETECTION_QUEUE', 1024, 1, 1_000_000),
       deadlineMs: int(env, 'TRACEGATE_DETECTION_DEADLINE_MS', 500, 1, 60_000),
       maxBytes: int(env, 'TRACEGATE_DETECTION_MAX_BYTES', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-      inlineBytes: int(env, 'TRACEGATE_DETECTION_INLINE_BYTES', 8192, 0, 32 * 1024),
+      inlineBytes: int(env, 'TRACEGATE_DETECTION_INLINE_BYTES', 4096, 0, 32 * 1024),
       failureMode: oneOf(env, 'TRACEGATE_DETECTION_FAILURE_MODE', ['closed', 'open'] as const, 'closed'),
     }),
     pricingFile: env.TRACEGATE_PRICING_FILE === undefined || env.TRACEGATE_PRICING_FILE === '' ? null : resolve(env.TRACEGATE_PRICING_FILE),

@@ -111,7 +111,7 @@ export class Metrics {
 
     const verdicts = new CounterFamily('tracegate_detection_verdicts_total', 'Detection answers: clean, blocked, or why none came (error, deadline, queue_full, too_large).').register(this.registry)
     this.#verdicts = Object.fromEntries(DETECTION_RESULTS.map((r) => [r, verdicts.series(r, { verdict: r })])) as Record<DetectionResult, CounterSeries>
-    this.#inline = new CounterFamily('tracegate_detection_inline_total', 'Detection answers given by the thread that serves the call itself (bodies up to TRACEGATE_DETECTION_INLINE_BYTES, while its inline share lasts); the others came from the detection workers.')
+    this.#inline = new CounterFamily('tracegate_detection_inline_total', 'Detection answers given by the thread that serves the call itself (bodies up to TRACEGATE_DETECTION_INLINE_BYTES, while it has time to spare); the others came from the detection workers.')
       .register(this.registry).series('', {})
     this.#detection = new HistogramFamily('tracegate_detection_duration_seconds', 'Time from a request entering detection to its verdict (queueing included).', FAST_BUCKETS)
       .register(this.registry).series('', {})

@@ -1,25 +1,28 @@
 // A small body judged in the calling thread (a front thread, or the main thread serving alone) by the same
 // detector the workers run: a round trip to a worker costs the sender more CPU than judging a chat turn
-// whose history the segment cache has seen. A budget bounds how much of the thread's time this may take
-// (a token bucket refilled at `share` of the wall clock, at most BURST_MS ahead): once it is spent, checks
-// go to the workers, batched per turn, so a busy thread keeps its time for proxying and a flood of small
-// bodies from one account meets the pool's fair queue like any other.
-import { performance } from 'node:perf_hooks'
+// whose history the segment cache has seen. It is done only while the thread has time to spare: its event
+// loop was busy less than half the time over the last BUSY_WINDOW_MS, and a token bucket (refilled at
+// `share` of the wall clock, at most BURST_MS ahead) still holds time. Otherwise, and for any body the
+// detector fails on, the check goes to the workers, batched per turn: a saturated thread keeps its time
+// for proxying while the workers judge, and a flood of small bodies from one account meets the pool's
+// fair queue like any other.
+import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import type { ProviderName } from '../providers/index.js'
-import type { DetectionOutcome } from './pool.js'
 import type { Verdict } from './types.js'
 
 /** The share of a thread's time inline checks may take by default. */
 export const INLINE_SHARE = 0.25
 /**
  * How far ahead the budget may fill while the thread judges nothing: a burst of calls in one turn stalls
- * the thread's other calls by at most this, plus the one check that spends it (under 1 ms for a warm 8 KiB body).
+ * the thread's other calls by at most this, plus the one check that spends it.
  */
 const BURST_MS = 2
+/** The thread's event loop is judged busy or not over windows of this length. */
+const BUSY_WINDOW_MS = 100
+/** Above this event-loop utilisation the thread has no time to spare for judging. */
+const BUSY_ABOVE = 0.5
 
 type DetectBody = (provider: ProviderName, json: string, allow: readonly string[] | null) => Verdict
-
-const ERROR: DetectionOutcome = Object.freeze({ ok: false, failure: 'error' })
 
 export class InlineJudge {
   readonly #maxBytes: number
@@ -30,8 +33,13 @@ export class InlineJudge {
   /** Milliseconds of inline judging the thread may still spend. */
   #budget = BURST_MS
   #at = performance.now()
-  /** Why the last inline check failed, for the pool's fault log. */
-  lastError = ''
+  /**
+   * The event loop's utilisation at the start of the current window (null until the first check, so the
+   * thread's start is not taken for load), and whether the last whole window was busy.
+   */
+  #elu: EventLoopUtilization | null = null
+  #windowAt = 0
+  #busy = false
 
   constructor (maxBytes: number, share = INLINE_SHARE, onInline: (() => void) | null = null) {
     this.#maxBytes = maxBytes
@@ -39,34 +47,46 @@ export class InlineJudge {
     this.#onInline = onInline
   }
 
-  /** Loads the detector the workers run (its code, weights and warm-up) into this thread; checks go to workers until then. */
+  /**
+   * Loads the detector the workers run (its code, weights and warm-up) into this thread; checks go to the
+   * workers until then, and for good if it cannot load (the next check tries again).
+   */
   load (): Promise<void> {
-    this.#loading ??= import('../../workers/detect.js').then((m: { detectBody: DetectBody }) => { this.#detect = m.detectBody })
+    this.#loading ??= import('../../workers/detect.js').then((m: { detectBody: DetectBody }) => { this.#detect = m.detectBody }, (err: unknown) => {
+      this.#loading = null
+      throw err
+    })
     return this.#loading
   }
 
-  /** The outcome, or null when the body goes to the workers (too large, not loaded yet, or no budget left). */
-  judge (provider: ProviderName, body: Buffer, allow: readonly string[] | null): DetectionOutcome | null {
+  /** The verdict, or null when the body goes to the workers (too large, not loaded, no time to spare, or the detector failed on it). */
+  judge (provider: ProviderName, body: Buffer, allow: readonly string[] | null): Verdict | null {
     if (body.length > this.#maxBytes) return null
     const detect = this.#detect
     if (detect === null) {
-      this.load().catch((err: unknown) => { this.lastError = err instanceof Error ? err.message : String(err) })
+      this.load().catch(() => { /* the workers judge meanwhile */ })
       return null
     }
     const now = performance.now()
+    if (this.#elu === null || now - this.#windowAt >= BUSY_WINDOW_MS) {
+      const elu = performance.eventLoopUtilization()
+      if (this.#elu !== null) this.#busy = performance.eventLoopUtilization(elu, this.#elu).utilization > BUSY_ABOVE
+      this.#elu = elu
+      this.#windowAt = now
+    }
     this.#budget = Math.min(BURST_MS, this.#budget + (now - this.#at) * this.#share)
     this.#at = now
-    if (this.#budget <= 0) return null
-    let outcome: DetectionOutcome
+    if (this.#busy || this.#budget <= 0) return null
+    let verdict: Verdict
     try {
-      outcome = { ok: true, verdict: detect(provider, body.toString('utf8'), allow) }
-    } catch (err) {
-      // The detector failed on this body: a worker would fail the same way, so the failure mode applies.
-      this.lastError = err instanceof Error ? err.message : String(err)
-      outcome = ERROR
+      verdict = detect(provider, body.toString('utf8'), allow)
+    } catch {
+      // A worker judges it again, and the pool's fault log tells what failed there.
+      return null
+    } finally {
+      this.#budget -= performance.now() - now
     }
-    this.#budget -= performance.now() - now
     this.#onInline?.()
-    return outcome
+    return verdict
   }
 }

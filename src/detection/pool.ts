@@ -6,7 +6,7 @@
 // SMALL_BYTES are judged by workers of their own (the bulk lane) so a flood of
 // large bodies never stands between a chat turn and its worker, and a body over
 // TRACEGATE_DETECTION_MAX_BYTES is not judged at all. A small body may be judged in the calling thread
-// itself (inline.ts), which saves the round trip to a worker while the thread's inline share lasts.
+// itself (inline.ts), which saves the round trip to a worker while the thread has time to spare.
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { moduleFile } from '../paths.js'
@@ -75,7 +75,7 @@ export interface DetectionPoolOptions {
   /** Slots the bulk lane shares with other threads' pools (null or absent: its own workers bound it). */
   readonly bulkSlots?: SharedSlots | null
   /**
-   * Bodies up to this many bytes are judged in this thread while its inline share lasts (0 or absent: none;
+   * Bodies up to this many bytes are judged in this thread while it has time to spare (0 or absent: none;
    * none either with a worker file of its own, a test's, which is then the only judge).
    */
   readonly inlineBytes?: number
@@ -141,12 +141,15 @@ export class DetectionPool {
   #warming: Promise<void> | null = null
   readonly #watchdog: NodeJS.Timeout
   readonly #inline: InlineJudge | null
+  /** The caller's onJudged alone (#onJudged also feeds the fault log). */
+  readonly #onAnswered: ((outcome: DetectionOutcome, ms: number) => void) | null
 
   constructor (options: DetectionPoolOptions) {
     this.#deadlineMs = options.deadlineMs
     this.#maxQueue = options.maxQueue
     this.#maxBytes = options.maxBytes ?? Infinity
     this.#onJudged = fault(options, () => this.#lastError)
+    this.#onAnswered = options.onJudged ?? null
     const lane = { filename: options.filename ?? DETECT_WORKER, maxQueue: options.maxQueue, onError: (m: string) => { this.#lastError = m }, onAnswer: () => { this.#warm = true } }
     this.#chat = new Lane({ ...lane, threads: options.threads, batchMax: BATCH_MAX, batchBytes: BATCH_BYTES, spare: () => this.#bulk.takeUpTo(SPARE_BYTES) })
     this.#bulk = new Lane({ ...lane, threads: options.bulkThreads ?? defaultBulkThreads(options.threads), batchMax: 1, batchBytes: 0, slots: options.bulkSlots ?? null })
@@ -167,11 +170,12 @@ export class DetectionPool {
       this.#onJudged?.(TOO_LARGE, 0)
       return Promise.resolve(TOO_LARGE)
     }
-    const inline = this.#inline?.judge(provider, body, allow) ?? null
-    if (inline !== null) {
-      if (!inline.ok) this.#lastError = this.#inline!.lastError
-      this.#onJudged?.(inline, inline.ok ? inline.verdict.ms : 0)
-      return Promise.resolve(inline)
+    const verdict = this.#inline?.judge(provider, body, allow) ?? null
+    if (verdict !== null) {
+      const outcome: DetectionOutcome = { ok: true, verdict }
+      // Told to the caller's count, not the fault log: an answer given here says nothing of the workers.
+      this.#onAnswered?.(outcome, verdict.ms)
+      return Promise.resolve(outcome)
     }
     if (this.#shares.total >= this.#maxQueue && !this.#makeRoom(account)) {
       this.#onJudged?.(QUEUE_FULL, 0)
@@ -212,7 +216,7 @@ export class DetectionPool {
    * requests are not judged by cold workers (which would miss the deadline and fail closed).
    */
   warm (timeoutMs = 60_000): Promise<void> {
-    this.#warming ??= Promise.all([this.#chat.warm(timeoutMs), this.#bulk.warm(timeoutMs), this.#inline?.load()]).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
+    this.#warming ??= Promise.all([this.#chat.warm(timeoutMs), this.#bulk.warm(timeoutMs), this.#inline?.load().catch(() => { /* the workers judge */ })]).then(() => { this.#warm = true }).finally(() => { this.#warming = null })
     return this.#warming
   }
 
