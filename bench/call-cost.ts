@@ -7,9 +7,8 @@
 // BENCH_COMPARE_ENV (space-separated NAME=value pairs, default TRACEGATE_DETECTION_INLINE_BYTES=0).
 // Prints a JSON line per run and one for the comparison, then a line a person reads.
 import { readFileSync } from 'node:fs'
-import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
-import { mainThreadCpuUs, processCpuUs, proxyBody, quantile, round2, rssOf, say, startMock, startTracegate, type TracegateProc } from './processes.js'
+import { fixedRate, mainThreadCpuUs, processCpuUs, proxyBody, round2, rssOf, say, startMock, startTracegate, type TracegateProc } from './processes.js'
 
 const rate = Number(process.env.BENCH_RATE ?? 1000)
 const seconds = Number(process.env.BENCH_DURATION ?? 8)
@@ -31,36 +30,16 @@ let message = 0
 async function paced (tg: TracegateProc, pool: Pool, secs: number): Promise<Run> {
   const cpu0 = processCpuUs(tg.pid)
   const main0 = mainThreadCpuUs(tg.pid)
-  const ms: number[] = []
-  let errors = 0
-  const pending: Array<Promise<void>> = []
-  const one = async (body: string): Promise<void> => {
-    const t0 = performance.now()
-    try {
-      const r = await pool.request({ path: PATH, method: 'POST', body, headers: { 'content-type': 'application/json' } })
-      await r.body.arrayBuffer()
-      ms.push(performance.now() - t0)
-      if (r.statusCode !== 200) errors++
-    } catch {
-      errors++
-    }
-  }
-  const start = performance.now()
-  const total = Math.round(rate * secs)
-  let sent = 0
-  while (sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate))
-    for (; sent < due; sent++) pending.push(one(proxyBody(tg.key, false, message++)))
-    await new Promise<void>((resolve) => setTimeout(resolve, 1))
-  }
-  await Promise.all(pending)
-  const calls = Math.max(1, ms.length)
+  const first = message
+  message += Math.round(rate * secs)
+  const r = await fixedRate(pool, rate, PATH, (n) => proxyBody(tg.key, false, first + n), {}, secs)
+  const calls = Math.max(1, r.calls)
   return {
     cpuUs: Math.round((processCpuUs(tg.pid) - cpu0) / calls),
     mainUs: Math.round((mainThreadCpuUs(tg.pid) - main0) / calls),
-    p50: round2(quantile(ms, 0.5)),
-    p99: round2(quantile(ms, 0.99)),
-    errors,
+    p50: r.p50,
+    p99: r.p99,
+    errors: r.errors,
     rssMb: Math.round(rssOf(tg.pid) / 1048576),
   }
 }

@@ -270,20 +270,21 @@ export interface RateRun { readonly calls: number; readonly errors: number; read
 
 /**
  * `rate` calls a second for `seconds` over `pool`, each timed from its send to its last byte; the schedule
- * does not wait for answers (an open loop). `body` null: a GET. `hits`: answers saying x-tracegate-cache: hit.
- * `into`: each call's time is also added there (a caller merging several runs).
+ * does not wait for answers (an open loop). `body` null: a GET; a function: the body of the call it is
+ * given the number of (0, 1, …). `hits`: answers saying x-tracegate-cache: hit. `into`: each call's time is
+ * also added there (a caller merging several runs).
  */
-export async function fixedRate (pool: Pool, rate: number, path: string, body: string | null, headers: Record<string, string>, seconds: number, into: number[] | null = null): Promise<RateRun> {
+export async function fixedRate (pool: Pool, rate: number, path: string, body: string | null | ((n: number) => string), headers: Record<string, string>, seconds: number, into: number[] | null = null): Promise<RateRun> {
   const ms: number[] = []
   let errors = 0
   let hits = 0
   const pending: Array<Promise<void>> = []
-  const one = async (): Promise<void> => {
+  const one = async (n: number): Promise<void> => {
     const t0 = performance.now()
     try {
       const r = body === null
         ? await pool.request({ path, method: 'GET' })
-        : await pool.request({ path, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } })
+        : await pool.request({ path, method: 'POST', body: typeof body === 'string' ? body : body(n), headers: { 'content-type': 'application/json', ...headers } })
       await r.body.arrayBuffer()
       const took = performance.now() - t0
       ms.push(took)
@@ -299,7 +300,7 @@ export async function fixedRate (pool: Pool, rate: number, path: string, body: s
   let sent = 0
   while (sent < total) {
     const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate))
-    for (; sent < due; sent++) pending.push(one())
+    for (; sent < due; sent++) pending.push(one(sent))
     await new Promise<void>((resolve) => setTimeout(resolve, 1))
   }
   await Promise.all(pending)
