@@ -41,8 +41,8 @@ export interface ServeOptions {
   readonly detectionWorker?: string
   /**
    * Test seam: the limits' clock (epoch ms), so a window can end without waiting for it. With front threads
-   * it holds too: the request board (whose minutes are the system clock's) is then not used, and every
-   * counted call asks the main thread.
+   * it holds too: the request board (whose minutes and days are the system clock's) is then not used, and
+   * every counted call asks the main thread.
    */
   readonly limitsClock?: () => number
 }
@@ -209,9 +209,11 @@ export class Tracegate {
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter
       // A built trace's cost is counted before its call's hold ends, so the two never leave a gap.
-      store.onUsage((entries, settled) => {
+      store.onUsage((entries, settled, released) => {
         for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
         limits.settle(settled)
+        // After the costs are counted: a front thread's call held its estimate on the board until now.
+        for (const [keyId, accountId, tok, micro] of released) limits.released(keyId, accountId, tok, micro)
       })
       // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
       const detectionWorker = options.detectionWorker ?? null
@@ -242,7 +244,7 @@ export class Tracegate {
       } else {
         stack = new ProxyStack(config, pricing, {
           lookupKey,
-          postTraces: (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) },
+          postTraces: (traces, transfer, handoff, held) => { store.postTraces(traces, transfer, handoff, held) },
           limiter: limits, detection, ready, render, log, metrics,
         })
         keys = stack.keys

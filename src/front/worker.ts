@@ -48,12 +48,13 @@ const detection = config.detection.enabled
   })
   : null
 
+// Priced and held as the main thread's Limiter does (tracegate.ts): holds end when traces are built, so only with traces on.
 const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), counted: (note) => { hub.note('counted', note) } },
-  data.requestBoard === null ? null : new RequestBoard(data.requestBoard))
+  data.requestBoard === null ? null : new RequestBoard(data.requestBoard), Date.now, { pricing, hold: config.traces.enabled })
 
 const stack = new ProxyStack(config, pricing, {
   lookupKey: (hash) => store.call('lookupKey', { hash }),
-  postTraces: (traces, transfer, handoff) => { store.postTraces(traces, transfer, handoff) },
+  postTraces: (traces, transfer, handoff, held) => { store.postTraces(traces, transfer, handoff, held) },
   limiter,
   detection,
   ready: async () => {

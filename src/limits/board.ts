@@ -1,21 +1,28 @@
-// Request counts in shared memory, so front threads judge requests per minute without asking the main
+// Limit counts in shared memory, so front threads judge a call's counted limits without asking the main
 // thread. One table for keys and one for accounts, each a fixed array of slots found by the subject's id
 // (a UUID, as two 64-bit words) with linear probing. Only the main thread's Limiter adds a subject (it
-// writes the id, the count and what is counted elsewhere before the id becomes visible); a slot is never
-// moved or freed. Each slot holds:
+// writes the id and the counts before the id becomes visible); a slot is never moved or freed. Each slot holds:
 // - the minute's count: this instance's admitted requests of the minute, packed with the minute as
 //   (minute << 32) | count and raised by compare-and-swap, so threads racing for a limit's last request
 //   admit exactly as many as one thread would;
 // - the requests counted elsewhere in that minute (the store's seed, other instances through Redis),
-//   written by the main thread, packed the same way.
-// A word from an earlier minute reads as 0. A subject the table has no room for is judged by the main
-// thread, as any call under a tpm or budget is.
+//   written by the main thread, packed the same way;
+// - the tokens of the minute and the spend (whole micro-dollars) of the UTC day and month, all of them as
+//   the main thread counts them (it is told every built trace's cost), each packed with its window;
+// - the tokens and micro-dollars held by calls in flight (reserve.ts): raised by compare-and-swap only
+//   while the limit has room, so racing threads never hold past it, and lowered when a call's trace is built.
+// A word from an earlier window reads as 0. A subject the table has no room for is judged by the main thread.
 
-const WORDS = 4
+const WORDS = 9
 const HI = 0
 const LO = 1
 const COUNT = 2
 const OTHER = 3
+const TOKENS = 4
+const DAY = 5
+const MONTH = 6
+const HELD_TOKENS = 7
+const HELD_MICRO = 8
 /** A slot whose id is being written. */
 const CLAIMING = -1n
 const LOW32 = 0xffffffffn
@@ -24,13 +31,48 @@ const PROBES = 64
 
 export type BoardKind = 'key' | 'account'
 
-/** Slots per table by default: 65,536 keys and as many accounts with counted limits, 4 MiB in all. */
+/** Slots per table by default: 65,536 keys and as many accounts with counted limits, 9 MiB in all (touched pages only). */
 export const BOARD_SLOTS = 65_536
 
 /** The minute `ms` (epoch) falls in, as the table counts it. */
 export const minuteOf = (ms: number): number => Math.floor(ms / 60_000)
+/** The UTC day `ms` falls in (days since the epoch). */
+export const dayOf = (ms: number): number => Math.floor(ms / 86_400_000)
+/** The UTC month `ms` falls in (months since January 1970). */
+export function monthOf (ms: number): number {
+  const d = new Date(ms)
+  return (d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth()
+}
+
+/**
+ * The most the words hold: tokens per minute below 2^32, micro-dollars per day below 2^43 (8.7 million
+ * USD) and per month below 2^48. A limit beyond them keeps its subject off the table (limiter.ts `boardable`).
+ */
+export const MAX_TOKENS = 4_294_967_295
+export const MAX_DAY_MICRO = 2 ** 43 - 1
+export const MAX_MONTH_MICRO = 2 ** 48 - 1
+const DAY_SHIFT = 43n
+const MONTH_SHIFT = 48n
 
 const pack = (minute: number, n: number): bigint => (BigInt(minute) << 32n) | BigInt(n)
+const packIn = (window: number, shift: bigint, n: number, max: number): bigint =>
+  (BigInt(window) << shift) | BigInt(Math.min(max, Math.max(0, Math.round(n))))
+const unpackIn = (v: bigint, window: number, shift: bigint): number =>
+  Number(v >> shift) === window ? Number(v & ((1n << shift) - 1n)) : 0
+
+/** A new slot's use in its windows and what its calls in flight hold (micro-dollars whole). */
+export interface SlotUse {
+  readonly tokens: number
+  readonly day: number
+  readonly dayMicro: number
+  readonly month: number
+  readonly monthMicro: number
+  readonly heldTokens: number
+  readonly heldMicro: number
+}
+
+/** Which limit refused a hold: the tokens per minute, or the budget of the day or the month. */
+export type HoldRefused = 'tpm' | 'day' | 'month'
 
 /** The UUID's two halves as signed 64-bit words; null when it is not a UUID (such a subject stays off the table). */
 function idWords (id: string): [bigint, bigint] | null {
@@ -62,9 +104,10 @@ export class RequestBoard {
 
   /**
    * Main thread only: the subject's slot, added when absent with `other` requests counted elsewhere in
-   * `minute` (written before the slot can be found). -1 when the table has no room or the id is no UUID.
+   * `minute` and its use and holds so far (all written before the slot can be found). -1 when the table
+   * has no room or the id is no UUID.
    */
-  add (kind: BoardKind, id: string, minute: number, other: number): number {
+  add (kind: BoardKind, id: string, minute: number, other: number, use: SlotUse | null = null): number {
     const at = this.#probe(kind, id)
     if (at === null) return -1
     if (at.found) return at.slot
@@ -74,6 +117,11 @@ export class RequestBoard {
     Atomics.store(this.#words, i + LO, at.id[1])
     Atomics.store(this.#words, i + COUNT, pack(minute, 0))
     Atomics.store(this.#words, i + OTHER, pack(minute, clamp(other)))
+    if (use !== null) {
+      this.setUse(at.slot, minute, use.tokens, use.day, use.dayMicro, use.month, use.monthMicro)
+      Atomics.store(this.#words, i + HELD_TOKENS, BigInt(Math.max(0, Math.round(use.heldTokens))))
+      Atomics.store(this.#words, i + HELD_MICRO, BigInt(Math.max(0, Math.ceil(use.heldMicro))))
+    }
     Atomics.store(this.#words, i + HI, at.id[0])
     return at.slot
   }
@@ -137,6 +185,92 @@ export class RequestBoard {
       const v = Atomics.load(this.#words, at)
       const n = unpack(v, minute)
       if (n === 0 || Atomics.compareExchange(this.#words, at, v, pack(minute, n - 1)) === v) return
+    }
+  }
+
+  /**
+   * Main thread only: the subject's tokens of `minute` and spend (micro-dollars) of `day` and `month`,
+   * as it counts them. Written after what they replace was counted, before a hold is let go.
+   */
+  setUse (slot: number, minute: number, tokens: number, day: number, dayMicro: number, month: number, monthMicro: number): void {
+    const at = slot * WORDS
+    Atomics.store(this.#words, at + TOKENS, pack(minute, clamp(tokens)))
+    Atomics.store(this.#words, at + DAY, packIn(day, DAY_SHIFT, dayMicro, MAX_DAY_MICRO))
+    Atomics.store(this.#words, at + MONTH, packIn(month, MONTH_SHIFT, monthMicro, MAX_MONTH_MICRO))
+  }
+
+  /** Tokens of `minute`. */
+  tokens (slot: number, minute: number): number {
+    return unpack(Atomics.load(this.#words, slot * WORDS + TOKENS), minute)
+  }
+
+  /** Micro-dollars spent in `day` (dayOf). */
+  daySpent (slot: number, day: number): number {
+    return unpackIn(Atomics.load(this.#words, slot * WORDS + DAY), day, DAY_SHIFT)
+  }
+
+  /** Micro-dollars spent in `month` (monthOf). */
+  monthSpent (slot: number, month: number): number {
+    return unpackIn(Atomics.load(this.#words, slot * WORDS + MONTH), month, MONTH_SHIFT)
+  }
+
+  /** Tokens held by calls in flight. */
+  heldTokens (slot: number): number {
+    return Number(Atomics.load(this.#words, slot * WORDS + HELD_TOKENS))
+  }
+
+  /** Micro-dollars held by calls in flight. */
+  heldMicro (slot: number): number {
+    return Number(Atomics.load(this.#words, slot * WORDS + HELD_MICRO))
+  }
+
+  /**
+   * Holds `tok` tokens unless the minute's tokens and what is held already reach `limit` (null: no
+   * limit, always held). Returns false when refused (nothing held).
+   */
+  holdTokens (slot: number, minute: number, tok: number, limit: number | null): boolean {
+    const at = slot * WORDS + HELD_TOKENS
+    const add = BigInt(Math.max(0, Math.round(tok)))
+    for (;;) {
+      const held = Atomics.load(this.#words, at)
+      if (limit !== null && this.tokens(slot, minute) + Number(held) >= limit) return false
+      if (add === 0n || Atomics.compareExchange(this.#words, at, held, held + add) === held) return true
+    }
+  }
+
+  /**
+   * Holds `micro` micro-dollars unless the day's or the month's spend and what is held already reach its
+   * budget (micro-dollars; null: none). Returns which refused, or null when held.
+   */
+  holdMicro (slot: number, day: number, month: number, micro: number, dayLimit: number | null, monthLimit: number | null): HoldRefused | null {
+    const at = slot * WORDS + HELD_MICRO
+    const add = BigInt(Math.max(0, Math.ceil(micro)))
+    for (;;) {
+      const held = Atomics.load(this.#words, at)
+      if (dayLimit !== null && this.daySpent(slot, day) + Number(held) >= dayLimit) return 'day'
+      if (monthLimit !== null && this.monthSpent(slot, month) + Number(held) >= monthLimit) return 'month'
+      if (add === 0n || Atomics.compareExchange(this.#words, at, held, held + add) === held) return null
+    }
+  }
+
+  /** Holds what a call may cost with no check (the main thread checked it): tokens, micro-dollars. */
+  hold (slot: number, tok: number, micro: number): void {
+    Atomics.add(this.#words, slot * WORDS + HELD_TOKENS, BigInt(Math.max(0, Math.round(tok))))
+    Atomics.add(this.#words, slot * WORDS + HELD_MICRO, BigInt(Math.max(0, Math.ceil(micro))))
+  }
+
+  /** Lets go of what a call held (never below 0). */
+  release (slot: number, tok: number, micro: number): void {
+    this.#lower(slot * WORDS + HELD_TOKENS, BigInt(Math.max(0, Math.round(tok))))
+    this.#lower(slot * WORDS + HELD_MICRO, BigInt(Math.max(0, Math.ceil(micro))))
+  }
+
+  #lower (at: number, by: bigint): void {
+    if (by === 0n) return
+    for (;;) {
+      const held = Atomics.load(this.#words, at)
+      const next = held > by ? held - by : 0n
+      if (Atomics.compareExchange(this.#words, at, held, next) === held) return
     }
   }
 }

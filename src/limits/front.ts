@@ -1,18 +1,28 @@
 // The limits on a front thread (TRACEGATE_THREADS above 1). The counts live in the main thread's Limiter,
-// so N threads admit what one would. A call whose counted limits are requests per minute alone is judged here against the request board (board.ts), once its key and account
-// are on it: the main thread puts them there when it first counts one of their calls. Any other call under a
-// counted limit (tokens, spend, or a subject not on the board yet) asks the main thread, which judges and
-// counts it in one step. A call with no counted limit is judged here (the models and body limits need no
-// count, rules.ts) and only counted there, for the dashboard's use figures, in a note sent every NOTE_MS (no
-// limit depends on it, so it need not wake the main thread every turn); a call admitted on the board goes in
-// the same note with no count (it is counted on the board), so the main thread keeps its subjects current.
+// so N threads admit what one would. A call whose key and account are on the board (board.ts) is judged
+// here: its requests per minute counted there, and what it may cost (tokens, spend) held there while the
+// minute's tokens and the day's and month's spend, as the main thread counts them, leave room. The main
+// thread puts a key and account there when it first counts one of their calls; until then, and for limits
+// the board cannot hold, a call under a counted limit asks the main thread, which judges and counts it in
+// one step. A call with no counted limit is judged here (the models and body limits need no count,
+// rules.ts) and only counted there, for the dashboard's use figures, in a note sent every NOTE_MS (no limit
+// depends on it, so it need not wake the main thread every turn); a call admitted on the board goes in the
+// same note with no count (it is counted on the board), so the main thread keeps its subjects current.
+// What a call held here rides with its trace to the store worker, whose report of the built trace tells
+// the main thread its real cost first and then lets the hold go, so the two never leave a gap.
 import type { LimitsMode } from '../domain/limits-mode.js'
-import { minuteOf, type RequestBoard } from './board.js'
-import { limitHeaders, rateLimitedRefusal, rpmAlone, type LimitCall } from './limiter.js'
+import type { Pricing } from '../pricing/index.js'
+import { dayOf, minuteOf, monthOf, type RequestBoard } from './board.js'
+import { boardable, budgeted, limitHeaders, MICRO, overBudgetRefusal, rateLimitedRefusal, rpmAlone, unpricedRefusal, type LimitCall } from './limiter.js'
 import { checkRules, hasCounters, type Refusal } from './rules.js'
+import type { Limits } from '../domain/limits.js'
 
 const NOTE_MS = 100
 const MINUTE_MS = 60_000
+const DAY_MS = 86_400_000
+
+/** A budget in whole micro-dollars, as the board counts spend (null: none). */
+const microOf = (usd: number | null): number | null => usd === null ? null : Math.round(usd * MICRO)
 
 /** Requests admitted here for one key: told to the main thread's counts (0: counted on the board). */
 export type CountedNote = ReadonlyArray<readonly [keyId: string, accountId: string, n: number]>
@@ -23,10 +33,19 @@ export interface MainCounts {
   counted (note: CountedNote): void
 }
 
+/** What the board judges with beyond the counts: the prices of holds under a budget, and whether calls hold at all. */
+export interface FrontHolds {
+  /** Prices a call's hold under a budget; null: no hold in USD (the main thread's Limiter has the same). */
+  readonly pricing: Pricing | null
+  /** Hold each call's estimate until its trace is built (traces on). */
+  readonly hold: boolean
+}
+
 export class FrontLimits {
   readonly #main: MainCounts
   readonly #board: RequestBoard | null
   readonly #now: () => number
+  readonly #holds: FrontHolds
   #counted = new Map<string, [string, string, number]>()
   #timer: NodeJS.Timeout | null = null
   /** The main thread's mode, as its last readiness answer said. */
@@ -40,12 +59,14 @@ export class FrontLimits {
 
   /**
    * `board`: the main thread's request board (null: every call under a counted limit asks the main thread);
-   * `now`: the clock its minutes follow (the main thread's Limiter must follow the same one).
+   * `now`: the clock its minutes follow (the main thread's Limiter must follow the same one); `holds`: as
+   * the main thread's Limiter prices and holds.
    */
-  constructor (main: MainCounts, board: RequestBoard | null = null, now: () => number = Date.now) {
+  constructor (main: MainCounts, board: RequestBoard | null = null, now: () => number = Date.now, holds: FrontHolds = { pricing: null, hold: false }) {
     this.#main = main
     this.#board = board
     this.#now = now
+    this.#holds = holds
   }
 
   /** null = admitted; a promise when the main thread's counts decide. */
@@ -53,7 +74,7 @@ export class FrontLimits {
     const refused = checkRules(call.key, call.account, model, bodyBytes)
     if (refused !== null) return refused
     if (hasCounters(call.key) || hasCounters(call.account)) {
-      const judged = this.#board !== null && rpmAlone(call.key) && rpmAlone(call.account)
+      const judged = this.#board !== null && boardable(call.key) && boardable(call.account)
         ? this.#onBoard(this.#board, call)
         : undefined
       if (judged === undefined) return this.#main.admit(call)
@@ -70,26 +91,96 @@ export class FrontLimits {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#send() }
   }
 
-  /** The board's verdict on the call's requests per minute; undefined when its key or account is not on it. */
+  /**
+   * The board's verdict on the call (undefined when its key or account is not on it): its request counted
+   * and, under a tpm or budget, its estimate held (told to the caller through `call.held`). A refusal
+   * takes back what the call had counted and held.
+   */
   #onBoard (board: RequestBoard, call: LimitCall): Refusal | null | undefined {
     const k = board.find('key', call.keyId)
     const a = k < 0 ? -1 : board.find('account', call.accountId)
     if (a < 0) return undefined
+    const { key, account } = call
+    const counted = call.relay !== true && !(rpmAlone(key) && rpmAlone(account))
+    // As the main thread: under a budget a call must have a price before anything is counted.
+    let micro = 0
+    const pricing = this.#holds.pricing
+    if (counted && (budgeted(key) || budgeted(account)) && pricing !== null && call.provider !== undefined && call.model !== undefined) {
+      const est = call.estimate
+      const usd = call.model === null ? null : pricing.cost(call.provider, call.model, { input: est?.promptTokens ?? 0, output: est?.outputTokens ?? 0, cached: 0 }).costUsd
+      if (usd === null) return unpricedRefusal(call.model ?? null)
+      micro = Math.ceil(usd * MICRO)
+    }
     const now = this.#now()
     const minute = minuteOf(now)
-    const byKey = board.admit(k, minute, call.key.rpm)
-    if (byKey < 0) return this.#refused(call, -byKey - 1, board.count(a, minute) + board.other(a, minute), now, `The key's limit of ${call.key.rpm!} requests per minute`)
-    const byAccount = board.admit(a, minute, call.account.rpm)
+    const byKey = board.admit(k, minute, key.rpm)
+    if (byKey < 0) return this.#refused(board, call, k, a, now, `The key's limit of ${key.rpm!} requests per minute`)
+    const byAccount = board.admit(a, minute, account.rpm)
     if (byAccount < 0) {
       board.undo(k, minute)
-      return this.#refused(call, byKey - 1, -byAccount - 1, now, `The account's limit of ${call.account.rpm!} requests per minute`)
+      return this.#refused(board, call, k, a, now, `The account's limit of ${account.rpm!} requests per minute`)
+    }
+    if (!counted) return null
+    const est = call.estimate
+    const holding = this.#holds.hold && call.callId !== undefined
+    const tok = holding && est !== undefined && (key.tpm !== null || account.tpm !== null) ? est.promptTokens + est.outputTokens : 0
+    if (!holding) micro = 0
+    const refused = this.#hold(board, call, k, a, now, minute, tok, micro)
+    if (refused !== null) {
+      board.undo(k, minute)
+      board.undo(a, minute)
+      return refused
+    }
+    if (call.held !== undefined) { call.held.tok = tok; call.held.micro = micro }
+    return null
+  }
+
+  /** Holds `tok` tokens and `micro` micro-dollars on key and account while their limits have room; null when held. */
+  #hold (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, tok: number, micro: number): Refusal | null {
+    const { key, account } = call
+    if (!board.holdTokens(k, minute, tok, key.tpm)) return this.#refused(board, call, k, a, now, `The key's limit of ${key.tpm!} tokens per minute`)
+    if (!board.holdTokens(a, minute, tok, account.tpm)) {
+      board.release(k, tok, 0)
+      return this.#refused(board, call, k, a, now, `The account's limit of ${account.tpm!} tokens per minute`)
+    }
+    const day = dayOf(now)
+    const month = monthOf(now)
+    const byKey = board.holdMicro(k, day, month, micro, microOf(key.budgetDayUsd), microOf(key.budgetMonthUsd))
+    if (byKey !== null) {
+      board.release(k, tok, 0)
+      board.release(a, tok, 0)
+      return this.#overBudget(board, call, k, a, now, minute, 'key', byKey === 'day' ? 'day' : 'month', key)
+    }
+    const byAccount = board.holdMicro(a, day, month, micro, microOf(account.budgetDayUsd), microOf(account.budgetMonthUsd))
+    if (byAccount !== null) {
+      board.release(k, tok, micro)
+      board.release(a, tok, 0)
+      return this.#overBudget(board, call, k, a, now, minute, 'account', byAccount === 'day' ? 'day' : 'month', account)
     }
     return null
   }
 
-  #refused (call: LimitCall, keyRequests: number, accountRequests: number, now: number, what: string): Refusal {
+  #overBudget (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, whose: 'key' | 'account', period: 'day' | 'month', limits: Limits): Refusal {
+    const d = new Date(now)
+    const end = period === 'day' ? (dayOf(now) + 1) * DAY_MS : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
+    const wait = end - now
+    return overBudgetRefusal(whose, period, (period === 'day' ? limits.budgetDayUsd : limits.budgetMonthUsd)!, wait, this.#headers(board, call, k, a, now, minute, wait))
+  }
+
+  #refused (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, what: string): Refusal {
     const wait = MINUTE_MS - (now % MINUTE_MS)
-    return rateLimitedRefusal(what, wait, limitHeaders(call.key, call.account, { keyRequests, accountRequests, keyTokens: 0, accountTokens: 0 }, wait, wait))
+    return rateLimitedRefusal(what, wait, this.#headers(board, call, k, a, now, minuteOf(now), wait))
+  }
+
+  /** The 429 headers from the board's counts of the minute (after the refused call took back its own). */
+  #headers (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, wait: number): Record<string, string> {
+    const counts = {
+      keyRequests: board.count(k, minute) + board.other(k, minute),
+      accountRequests: board.count(a, minute) + board.other(a, minute),
+      keyTokens: board.tokens(k, minute),
+      accountTokens: board.tokens(a, minute),
+    }
+    return limitHeaders(call.key, call.account, counts, MINUTE_MS - (now % MINUTE_MS), wait)
   }
 
   #note (call: LimitCall, n: number): void {

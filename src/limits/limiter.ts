@@ -9,14 +9,14 @@ import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
 import { checkRules, NO_HEADERS, refusal, type Refusal } from './rules.js'
-import { minuteOf, type RequestBoard } from './board.js'
+import { dayOf, MAX_DAY_MICRO, MAX_MONTH_MICRO, MAX_TOKENS, minuteOf, monthOf, type BoardKind, type RequestBoard } from './board.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher } from './types.js'
 import type { LimitUsageRow, Limits } from '../domain/limits.js'
 import type { LimitsMode } from '../domain/limits-mode.js'
 
 /** Spend is counted in micro-dollars: budgets have at most 6 decimals, so a comparison is exact. */
-const MICRO = 1_000_000
+export const MICRO = 1_000_000
 /** Subjects examined per turn of the event loop when the month's sweep runs. */
 const SWEEP_CHUNK = 10_000
 /** A hold whose trace never came (dropped under overload) is let go this long after the call passed. */
@@ -38,7 +38,15 @@ export interface LimitCall {
    * request and is judged by requests per minute alone, never by tokens or spend.
    */
   readonly relay?: boolean
+  /**
+   * Filled by a front thread that judged the call on the request board: what the call holds there (tokens,
+   * whole micro-dollars), which its trace carries to the store worker so the hold ends when it is built.
+   */
+  readonly held?: BoardHeld
 }
+
+/** What a call judged on the request board holds there; 0 and 0 until it is admitted. */
+export interface BoardHeld { tok: number; micro: number }
 
 /** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
 export interface Admission {
@@ -70,9 +78,10 @@ export interface LimiterOptions {
   /** Hold each call's estimate until settle() (true when built traces report their costs, i.e. traces are on). */
   readonly hold?: boolean
   /**
-   * The request counts front threads judge requests per minute with (board.ts); absent: none. A subject
-   * goes on it when it is first counted here under a counted limit; its requests are then counted there,
-   * by whichever thread admits them, and added to its own here whenever it is read.
+   * The counts front threads judge counted limits with (board.ts); absent: none. A subject goes on it when
+   * it is first counted here under a counted limit; its requests are then counted there, by whichever
+   * thread admits them, and added to its own here whenever it is read. Its tokens and spend are counted
+   * here and written there; what its calls in flight hold lives there alone.
    */
   readonly board?: RequestBoard | null
 }
@@ -80,12 +89,15 @@ export interface LimiterOptions {
 /** What the calls in flight of one key or account hold. */
 interface Held { tok: number; micro: number }
 
-/** One call's hold. */
+/** One call's hold: key and account by name ('k:' or 'a:' and the id), micro-dollars whole. */
 interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number }
 
-const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
-/** Only requests per minute are counted under these limits (or none): what a front thread judges on the board. */
+export const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
+/** Only requests per minute are counted under these limits (or none). */
 export const rpmAlone = (l: Limits): boolean => l.tpm === null && !budgeted(l)
+/** Limits the request board's words can count up to (board.ts): a subject under them is judged on it once it has a slot. */
+export const boardable = (l: Limits): boolean => (l.tpm === null || l.tpm <= MAX_TOKENS) &&
+  (l.budgetDayUsd === null || micro(l.budgetDayUsd) <= MAX_DAY_MICRO) && (l.budgetMonthUsd === null || micro(l.budgetMonthUsd) <= MAX_MONTH_MICRO)
 
 const requests = (s: Subject): number => s.reqBase + s.reqFly + s.reqOwn
 const tokens = (s: Subject): number => s.tokBase + s.tokFly + s.tokOwn
@@ -162,14 +174,14 @@ export class Limiter {
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
     // A key and account the front threads could judge on the board are put there (both, or neither is used).
-    if (this.#board !== null && rpmAlone(call.key) && rpmAlone(call.account)) {
+    if (this.#board !== null && boardable(call.key) && boardable(call.account)) {
       this.#boarded(k, 'key', call.keyId)
       this.#boarded(a, 'account', call.accountId)
     }
     const refused = this.#check(call.key, k, call.account, a, now, call.relay === true) ?? this.#countRequest(call, k, a, now)
     if (refused !== null) return refused
     const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
-    if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k.name, a.name, tok, micro)
+    if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k, a, tok, micro)
     return null
   }
 
@@ -187,26 +199,71 @@ export class Limiter {
     return this.#holds.size
   }
 
-  #hold (callId: string, k: string, a: string, tok: number, micro: number): void {
-    this.#holds.set(callId, { k, a, tok, micro, at: performance.now() })
-    for (const name of [k, a]) {
-      const h = this.#held.get(name)
-      if (h === undefined) this.#held.set(name, { tok, micro })
-      else { h.tok += tok; h.micro += micro }
+  /**
+   * What a subject's calls in flight hold: on the board for a subject with a slot (front threads hold
+   * there too), in this thread's map otherwise.
+   */
+  #heldOf (s: Subject): Held | undefined {
+    if (s.slot < 0) return this.#held.get(s.name)
+    return { tok: this.#board!.heldTokens(s.slot), micro: this.#board!.heldMicro(s.slot) }
+  }
+
+  /**
+   * `micro` is rounded up, so a hold is whole micro-dollars wherever it lives. On the board it is added
+   * after this thread's check, not within it: a front thread holding in between can let one more call
+   * pass, as two instances can between syncs.
+   */
+  #hold (callId: string, k: Subject, a: Subject, tok: number, micro: number): void {
+    const whole = Math.ceil(micro)
+    this.#holds.set(callId, { k: k.name, a: a.name, tok, micro: whole, at: performance.now() })
+    for (const s of [k, a]) {
+      if (s.slot >= 0) { this.#board!.hold(s.slot, tok, whole); continue }
+      const h = this.#held.get(s.name)
+      if (h === undefined) this.#held.set(s.name, { tok, micro: whole })
+      else { h.tok += tok; h.micro += whole }
     }
     this.#holdSweep ??= setInterval(() => { this.#expire() }, HOLD_SWEEP_MS).unref()
   }
 
+  /** Lets a hold go where its subject's holds are now: a subject put on the board since took its holds there. */
   #release (callId: string, hold: Hold): void {
     this.#holds.delete(callId)
     for (const name of [hold.k, hold.a]) {
+      const slot = this.#slotOf(name)
+      if (slot >= 0) { this.#board!.release(slot, hold.tok, hold.micro); continue }
       const h = this.#held.get(name)
       if (h === undefined) continue
       h.tok -= hold.tok
       h.micro -= hold.micro
-      // Float sums of micro-dollars can leave dust: a subject holding no call holds nothing.
-      if (h.tok <= 0.5 && h.micro <= 1e-6) this.#held.delete(name)
+      if (h.tok <= 0 && h.micro <= 0) this.#held.delete(name)
     }
+  }
+
+  /** The board slot of a subject named 'k:<id>' or 'a:<id>' (-1: none). */
+  #slotOf (name: string): number {
+    if (this.#board === null) return -1
+    return this.#board.find(name.startsWith('k:') ? 'key' : 'account', name.slice(2))
+  }
+
+  /**
+   * A front thread's calls whose traces are built (their costs recorded just before): what they held on
+   * the board is let go, in the key's and the account's slots.
+   */
+  released (keyId: string, accountId: string, tok: number, micro: number): void {
+    const board = this.#board
+    if (board === null) return
+    for (const [kind, id] of [['key', keyId], ['account', accountId]] as const) {
+      const slot = board.find(kind, id)
+      if (slot >= 0) board.release(slot, tok, micro)
+    }
+  }
+
+  /** What the calls in flight of a key or account hold now: tokens and USD, wherever they are held (tests, CLI). */
+  held (subject: { keyId?: string; accountId?: string }): { tokens: number; usd: number } {
+    const name = subject.keyId !== undefined ? 'k:' + subject.keyId : 'a:' + (subject.accountId ?? '')
+    const slot = this.#slotOf(name)
+    const h = slot >= 0 ? { tok: this.#board!.heldTokens(slot), micro: this.#board!.heldMicro(slot) } : this.#held.get(name)
+    return { tokens: h?.tok ?? 0, usd: (h?.micro ?? 0) / MICRO }
   }
 
   /** Holds whose trace never came are let go after HOLD_MAX_MS (on the process's own clock, not the limits'). */
@@ -234,11 +291,19 @@ export class Limiter {
     if (n !== 0) { this.#publish(k); this.#publish(a) }
   }
 
-  /** The subject has a slot on the board, given one now (what it counted so far goes with it) if there is room. */
-  #boarded (s: Subject, kind: 'key' | 'account', id: string): void {
+  /**
+   * The subject has a slot on the board, given one now if there is room: what it counted so far and what
+   * its calls in flight hold go with it, before a front thread can find it.
+   */
+  #boarded (s: Subject, kind: BoardKind, id: string): void {
     if (s.slot >= 0) return
-    const minute = minuteOf(this.#w.minuteStart)
-    s.slot = this.#board!.add(kind, id, minute, s.reqBase + s.reqFly + s.reqOwn)
+    const w = this.#w
+    const h = this.#held.get(s.name)
+    s.slot = this.#board!.add(kind, id, minuteOf(w.minuteStart), requests(s), {
+      tokens: tokens(s), day: dayOf(w.dayStart), dayMicro: dayMicro(s), month: monthOf(w.monthStart), monthMicro: monthMicro(s),
+      heldTokens: h?.tok ?? 0, heldMicro: h?.micro ?? 0,
+    })
+    if (s.slot >= 0) this.#held.delete(s.name)
     // Whatever the slot already counts this minute (it outlives a swept subject) is folded in next.
     s.boardSeen = 0
     this.#publish(s)
@@ -289,9 +354,16 @@ export class Limiter {
     s.boardSeen = n
   }
 
-  /** Tells the board the subject's requests of the minute that are not on it (the store's seed, other instances, notes). */
+  /**
+   * Tells the board the subject's requests of the minute that are not on it (the store's seed, other
+   * instances, notes), and its tokens and spend as counted here.
+   */
   #publish (s: Subject): void {
-    if (s.slot >= 0) this.#board!.setOther(s.slot, minuteOf(s.minute), s.reqBase + s.reqFly + s.reqOwn - s.boardSeen)
+    if (s.slot < 0) return
+    const board = this.#board!
+    const minute = minuteOf(s.minute)
+    board.setOther(s.slot, minute, s.reqBase + s.reqFly + s.reqOwn - s.boardSeen)
+    board.setUse(s.slot, minute, tokens(s), dayOf(s.day), dayMicro(s), monthOf(s.month), monthMicro(s))
   }
 
   /**
@@ -398,6 +470,7 @@ export class Limiter {
     s.dayOwn += dayCost
     s.monthOwn += monthCost
     this.#touch(s, now)
+    this.#publish(s)
   }
 
   #touch (s: Subject, now: number): void {
@@ -445,12 +518,12 @@ export class Limiter {
     if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
     if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
     if (rpmOnly) return null
-    const hk = this.#held.get(k.name)
-    const ha = this.#held.get(a.name)
+    const hk = this.#heldOf(k)
+    const ha = this.#heldOf(a)
     if (key.tpm !== null && tokens(k) + (hk?.tok ?? 0) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
     if (account.tpm !== null && tokens(a) + (ha?.tok ?? 0) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
-    const kMicro = Math.ceil(hk?.micro ?? 0)
-    const aMicro = Math.ceil(ha?.micro ?? 0)
+    const kMicro = hk?.micro ?? 0
+    const aMicro = ha?.micro ?? 0
     if (key.budgetDayUsd !== null && dayMicro(k) + kMicro >= micro(key.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'day', key.budgetDayUsd)
     if (account.budgetDayUsd !== null && dayMicro(a) + aMicro >= micro(account.budgetDayUsd)) return this.#overBudget(key, k, account, a, now, 'account', 'day', account.budgetDayUsd)
     if (key.budgetMonthUsd !== null && monthMicro(k) + kMicro >= micro(key.budgetMonthUsd)) return this.#overBudget(key, k, account, a, now, 'key', 'month', key.budgetMonthUsd)
@@ -465,9 +538,7 @@ export class Limiter {
 
   #overBudget (key: Limits, k: Subject, account: Limits, a: Subject, now: number, whose: 'key' | 'account', period: 'day' | 'month', usd: number): Refusal {
     const wait = (period === 'day' ? this.#w.dayEnd : this.#w.monthEnd) - now
-    const resets = period === 'day' ? 'at 00:00 UTC' : 'on the 1st at 00:00 UTC'
-    return refusal('budget_exceeded', `The ${whose}'s budget of ${usd} USD per ${period} is spent; it resets ${resets}, in ${formatDuration(wait)}.`,
-      null, period, usd, wait, this.#headers(key, k, account, a, now, wait))
+    return overBudgetRefusal(whose, period, usd, wait, this.#headers(key, k, account, a, now, wait))
   }
 
   #headers (key: Limits, k: Subject, account: Limits, a: Subject, now: number, waitMs: number): Record<string, string> {
@@ -478,6 +549,13 @@ export class Limiter {
 /** A 429 for requests or tokens per minute: `what` names the limit ("The key's limit of 60 requests per minute"). */
 export function rateLimitedRefusal (what: string, waitMs: number, headers: Record<string, string>): Refusal {
   return refusal('rate_limited', `${what} is reached; try again in ${formatDuration(waitMs)}.`, null, null, null, waitMs, headers)
+}
+
+/** A 429 for a spent budget of the key or its account, which resets in `waitMs`. */
+export function overBudgetRefusal (whose: 'key' | 'account', period: 'day' | 'month', usd: number, waitMs: number, headers: Record<string, string>): Refusal {
+  const resets = period === 'day' ? 'at 00:00 UTC' : 'on the 1st at 00:00 UTC'
+  return refusal('budget_exceeded', `The ${whose}'s budget of ${usd} USD per ${period} is spent; it resets ${resets}, in ${formatDuration(waitMs)}.`,
+    null, period, usd, waitMs, headers)
 }
 
 /**
@@ -522,7 +600,7 @@ function tightest (keyLimit: number | null, keyCount: number, accountLimit: numb
   return a.limit < k.limit ? a : k
 }
 
-function unpricedRefusal (model: string | null): Refusal {
+export function unpricedRefusal (model: string | null): Refusal {
   const shown = model === null ? 'named by this request' : JSON.stringify(model.length > 100 ? `${model.slice(0, 100)}…` : model)
   return refusal('model_not_priced', `The model ${shown} has no price, and this key or its account has a spend budget: a call to it could not be counted against the budget.`, 'model', null, null, null, NO_HEADERS)
 }

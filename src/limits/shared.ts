@@ -162,7 +162,7 @@ export interface SyncClock {
   readonly refresh: (now: number) => void
   /** Adds the front threads' requests counted on the board since the last fold to the subject's own. */
   readonly fold: (s: Subject) => void
-  /** Tells the board the subject's requests counted elsewhere (after a sync read them). */
+  /** Tells the board the subject's requests counted elsewhere, tokens and spend (after a sync read them). */
   readonly publish: (s: Subject) => void
 }
 
@@ -280,7 +280,7 @@ export class SharedSync {
         if (day) { s.dayOwn += s.dayFly; s.dayFly = 0 }
         if (month) { s.monthOwn += s.monthFly; s.monthFly = 0 }
       }
-      if (minute) this.#publish(s)
+      this.#publish(s)
     }
     subjects.length = 0
     sent.length = 0

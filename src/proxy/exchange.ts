@@ -71,6 +71,9 @@ export class Exchange {
   labels: CallLabels | null = null
   /** The account stores its text with PII and secrets masked (its setting when the key was checked). */
   maskPii = false
+  /** What the call holds on the request board (limits/board.ts) until its trace is built: tokens, whole micro-dollars. */
+  heldTokens = 0
+  heldMicro = 0
   aborted = false
   /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false

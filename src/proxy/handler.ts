@@ -402,7 +402,9 @@ class ProxyRoute {
     const limiter = this.#deps.limiter
     if (limiter != null) {
       const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits, x.kind)
-      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate }
+      // A front thread that judges the call on the request board says there what it holds (limits/front.ts).
+      const held = estimate === undefined ? undefined : { tok: 0, micro: 0 }
+      const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate, held }
       const refusal = limiter.admit(call, x.model, raw.length)
       if (refusal instanceof Promise) {
         // A front thread asks the main thread's counts (limits/front.ts).
@@ -413,6 +415,7 @@ class ProxyRoute {
         refuse(x, refusal)
         return
       }
+      if (held !== undefined) { x.heldTokens = held.tok; x.heldMicro = held.micro }
     }
     this.#admitted(x, out, verdict)
   }

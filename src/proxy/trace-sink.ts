@@ -13,11 +13,15 @@ import { join } from 'node:path'
 import type { Config } from '../config.js'
 import { HandoffFile, handoffName } from '../store/handoff.js'
 import { TraceBatchWriter, type EncodedTraces, type TraceMeta } from '../store/trace-codec.js'
+import type { HeldRelease } from '../store/trace-types.js'
 import type { Exchange } from './exchange.js'
 import { writeAheadEachTurn } from './write-ahead.js'
 
-/** `handoff`: the hand-off file holding the batch's records (null: none could be written). */
-export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null) => void
+/**
+ * `handoff`: the hand-off file holding the batch's records (null: none could be written); `held`: what
+ * the batch's calls held on the request board, per key (null: nothing).
+ */
+export type TracePoster = (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null, held: HeldRelease[] | null) => void
 
 /** Where a sink writes ahead, and where it says that it cannot (once per failure episode). */
 export interface WriteAheadTo {
@@ -108,6 +112,8 @@ export class TraceSink {
   /** False when traces are off: the sink then only carries spans (OpenTelemetry export on). */
   readonly #rows: boolean
   #batch = new TraceBatchWriter()
+  /** What the batch's calls held on the request board, per key id. */
+  #held: Map<string, [string, string, number, number]> | null = null
   #timer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.flush() }
   readonly #wal: WriteAheadTo | null
@@ -191,8 +197,18 @@ export class TraceSink {
       this.#batch.add(traceMeta(x, true), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
         c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
     }
+    if (x.heldTokens > 0 || x.heldMicro > 0) this.#hold(x)
     if (this.#batch.count >= MAX_HANDOFF_TRACES || this.#batch.bytes >= MAX_HANDOFF_BYTES) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
+  }
+
+  /** The call's hold goes with its trace's batch: the store worker reports it after it built the trace. */
+  #hold (x: Exchange): void {
+    const held = this.#held ??= new Map()
+    const keyId = x.keyId ?? ''
+    const h = held.get(keyId)
+    if (h === undefined) held.set(keyId, [keyId, x.accountId ?? '', x.heldTokens, x.heldMicro])
+    else { h[2] += x.heldTokens; h[3] += x.heldMicro }
   }
 
   flush (): void {
@@ -206,7 +222,9 @@ export class TraceSink {
     this.#walBytes = this.#walCount = 0
     this.#walBroken = false
     const batch = this.#batch.take()
-    this.#post(batch, [batch.buffer], handoff)
+    const held = this.#held === null ? null : [...this.#held.values()]
+    this.#held = null
+    this.#post(batch, [batch.buffer], handoff, held)
   }
 
   /** Posts what is left, closing the hand-off file, and stops writing ahead (shutdown). */

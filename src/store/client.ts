@@ -9,7 +9,7 @@ import { moduleFile, repoFile } from '../paths.js'
 import type { FrontPortsData } from './worker/ports.js'
 import type { ExportAck, ExportChunk, LiveMessage, OpName, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { LiveBatch, UsageFeedback } from './trace-types.js'
+import type { HeldRelease, LiveBatch, UsageFeedback, UsageReport } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -26,11 +26,14 @@ export interface StoreOptions {
   readonly frontPorts?: readonly MessagePort[]
 }
 
-type WorkerMessage = StoreResponse | ExportChunk | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | { usage: UsageFeedback[]; settled: string[] }
+type WorkerMessage = StoreResponse | ExportChunk | 'closed' | { log: 'warn'; msg: string; fields: Record<string, unknown> } | { written: LiveBatch[] } | UsageReport
 
 export type LiveListener = (batches: readonly LiveBatch[]) => void
-/** The tokens and cost of built rows, and the ids of every trace built since the last call. */
-export type UsageListener = (entries: readonly UsageFeedback[], settled: readonly string[]) => void
+/**
+ * The tokens and cost of built rows, the ids of every trace built since the last call, and what their
+ * calls held on the request board (to let go after the costs are counted).
+ */
+export type UsageListener = (entries: readonly UsageFeedback[], settled: readonly string[], released: readonly HeldRelease[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -99,7 +102,7 @@ export class StoreClient {
         return
       }
       if ('usage' in msg) {
-        this.#usage?.(msg.usage, msg.settled)
+        this.#usage?.(msg.usage, msg.settled, msg.released)
         return
       }
       if ('written' in msg) {
@@ -196,9 +199,9 @@ export class StoreClient {
    * Hands a batch of finished exchanges to the worker; its buffer moves, not copies. `handoff`: the
    * hand-off file that holds it, which the worker removes once it has the rows (store/handoff.ts).
    */
-  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null): void {
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null, held: HeldRelease[] | null = null): void {
     if (this.#closed) return
-    const msg: TraceMessage = handoff === null ? { traces, sentAt: Date.now() } : { traces, handoff, sentAt: Date.now() }
+    const msg: TraceMessage = { traces, sentAt: Date.now(), ...(handoff === null ? {} : { handoff }), ...(held === null ? {} : { held }) }
     this.#worker.postMessage(msg, transfer)
   }
 

@@ -14,7 +14,7 @@ import type { OtelSettings } from '../otel/settings.js'
 import type { UsageGroupRow, UsersOrder } from './insight-types.js'
 import type { Breakdown, Bucket, ExportArgs, SessionCalls, SqlQuery, SqlResult, SessionCallsQuery, SessionListFilter, SessionPage, TraceFilter, TracePage, UsageExtras, UsageRange, UsageReport, UsageScope } from './query-types.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
+import type { HeldRelease, TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
 
 export interface StoreWorkerData {
   readonly dataDir: string
@@ -116,6 +116,8 @@ export interface LiveMessage {
 export interface TraceMessage {
   readonly traces: EncodedTraces
   readonly handoff?: string
+  /** What the batch's calls held on the request board, per key; absent: nothing. */
+  readonly held?: HeldRelease[]
   /** When the batch was posted (epoch ms): the store worker's own backlog is how late it takes it. */
   readonly sentAt: number
 }

@@ -127,6 +127,19 @@ export interface UsageFeedback {
   costUsd: number
 }
 
+/**
+ * What a front thread's calls of one key held on the request board (limits/board.ts), summed over one
+ * trace batch: tokens and whole micro-dollars, let go once the batch's traces are built.
+ */
+export type HeldRelease = readonly [keyId: string, accountId: string, tok: number, micro: number]
+
+/** What the store worker reports after each trace batch it took (store/worker/usage-feedback.ts). */
+export interface UsageReport {
+  readonly usage: UsageFeedback[]
+  readonly settled: string[]
+  readonly released: HeldRelease[]
+}
+
 /** Spans lost: the export queue was full, or the receiver refused or did not answer their batch. */
 export interface SpanDrops {
   queue_full: number

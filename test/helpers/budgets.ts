@@ -8,6 +8,7 @@ import { bodyFor, ROUTES, type Provider } from './bodies.js'
 import { json, send, type RawResponse } from './http.js'
 import { tempDir, testConfig } from './server.js'
 import { stored } from './store.js'
+import { until } from './wait.js'
 
 export const mock = await startMockProvider()
 
@@ -48,5 +49,7 @@ export async function burst (t: Test, target: Started, what: string): Promise<vo
   // Settled: once the trace is built the hold ends and the real cost counts; the budget stays spent.
   await costOf(target.tg, target.accountId, passed[0]!.requestId)
   t.equal(target.tg.limiter.holding, 0, `${what}: no hold is left once the traces are built`)
+  // With front threads the calls judged on the request board hold there: let go once the main thread has the report.
+  await until(() => target.tg.limiter.held({ keyId: key.id }).usd === 0 && target.tg.limiter.held({ accountId: target.accountId }).usd === 0, { ms: 5_000, what: `${what}: the holds on the board let go` })
   t.equal((await call(target.url, key.key, 'alpha')).status, 429, `${what}: still spent after settling`)
 }

@@ -1,6 +1,6 @@
-// With front threads, a call never waits on the main thread unless its key has a tpm or budget: each front
-// thread judges it with its own detection pool, forwards it and hands its trace to the store worker, and
-// judges requests per minute on the request board once the key is on it. This
+// With front threads, a call never waits on the main thread once its key and account are on the request
+// board: each front thread judges it with its own detection pool, forwards it and hands its trace to the
+// store worker, and judges its requests, tokens and spend on the board. This
 // test's thread is the server's main thread, so the mock provider and the caller run as processes of their
 // own, and the test blocks its thread while their calls are answered.
 import t, { type Test } from 'tap'
@@ -43,22 +43,26 @@ process.stdout.write('ready\\n')
 setTimeout(async () => {
   const rs = await Promise.all(bodies.map(async (body) => {
     const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' }, body })
-    await r.arrayBuffer()
-    return { status: r.status, id: r.headers.get('x-request-id'), ms: Date.now() - at, remaining: r.headers.get('x-ratelimit-remaining-requests') }
+    const text = await r.text()
+    let error = null
+    try { error = r.status === 200 ? null : JSON.parse(text).error.message } catch {}
+    return { status: r.status, id: r.headers.get('x-request-id'), ms: Date.now() - at, remaining: r.headers.get('x-ratelimit-remaining-requests'), error }
   }))
   process.stdout.write(JSON.stringify(rs) + '\\n')
 }, at - Date.now())
 `
 
 /** Starts the caller with `bodies` a second from now and blocks this thread until BUSY_MS after that. */
-async function whileBlocked (t: Test, bodies: string[]): Promise<Array<{ status: number; id: string; ms: number; remaining: string | null }>> {
+interface Answer { status: number; id: string; ms: number; remaining: string | null; error: string | null }
+
+async function whileBlocked (t: Test, bodies: string[]): Promise<Answer[]> {
   const at = Date.now() + 1_000
   const caller = spawn(process.execPath, ['-e', CALLER, JSON.stringify([s.url + ROUTES.alpha, at, bodies])], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
   t.teardown(() => { caller.kill() })
   const lines = linesOf(caller)
   t.equal((await lines.next()).value, 'ready', 'the caller started')
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, at + BUSY_MS - Date.now()))
-  return JSON.parse(String((await lines.next()).value)) as Array<{ status: number; id: string; ms: number; remaining: string | null }>
+  return JSON.parse(String((await lines.next()).value)) as Answer[]
 }
 
 t.test('calls are judged, forwarded and answered on both threads while the main thread is blocked', async (t) => {
@@ -91,4 +95,33 @@ t.test('a key under an rpm is judged on the board while the main thread is block
   t.ok(slowest < BUSY_MS, `every call answered while the main thread was blocked (the slowest ${slowest} ms after the start)`)
   await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteRequests === 10, { ms: 2_000, what: 'the board\'s count read by the main thread' })
   t.equal(s.tg.limiter.usage({ accountId: account.id }).minuteRequests, 10, 'the account\'s too')
+})
+
+t.test('a key under a tpm is judged on the board while the main thread is blocked: the calls whose holds fit pass', async (t) => {
+  const account = await s.tg.admin.createAccount({ name: 'tpm-board', plan: 'pro' })
+  const bodyWith = (apiKey: string): string => JSON.stringify({ ...bodyFor('alpha', { alpha_api_key: 'sk-x' }, 'Hello'), max_tokens: 10_000, api_key: apiKey })
+  // Each call holds its body's bytes and its max_tokens (limits/reserve.ts) until its trace is built:
+  // room for nine and a half holds, so ten calls pass beside a first call's few real tokens, not eleven.
+  const hold = Buffer.byteLength(bodyWith(s.key)) + 10_000
+  const key = await s.tg.admin.createKey({ account: account.id, scope: 'proxy', tpm: Math.floor(9.5 * hold) })
+  const body = bodyWith(key.key)
+  t.equal(Buffer.byteLength(body) + 10_000, hold, 'keys are all the same length')
+  const left = 60_000 - Date.now() % 60_000
+  if (left < 15_000) await sleep(left + 50)
+  t.equal((await send(s.url + ROUTES.alpha, { body })).status, 200, 'the first call passes: the main thread counts it and puts the key on the board')
+  await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteTokens > 0 && s.tg.limiter.held({ keyId: key.id }).tokens === 0, { ms: 10_000, what: 'the first call\'s tokens counted and its hold let go' })
+  const first = s.tg.limiter.usage({ keyId: key.id }).minuteTokens
+  t.ok(first < hold / 2, `its real tokens (${first}) are far below a hold`)
+  const rs = await whileBlocked(t, Array.from({ length: 16 }, () => body))
+  t.equal(rs.filter((r) => r.status === 200).length, 10, 'ten pass while their holds fit')
+  const refused = rs.filter((r) => r.status === 429)
+  t.equal(refused.length, 6, 'the other six are refused')
+  t.ok(refused.every((r) => r.error?.startsWith(`The key's limit of ${Math.floor(9.5 * hold)} tokens per minute is reached`) === true), `for the tokens per minute (${refused[0]?.error ?? ''})`)
+  const slowest = Math.max(...rs.map((r) => r.ms))
+  t.ok(slowest < BUSY_MS, `every call answered while the main thread was blocked (the slowest ${slowest} ms after the start)`)
+  // Unblocked: the ten traces are built, their tokens counted, then their holds let go.
+  await until(() => s.tg.limiter.held({ keyId: key.id }).tokens === 0, { ms: 10_000, what: 'the ten holds let go' })
+  t.equal(s.tg.limiter.usage({ keyId: key.id }).minuteTokens, 11 * first, 'eleven calls\' real tokens counted')
+  t.same(s.tg.limiter.held({ accountId: account.id }), { tokens: 0, usd: 0 }, 'the account holds nothing either')
+  await stored(s.tg, account.id, rs.filter((r) => r.status === 200).map((r) => r.id))
 })

@@ -1,14 +1,15 @@
 // The request board (limits/board.ts): subjects are found by id in the table the main thread fills,
 // worker threads racing for a limit's last requests admit exactly the limit between them, and the main
 // thread's Limiter keeps reading a slot after the month's sweep dropped its subject.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { Worker } from 'node:worker_threads'
 import { moduleFile } from '../../src/paths.js'
-import { minuteOf, RequestBoard } from '../../src/limits/board.js'
+import { dayOf, minuteOf, monthOf, RequestBoard } from '../../src/limits/board.js'
 import { FrontLimits } from '../../src/limits/front.js'
 import { Limiter, type LimitCall } from '../../src/limits/limiter.js'
 import { NO_LIMITS } from '../../src/domain/limits.js'
+import type { Refusal } from '../../src/limits/rules.js'
 import { until } from '../helpers/wait.js'
 
 const BOARD = moduleFile('../../src/limits/board.js', import.meta.url).href
@@ -61,21 +62,23 @@ t.test('a full table adds nothing more, and what it holds is still found', async
   t.same(ids.map((id) => board.find('key', id)), slots, 'every one is found')
 })
 
-t.test('four threads racing for 100,000 requests admit exactly 100,000 between them', async (t) => {
-  const board = new RequestBoard()
-  const slot = board.add('key', randomUUID(), 42, 0)
-  // Every thread waits on the gate, so they all ask at once, for longer than a time slice.
+/**
+ * Four threads each run `step` (an expression over `board` and `slot`, true when it took one) 60,000 times,
+ * all at once: every thread waits on a gate first, so they race for longer than a time slice. Returns what each took.
+ */
+async function race (t: Test, board: RequestBoard, slot: number, step: string): Promise<number[]> {
   const gate = new Int32Array(new SharedArrayBuffer(4))
   const code = `
     const { workerData, parentPort } = require('node:worker_threads')
     import(workerData.board).then(({ RequestBoard }) => {
       const board = new RequestBoard(workerData.buffer)
+      const slot = workerData.slot
       const gate = new Int32Array(workerData.gate)
       parentPort.postMessage('ready')
       Atomics.wait(gate, 0, 0)
-      let admitted = 0
-      for (let i = 0; i < 60_000; i++) if (board.admit(workerData.slot, 42, 100_000) > 0) admitted++
-      parentPort.postMessage(admitted)
+      let took = 0
+      for (let i = 0; i < 60_000; i++) if (${step}) took++
+      parentPort.postMessage(took)
     })`
   const workers = Array.from({ length: 4 }, () => new Worker(code, { eval: true, workerData: { board: BOARD, buffer: board.buffer, slot, gate: gate.buffer } }))
   t.teardown(() => Promise.all(workers.map((w) => w.terminate())))
@@ -84,7 +87,13 @@ t.test('four threads racing for 100,000 requests admit exactly 100,000 between t
   const done = workers.map(next) as Array<Promise<number>>
   Atomics.store(gate, 0, 1)
   Atomics.notify(gate, 0)
-  const admitted = await Promise.all(done)
+  return Promise.all(done)
+}
+
+t.test('four threads racing for 100,000 requests admit exactly 100,000 between them', async (t) => {
+  const board = new RequestBoard()
+  const slot = board.add('key', randomUUID(), 42, 0)
+  const admitted = await race(t, board, slot, 'board.admit(slot, 42, 100_000) > 0')
   t.equal(admitted.reduce((a, b) => a + b, 0), 100_000, `admitted ${admitted.join(' + ')}`)
   t.ok(admitted.filter((n) => n > 0).length >= 2, 'by more than one thread')
   t.equal(board.count(slot, 42), 100_000, 'and counted')
@@ -112,4 +121,97 @@ t.test('a subject the month\'s sweep dropped finds its slot again, with what the
   t.equal(lim.usage({ accountId: call.accountId }).minuteRequests, 2, 'the account\'s too')
   const more = [lim.count(call), lim.count(call), lim.count(call), lim.count(call)]
   t.same(more.map((r) => r?.code ?? 'ok'), ['ok', 'ok', 'ok', 'rate_limited'], 'and the main thread counts on the same slot: five in the minute')
+})
+
+t.test('holds: refused once the window\'s use and what is held reach the limit, and let go never below 0', async (t) => {
+  const board = new RequestBoard(null, 64)
+  const day = dayOf(Date.UTC(2026, 10, 29, 12))
+  const month = monthOf(Date.UTC(2026, 10, 29, 12))
+  t.equal(month, 56 * 12 + 10, 'monthOf counts months from January 1970')
+  const slot = board.add('key', randomUUID(), 100, 0, { tokens: 300, day, dayMicro: 1_000, month, monthMicro: 5_000, heldTokens: 50, heldMicro: 7 })
+  t.same([board.tokens(slot, 100), board.daySpent(slot, day), board.monthSpent(slot, month), board.heldTokens(slot), board.heldMicro(slot)], [300, 1_000, 5_000, 50, 7],
+    'a new slot carries its use and holds from the start')
+  board.release(slot, 50, 7)
+  t.ok(board.holdTokens(slot, 100, 400, 1_000), '300 used, 0 held: room')
+  t.ok(board.holdTokens(slot, 100, 400, 1_000), '300 used, 400 held: room')
+  t.notOk(board.holdTokens(slot, 100, 400, 1_000), '300 used, 800 held: 1,100 reaches 1,000')
+  t.equal(board.heldTokens(slot), 800, 'the refused hold is not held')
+  t.ok(board.holdTokens(slot, 101, 100, 1_000), 'the next minute: its tokens start at 0, what is held still counts')
+  t.notOk(board.holdTokens(slot, 101, 0, 900), 'a check without a hold: 900 held reaches 900')
+  board.release(slot, 5_000, 0)
+  t.equal(board.heldTokens(slot), 0, 'let go: never below 0')
+  t.equal(board.holdMicro(slot, day, month, 299.2, 1_500, null), null, '1,000 spent today: room under 1,500')
+  t.equal(board.heldMicro(slot), 300, 'held in whole micro-dollars, rounded up')
+  t.equal(board.holdMicro(slot, day, month, 300, 1_300, null), 'day', '1,000 spent and 300 held reach the day\'s 1,300')
+  t.equal(board.holdMicro(slot, day, month, 300, null, 5_300), 'month', 'and 5,000 and 300 the month\'s 5,300')
+  t.equal(board.holdMicro(slot, day + 1, month, 1, 1_301, null), null, 'tomorrow\'s spend starts at 0')
+  board.setUse(slot, 101, 900, day, 2_000, month, 6_000)
+  t.same([board.tokens(slot, 101), board.tokens(slot, 100), board.daySpent(slot, day), board.monthSpent(slot, month + 1)], [900, 0, 2_000, 0], 'each word reads as 0 in another window')
+})
+
+t.test('four threads racing to hold 100,000 tokens under a tpm hold exactly that between them', async (t) => {
+  const board = new RequestBoard()
+  const slot = board.add('account', randomUUID(), 42, 0)
+  const held = await race(t, board, slot, 'board.holdTokens(slot, 42, 1, 100_000)')
+  t.equal(held.reduce((a, b) => a + b, 0), 100_000, `held ${held.join(' + ')}`)
+  t.ok(held.filter((n) => n > 0).length >= 2, 'by more than one thread')
+  t.equal(board.heldTokens(slot), 100_000, 'and on the board')
+})
+
+t.test('a front thread judges tokens per minute and budgets on the board, with the main thread\'s counts and holds', async (t) => {
+  const clock = Date.UTC(2026, 5, 10, 12, 0, 5)
+  const now = (): number => clock
+  const board = new RequestBoard(null, 64)
+  const lim = new Limiter({ now, board, hold: true })
+  t.teardown(() => lim.close())
+  let asked = 0
+  const front = new FrontLimits({ admit: (c) => { asked++; return Promise.resolve(lim.count(c)) }, counted: (note) => { for (const [k, a, n] of note) lim.counted(k, a, n) } },
+    new RequestBoard(board.buffer), now, { pricing: null, hold: true })
+  t.teardown(() => { front.close() })
+  const keyId = randomUUID()
+  const accountId = randomUUID()
+  const call = (): LimitCall & { held: { tok: number; micro: number } } => ({
+    keyId, accountId, key: { ...NO_LIMITS, tpm: 1_000 }, account: NO_LIMITS, callId: randomUUID(), estimate: { promptTokens: 300, outputTokens: 100 }, held: { tok: 0, micro: 0 },
+  })
+  const first = call()
+  t.equal(await front.admit(first, 'm', 1), null, 'the first call asks the main thread, which puts key and account on the board')
+  t.equal(asked, 1)
+  t.same(first.held, { tok: 0, micro: 0 }, 'and holds it there itself (a trace settles it by id)')
+  const second = call()
+  t.equal(front.admit(second, 'm', 1), null, 'the second is judged on the board: 400 held, room under 1,000')
+  t.same(second.held, { tok: 400, micro: 0 }, 'and says what it holds, for its trace to carry')
+  t.equal(front.admit(call(), 'm', 1), null, 'the third: 800 held')
+  const refused = front.admit(call(), 'm', 1) as Refusal
+  t.equal(refused?.code, 'rate_limited', 'the fourth: 1,200 held reach 1,000')
+  t.match(refused.message, /The key's limit of 1000 tokens per minute is reached/)
+  t.equal(asked, 1, 'none of them asked the main thread')
+  t.same(lim.held({ keyId }), { tokens: 1_200, usd: 0 }, 'the main thread reads the holds on the board, its own included')
+  t.same(lim.held({ accountId }), { tokens: 1_200, usd: 0 }, 'held for the account too')
+  // The first call's trace: settled by id. The second's: its real cost counted, then its hold let go.
+  lim.settle([first.callId!])
+  lim.record(keyId, accountId, 350, 0, clock)
+  lim.released(keyId, accountId, 400, 0)
+  t.same(lim.held({ keyId }), { tokens: 400, usd: 0 }, 'two holds let go')
+  t.equal(front.admit(call(), 'm', 1), null, '350 used and 400 held: room')
+  const again = front.admit(call(), 'm', 1) as Refusal
+  t.equal(again?.code, 'rate_limited', '350 used and 800 held: none')
+  t.equal(again.headers['x-ratelimit-remaining-tokens'], '650', 'the headers count the tokens used, as the main thread\'s do')
+  t.equal(lim.count(call())?.code, 'rate_limited', 'the main thread judges with the holds on the board too')
+
+  // Spend: the main thread counts each trace's cost and writes the day's and month's totals on the board.
+  const spender = { keyId: randomUUID(), accountId: randomUUID(), key: { ...NO_LIMITS, budgetDayUsd: 0.01 }, account: { ...NO_LIMITS, budgetMonthUsd: 1 } }
+  t.equal(await front.admit({ ...spender }, 'm', 1), null, 'the main thread judges the first, and puts the spender on the board')
+  lim.record(spender.keyId, spender.accountId, 0, 0.004, clock)
+  t.equal(front.admit({ ...spender }, 'm', 1), null, '0.004 of 0.01 spent today: judged on the board')
+  lim.record(spender.keyId, spender.accountId, 0, 0.006, clock)
+  const spent = front.admit({ ...spender }, 'm', 1) as Refusal
+  t.equal(spent?.code, 'budget_exceeded', '0.01 spent')
+  t.match(spent.message, /The key's budget of 0.01 USD per day is spent; it resets at 00:00 UTC, in 11h59m55s/)
+  t.equal(asked, 2, 'only the first asked the main thread')
+  const other = { ...spender, keyId: randomUUID(), key: NO_LIMITS }
+  await front.admit({ ...other }, 'm', 1)
+  lim.record(other.keyId, other.accountId, 0, 0.99, clock)
+  const month = front.admit({ ...other }, 'm', 1) as Refusal
+  t.equal(month?.code, 'budget_exceeded', 'another key of the account: the account\'s month is spent (0.01 and 0.99 of 1)')
+  t.match(month.message, /The account's budget of 1 USD per month is spent/)
 })

@@ -252,6 +252,8 @@ function takeTraces (msg: TraceMessage): void {
     traces?.add(msg.traces, null, msg.sentAt)
   }
   handedOver(msg.handoff)
+  // Built above (add is synchronous), so the report counts their costs before it lets their holds go.
+  if (msg.held !== undefined) usage.release(msg.held)
   reportUsage()
 }
 
@@ -333,6 +335,8 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     else {
       open().then(() => { takeTraces(msg) }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
+        // Their costs are never known: what their calls held is let go, as a hold whose trace never came.
+        if (msg.held !== undefined) { usage.release(msg.held); reportUsage() }
       })
     }
     return

@@ -1,12 +1,14 @@
 // Tokens and cost of the rows just built, sent back to the front thread for the per-key limits (tokens per
 // minute, spend budgets): they are known only once the answer has been read, which happens here. Summed
 // per key and minute within a batch, so a message carries one entry per key a batch touched, and the ids of
-// the traces built (the limits let go of what each call held in flight once its cost is counted).
-import type { RawTrace, TraceSummary, UsageFeedback } from '../trace-types.js'
+// the traces built (the limits let go of what each call held in flight once its cost is counted), and what
+// the front threads' calls held on the request board, let go by the main thread after it counts the costs.
+import type { HeldRelease, RawTrace, TraceSummary, UsageFeedback, UsageReport } from '../trace-types.js'
 
 export class UsageCollector {
   readonly #by = new Map<string, UsageFeedback>()
   #settled: string[] = []
+  #released: HeldRelease[] = []
 
   /** A built row (or a trace not stored); a row with neither tokens nor cost changes no count. */
   add (raw: RawTrace, row: TraceSummary | null): void {
@@ -28,12 +30,18 @@ export class UsageCollector {
     }
   }
 
+  /** A trace batch's holds on the board: reported with its traces' costs, after them. */
+  release (held: readonly HeldRelease[]): void {
+    for (const h of held) this.#released.push(h)
+  }
+
   /** What was collected since the last call (null when nothing), and a fresh start. */
-  take (): { usage: UsageFeedback[]; settled: string[] } | null {
-    if (this.#settled.length === 0) return null
-    const out = { usage: [...this.#by.values()], settled: this.#settled }
+  take (): UsageReport | null {
+    if (this.#settled.length === 0 && this.#released.length === 0) return null
+    const out = { usage: [...this.#by.values()], settled: this.#settled, released: this.#released }
     this.#by.clear()
     this.#settled = []
+    this.#released = []
     return out
   }
 }
