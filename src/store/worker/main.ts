@@ -223,10 +223,22 @@ async function run<K extends OpName> (op: K, args: StoreOps[K]['args'], id: numb
 
 /** Tokens and cost of the rows built, for the front thread's limits. */
 const usage = new UsageCollector()
+/**
+ * Reports leave at most this often: every message wakes the main thread, which costs it more than the
+ * report's contents. Until a report arrives the calls' holds stand in for their costs (a hold is the
+ * most a call may cost), so the limits are never looser for the wait.
+ */
+const REPORT_MS = 25
+let reporting: NodeJS.Timeout | null = null
 
-function reportUsage (): void {
+function sendUsage (): void {
+  reporting = null
   const taken = usage.take()
   if (taken !== null) port.postMessage(taken)
+}
+
+function reportUsage (): void {
+  reporting ??= setTimeout(sendUsage, REPORT_MS)
 }
 
 /**
@@ -306,6 +318,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     // Streams in progress stop at their current chunk.
     for (const stop of acks.values()) stop(false)
     acks.clear()
+    if (reporting !== null) { clearTimeout(reporting); sendUsage() }
     void (async () => {
       await writes.catch(() => {})
       if (ready !== null) await ready.catch(() => {})
