@@ -7,15 +7,24 @@
 // Each load line has the means, the ratio overall and per pair, the server's CPU per request (two_vs_one: also
 // the main thread's, which with front threads is what serving them costs it), and the load
 // average before and after. BENCH_DURATION (s per run, default 10), BENCH_RUNS (pairs, default 3),
-// BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: baseline, two, off).
+// BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: baseline, two, off), BENCH_LIMITS (CLI limit flags set on
+// the bench account of every server before its runs, e.g. `--tpm 1000000000`: every call a counted one).
 import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
-import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, skipped, startMock, startTracegate, type PairedRun, type TracegateProc } from './processes.js'
+import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, skipped, startMock, startTracegate as startServer, tracegateCli, type PairedRun, type TracegateProc } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const baselineCli = process.env.BENCH_BASELINE_CLI ?? ''
+const limits = (process.env.BENCH_LIMITS ?? '').split(' ').filter(Boolean)
+
+/** A server whose bench account has BENCH_LIMITS. */
+async function startTracegate (mockUrl: string, env: Record<string, string>, cli?: string): Promise<TracegateProc> {
+  const tg = await startServer(mockUrl, env, cli)
+  if (limits.length > 0) tracegateCli(tg, ['account', 'update', '--id', tg.accountId, ...limits])
+  return tg
+}
 
 const loadavg = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 
@@ -53,7 +62,7 @@ async function compare (name: string, a: () => Promise<TracegateProc>, b: () => 
     const r = await alternate(runs, () => load(off, duration), () => load(on, duration))
     const main = (rs: LoadRun[]): number => Math.round(rs.reduce((n, x) => n + x.mainUsPerRequest, 0) / rs.length * 10) / 10
     line({
-      case: name, ...extra, connections, duration_s: duration, runs, ...r.summary,
+      case: name, ...extra, ...(limits.length > 0 ? { limits: limits.join(' ') } : {}), connections, duration_s: duration, runs, ...r.summary,
       main_thread_us_per_request_off: main(r.offRuns), main_thread_us_per_request_on: main(r.onRuns),
       loadavg_before: before, loadavg_after: loadavg(),
     })
