@@ -69,6 +69,8 @@ export interface Sentence {
   readonly end: number
   /** The sentence is its whole line. */
   readonly line: boolean
+  /** Where its line starts in the span's text. */
+  readonly lineStart: number
   /** Its words (wordsOf). */
   readonly words: readonly string[]
 }
@@ -96,7 +98,7 @@ export function sentencesOf (text: string, tok = tokens(text)): Sentence[] {
       while (j < tok.starts.length && (tok.starts[j] as number) < lineStart + e) j++
       const n = j - k
       if (n < MIN_WORDS || n > MAX_WORDS) continue
-      out.push({ text: line.slice(s, e).trim(), start: lineStart + s, end: lineStart + e, line: parts.length === 1, words: tok.words.slice(k, j) })
+      out.push({ text: line.slice(s, e).trim(), start: lineStart + s, end: lineStart + e, line: parts.length === 1, lineStart, words: tok.words.slice(k, j) })
     }
   }
   return out
@@ -134,7 +136,7 @@ function clip (x: number, lim: number): number {
 const TAIL_MAX = 400
 const TAIL_SENTENCES = 2
 /** A line a user labels as their own question or task after pasted text ("Question: …", "Q: …"). */
-const LABELLED = /^[ \t]*(?:q|question|my question|task|instruction)[ \t]*:/i
+const LABELLED = /[ \t]*(?:q|question|my question|task|instruction)[ \t]*:/iy
 
 /**
  * The features of each candidate sentence of `data` beside `request` (the user's words in the same
@@ -161,8 +163,8 @@ export function pairFeatures (model: Pick<PairModel, 'tableBits' | 'words' | 'fi
     const own: string[] = [data.slice(tail)]
     candidates = all.filter((c) => {
       if (c.start >= tail) return false
-      const lineStart = data.lastIndexOf('\n', c.start - 1) + 1
-      if (!LABELLED.test(data.slice(lineStart, c.end))) return true
+      LABELLED.lastIndex = c.lineStart
+      if (!LABELLED.test(data)) return true
       own.push(c.text)
       return false
     })
