@@ -49,8 +49,8 @@ export function documentRequest (text: string, shape: 'tool' | 'pasted'): Record
 /**
  * Whether a model (refitted, with its own thresholds) blocks these segments, as detectInjection judges
  * them, span by span (spans.ts: text pasted after a framing line is data): a data span is blocked by a
- * strong rule or by the model alone at the model's own data threshold (segmentScore applies the
- * shipped model's), any other by segmentScore.
+ * strong rule, by the model alone at the model's own data threshold (segmentScore applies the
+ * shipped model's) or, with `pair`, by that pair reading at its own threshold; any other by segmentScore.
  */
 export function blockedBy (model: Model, segments: readonly Segment[], pair?: PairModel): boolean {
   const t = model.threshold
@@ -108,8 +108,8 @@ export const CATEGORY_FOLDS = 5
 
 /**
  * Planted instructions of attack categories never trained on: BIPIA's 25 train categories dealt into
- * CATEGORY_FOLDS folds; for each, the model is refitted without that fold's attack rows and the recall
- * is measured on every row of those categories, by shape. Then each context kind (email, table, code)
+ * CATEGORY_FOLDS folds; for each, the head and the pair reading are refitted without that fold's attack
+ * rows and the recall is measured on every row of those categories, by shape. Then each context kind (email, table, code)
  * left out whole (its attacks and clean contexts), with the recall and the clean block rate on that
  * kind's tool results.
  */
