@@ -4,9 +4,9 @@
 // and score, never the matched text.
 import type { InjectionResult, Issue, Segment, Severity, SpanSource } from '../../src/detection/types.js'
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
-import { loadPair, spanPairScore, type PairModel } from './pair.js'
+import { endsUserMessage, loadPair, pairScore, requestOf, type PairModel } from './pair.js'
 import { categoryOf } from './rules.js'
-import { sourceOf, spansOf, toSegment, type Piece } from './spans.js'
+import { sourceOf, spansOf, toSegment, type Piece, type Span } from './spans.js'
 import { TextCache } from './text-cache.js'
 
 // Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
@@ -137,10 +137,31 @@ let cacheOn = true
 export function setAnalysisCache (on: boolean): void {
   cacheOn = on
   ANALYSES.clear()
+  PAIRS.clear()
 }
 
 function analyzeCached (text: string): ReturnType<typeof analyze> {
   return cacheOn ? ANALYSES.get(text, analyzeText) : analyzeText(text)
+}
+
+interface PairReading { readonly request: string, readonly endsMessage: boolean, readonly p: number }
+
+/**
+ * Pair readings by data span text: a chat resends its tool results and pasted text with every turn,
+ * beside the same request. A reading is used only for the request and shape it was made with; a span
+ * held beside another request is read anew.
+ */
+const PAIRS = new TextCache<PairReading>(4_000_000, 65_536)
+
+/** The pair reading's probability for data span `k` (pair.ts spanPairScore), cached with the analyses. */
+function pairCached (spans: readonly Span[], k: number, segments: readonly Segment[]): number {
+  const text = (spans[k] as Span).text
+  const request = requestOf(spans, k, segments)
+  const endsMessage = endsUserMessage(spans, k, segments)
+  const read = (): PairReading => ({ request, endsMessage, p: pairScore(PAIR, request, text, endsMessage) })
+  if (!cacheOn) return read().p
+  const held = PAIRS.get(text, read)
+  return held.request === request && held.endsMessage === endsMessage ? held.p : read().p
 }
 
 const EMPTY: InjectionResult = Object.freeze({ score: 0, dataScore: 0, ownScore: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
@@ -163,7 +184,7 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
     const judged: Judged = { role: first.role, path: first.path, text: span.text, source: span.source }
     const a = analyzeCached(span.text)
     const data = span.source === 'data'
-    const pair = data ? pairOnDataScale(spanPairScore(PAIR, spans, k, segments), PAIR, DATA_MODEL_ONLY) : 0
+    const pair = data ? pairOnDataScale(pairCached(spans, k, segments), PAIR, DATA_MODEL_ONLY) : 0
     const spanScore = segmentScore(a, judged, THRESHOLD, pair)
     if (data) dataScore = Math.max(dataScore, spanScore)
     else own = Math.max(own, spanScore)
