@@ -10,7 +10,7 @@ import { spanPairScore, type PairModel } from '../../workers/detector/pair.js'
 import { pairExamples, trainPair } from './pair-train.js'
 import { STRONG_RULE, analyze, decodeModel, encodeModel, type Model } from '../../workers/detector/model.js'
 import { dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
-import { documents, isHeldOutDocument, type DocumentRow } from './documents.js'
+import { documentRequest, documents, isHeldOutDocument, type DocumentRow } from './documents.js'
 import { isHeldOutContext, readIndirect, type IndirectRow } from './indirect.js'
 import { DEFAULTS, calibrate, featurize, fit, fitHead, headRowsOf, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
 
@@ -31,20 +31,6 @@ function print (title: string, m: ReadonlyMap<string, Rate>, what: (k: string) =
   return Object.fromEntries(m)
 }
 
-/** A document as a request carries it: returned by a tool, or pasted by the user after framing. */
-export function documentRequest (text: string, shape: 'tool' | 'pasted'): Record<string, unknown> {
-  const system = { role: 'system', content: 'You are an assistant that helps the user with their files, mail and tools.' }
-  if (shape === 'pasted') return { model: 'm', messages: [system, { role: 'user', content: `Here is the document:\n\n${text}\n\nQ: Summarise it in three sentences.` }] }
-  return {
-    model: 'm',
-    messages: [
-      system,
-      { role: 'user', content: 'Summarise the document I just opened.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_document', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'call_1', content: text },
-    ],
-  }
-}
 
 /**
  * Whether a model (refitted, with its own thresholds) blocks these segments, as detectInjection judges

@@ -38,7 +38,7 @@ const NOT_A_VERB: ReadonlySet<string> = new Set(['i', "i'm", "i've", "i'll", "i'
 const AUX: ReadonlySet<string> = new Set(['can', 'could', 'would', 'will', 'should', 'is', 'are', 'was', 'were', 'do', 'does', 'did', 'may', 'might', 'shall', 'have', 'has'])
 
 /** The features of one sentence, in the order of PairModel.weights. */
-export const PAIR_FEATURES = ['question', 'wh', 'aux', 'requestWords', 'requestFirst', 'novelData', 'novelRequest', 'line', 'edge', 'you', 'proseAround', 'length', 'requestWords*novelData', 'requestFirst*novelData', 'question*novelData', 'novelData*novelRequest', 'line*novelData', 'codeAround*novelData', 'marked', 'terminal', 'capital'] as const
+export const PAIR_FEATURES = ['question', 'wh', 'aux', 'requestWords', 'requestFirst', 'novel', 'line', 'edge', 'you', 'proseAround', 'length', 'requestWords*novel', 'requestFirst*novel', 'question*novel', 'line*novel', 'codeAround*novel', 'marked', 'terminal', 'capital'] as const
 export const PAIR_DIM = PAIR_FEATURES.length
 
 /** Words of a text as the tables read them: runs of letters (and apostrophes), lower case. */
@@ -192,14 +192,10 @@ export function pairFeatures (model: Pick<PairModel, 'tableBits' | 'words' | 'fi
     const content = contentWords(words)
     const own = new Map<string, number>()
     for (const w of content) own.set(w, (own.get(w) ?? 0) + 1)
-    let novelD = 0, novelR = 0
-    for (const [w, n] of own) {
-      if ((counts.get(w) ?? 0) <= n) novelD++
-      if (!req.has(w)) novelR++
-    }
-    const distinct = Math.max(1, own.size)
-    novelD = own.size === 0 ? 0 : novelD / distinct
-    novelR = own.size === 0 ? 0 : novelR / distinct
+    // Novel: a content word found neither elsewhere in the span nor in the user's request.
+    let novel = 0
+    for (const [w, n] of own) if ((counts.get(w) ?? 0) <= n && !req.has(w)) novel++
+    novel = own.size === 0 ? 0 : novel / own.size
     let rw = 0
     for (const w of words) rw += model.words[wordHash(w, model.tableBits)] as number
     const requestWords = clip(rw / Math.max(1, words.length), 4) / 4
@@ -212,9 +208,9 @@ export function pairFeatures (model: Pick<PairModel, 'tableBits' | 'words' | 'fi
     const line = s.line ? 1 : 0
     const f = new Float64Array(PAIR_DIM)
     f.set([
-      question, WH.has(first) ? 1 : 0, AUX.has(first) ? 1 : 0, requestWords, requestFirst, novelD, novelR, line,
+      question, WH.has(first) ? 1 : 0, AUX.has(first) ? 1 : 0, requestWords, requestFirst, novel, line,
       i === 0 || i === sentences.length - 1 ? 1 : 0, words.some((w) => w === 'you' || w === 'your') ? 1 : 0, proseAround,
-      Math.min(words.length, 30) / 30, requestWords * novelD, requestFirst * novelD, question * novelD, novelD * novelR, line * novelD, (1 - proseAround) * novelD,
+      Math.min(words.length, 30) / 30, requestWords * novel, requestFirst * novel, question * novel, line * novel, (1 - proseAround) * novel,
       MARKED.test(s.text) ? 1 : 0, /[.!?]["')\]]?$/.test(s.text) ? 1 : 0, /^["'(]?[A-Z]/.test(s.text) ? 1 : 0,
     ])
     return f
