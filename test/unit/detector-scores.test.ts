@@ -4,8 +4,7 @@
 // hand-written, evasion and generated-document sets always), judged as request bodies through the
 // worker's detectBody, and of multi-turn conversations in three dialects judged call after call, so the
 // per-text caches and what a body reuses from the one before are checked against a fresh judgement.
-// The fixture names the weights by a digest of weights.bin and pair.bin. Regenerate it (after
-// retraining, never to hide a change in a verdict) with
+// Regenerate it (after retraining, never to hide a change in a verdict) with
 // `node dist/test/unit/detector-scores.test.js --write`.
 import t from 'tap'
 import { createHash } from 'node:crypto'
@@ -21,7 +20,6 @@ import { generatedDocuments } from '../../training/detector/gen-documents.js'
 import { readIndirect } from '../../training/detector/indirect.js'
 import { detectBody } from '../../workers/detect.js'
 import { WEIGHTS_URL } from '../../workers/detector/model.js'
-import { PAIR_URL } from '../../workers/detector/pair.js'
 
 const FIXTURE = repoFile('test/unit/detector-scores.json.gz')
 const haveDataset = existsSync(resolve(datasetDir(), 'dev.jsonl')) && existsSync(resolve(datasetDir(), 'indirect-train.jsonl'))
@@ -92,8 +90,7 @@ function summary (v: Verdict): string {
   return `${fixed(score)} ${digest}`
 }
 
-/** The model files a verdict depends on: the weights and the pair reading's (pair.bin). */
-const weightsDigest = (): string => createHash('sha256').update(readFileSync(WEIGHTS_URL)).update(readFileSync(PAIR_URL)).digest('hex')
+const weightsDigest = (): string => createHash('sha256').update(readFileSync(WEIGHTS_URL)).digest('hex')
 
 function judgeAll (): Record<string, string[]> {
   const out: Record<string, string[]> = {}

@@ -110,21 +110,6 @@ function readManifest (): ReadonlySet<string> {
   return new Set(readFileSync(MANIFEST_URL, 'utf8').split('\n').filter((l) => l !== ''))
 }
 
-/** A document as a request carries it: returned by a tool, or pasted by the user after framing. */
-export function documentRequest (text: string, shape: 'tool' | 'pasted'): Record<string, unknown> {
-  const system = { role: 'system', content: 'You are an assistant that helps the user with their files, mail and tools.' }
-  if (shape === 'pasted') return { model: 'm', messages: [system, { role: 'user', content: `Here is the document:\n\n${text}\n\nQ: Summarise it in three sentences.` }] }
-  return {
-    model: 'm',
-    messages: [
-      system,
-      { role: 'user', content: 'Summarise the document I just opened.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_document', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'call_1', content: text },
-    ],
-  }
-}
-
 /** Every clean document: npm passages and generated ones. */
 export function documents (): DocumentRow[] {
   return [...npmDocuments(), ...generatedDocuments()]

@@ -6,11 +6,9 @@ import type { Segment } from '../../src/detection/types.js'
 import { DATA_MODEL_ONLY, detectInjection, isData, segmentScore } from '../../workers/detector/injection.js'
 import { extractSegments } from '../../src/scan/extract.js'
 import { spansOf, type Piece } from '../../workers/detector/spans.js'
-import { spanPairScore, type PairModel } from '../../workers/detector/pair.js'
-import { pairExamples, trainPair } from './pair-train.js'
 import { STRONG_RULE, analyze, decodeModel, encodeModel, type Model } from '../../workers/detector/model.js'
 import { dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
-import { documentRequest, documents, isHeldOutDocument, type DocumentRow } from './documents.js'
+import { documents, isHeldOutDocument, type DocumentRow } from './documents.js'
 import { isHeldOutContext, readIndirect, type IndirectRow } from './indirect.js'
 import { DEFAULTS, calibrate, featurize, fit, fitHead, headRowsOf, weightsOf, type DeepOptions, type Example, type TrainOptions } from './train.js'
 
@@ -31,25 +29,37 @@ function print (title: string, m: ReadonlyMap<string, Rate>, what: (k: string) =
   return Object.fromEntries(m)
 }
 
+/** A document as a request carries it: returned by a tool, or pasted by the user after framing. */
+export function documentRequest (text: string, shape: 'tool' | 'pasted'): Record<string, unknown> {
+  const system = { role: 'system', content: 'You are an assistant that helps the user with their files, mail and tools.' }
+  if (shape === 'pasted') return { model: 'm', messages: [system, { role: 'user', content: `Here is the document:\n\n${text}\n\nQ: Summarise it in three sentences.` }] }
+  return {
+    model: 'm',
+    messages: [
+      system,
+      { role: 'user', content: 'Summarise the document I just opened.' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_document', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: text },
+    ],
+  }
+}
 
 /**
  * Whether a model (refitted, with its own thresholds) blocks these segments, as detectInjection judges
  * them, span by span (spans.ts: text pasted after a framing line is data): a data span is blocked by a
- * strong rule, by the model alone at the model's own data threshold (segmentScore applies the
- * shipped model's) or, with `pair`, by that pair reading at its own threshold; any other by segmentScore.
+ * strong rule or by the model alone at the model's own data threshold (segmentScore applies the
+ * shipped model's), any other by segmentScore.
  */
-export function blockedBy (model: Model, segments: readonly Segment[], pair?: PairModel): boolean {
+export function blockedBy (model: Model, segments: readonly Segment[]): boolean {
   const t = model.threshold
-  const spans = spansOf(segments)
-  return spans.some((span, k) => {
+  return spansOf(segments).some((span) => {
     if (span.text === '') return false
     const first = segments[(span.pieces[0] as Piece).segment] as Segment
     const s = { role: first.role, path: first.path, text: span.text, source: span.source }
     const a = analyze(model, s.text)
     if (!isData(s)) return segmentScore(a, s, t) >= t
     const rules = a.findings.reduce((m, f) => (f.family !== 'model' && f.score >= STRONG_RULE ? Math.max(m, f.score) : m), 0)
-    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0, dataScore: rules }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY) ||
-      (pair !== undefined && spanPairScore(pair, spans, k, segments) >= pair.threshold)
+    return segmentScore({ ...a, score: rules, modelScore: 0, dataModelScore: 0, dataScore: rules }, s, t) >= t || a.dataModelScore >= (model.dataThreshold ?? DATA_MODEL_ONLY)
   })
 }
 
@@ -94,8 +104,8 @@ export const CATEGORY_FOLDS = 5
 
 /**
  * Planted instructions of attack categories never trained on: BIPIA's 25 train categories dealt into
- * CATEGORY_FOLDS folds; for each, the head and the pair reading are refitted without that fold's attack
- * rows and the recall is measured on every row of those categories, by shape. Then each context kind (email, table, code)
+ * CATEGORY_FOLDS folds; for each, the model is refitted without that fold's attack rows and the recall
+ * is measured on every row of those categories, by shape. Then each context kind (email, table, code)
  * left out whole (its attacks and clean contexts), with the recall and the clean block rate on that
  * kind's tool results.
  */
@@ -111,14 +121,13 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
   // The linear part is fitted on what users write, which holds no planted instruction: one fit serves every refit.
   const linear = decodeModel(encodeModel(fit(exRows, weightsOf(rows, opt), { ...opt, quiet: true })))
   const own = headRowsOf(rows, exRows)
-  const pairs = pairExamples(rows)
-  const refit = (drop: (r: Pick<Row, 'source' | 'category'>) => boolean): { model: Model, pair: PairModel } => {
+  const refit = (drop: (r: Row) => boolean): Model => {
     const keep = head.flatMap((r, i) => (drop(r) ? [] : [i]))
     const all = [...own.rows, ...keep.map((i) => head[i] as Row)]
     const trained = fitHead([...own.examples, ...keep.map((i) => exHead[i] as Example)], weightsOf(all, opt), linear, opt.deep as DeepOptions, { ...opt, quiet: true })
-    return { model: calibrate(trained, dev, dataDev.filter((r) => !drop(r))), pair: trainPair(pairs, drop) }
+    return calibrate(trained, dev, dataDev.filter((r) => !drop(r)))
   }
-  const judge = (m: { model: Model, pair: PairModel }, r: IndirectRow): boolean => blockedBy(m.model, extractSegments('alpha', { model: 'm', messages: r.messages }), m.pair)
+  const judge = (m: Model, r: IndirectRow): boolean => blockedBy(m, extractSegments('alpha', { model: 'm', messages: r.messages }))
   const categories = new Map<string, Rate>()
   console.log(`attack categories left out (${CATEGORY_FOLDS} folds, refitted without them): category, n, blocked`)
   for (let f = 0; f < CATEGORY_FOLDS; f++) {
@@ -145,7 +154,7 @@ export function leaveDataOut (opt: TrainOptions = DEFAULTS): { categories: Recor
     const planted = p.get('planted') ?? { n: 0, blocked: 0 }
     const clean = p.get('clean') ?? { n: 0, blocked: 0 }
     sources[kind] = { planted, clean }
-    console.log(`  ${kind.padEnd(8)} returned by a tool: planted ${pct(planted)}% of ${planted.n}, clean ${pct(clean)}% of ${clean.n}  (threshold ${m.model.threshold.toFixed(3)}, data ${(m.model.dataThreshold ?? DATA_MODEL_ONLY).toFixed(3)}, pair ${m.pair.threshold.toFixed(3)})`)
+    console.log(`  ${kind.padEnd(8)} returned by a tool: planted ${pct(planted)}% of ${planted.n}, clean ${pct(clean)}% of ${clean.n}  (threshold ${m.threshold.toFixed(3)}, data ${(m.dataThreshold ?? DATA_MODEL_ONLY).toFixed(3)})`)
   }
   const sourceMean = Object.values(sources).reduce((a, s) => a + pct(s.planted), 0) / 3
   return { categories: byCat, categoryMean, sources, sourceMean }

@@ -14,8 +14,6 @@ import { normalize } from '../../workers/detector/normalize.js'
 import { FAMILIES } from '../../workers/detector/rules.js'
 import { OWN_SOURCES, QUESTION_SOURCES, dataRows, headTrainingRows, readRows, trainingRows, type Row } from './data.js'
 import { rng } from './rng.js'
-import { PAIR_FEATURES, PAIR_URL, encodePair } from '../../workers/detector/pair.js'
-import { pairExamples, trainPair } from './pair-train.js'
 
 export type { Row } from './data.js'
 export { readRows, trainingRows } from './data.js'
@@ -361,10 +359,8 @@ function main (): void {
   const out = encodeModel(model)
   writeFileSync(WEIGHTS_URL, out)
   writeFileSync(VOCAB_URL, vocabulary(trainRows))
-  const pair = trainPair(pairExamples(trainRows))
-  writeFileSync(PAIR_URL, encodePair(pair))
   const fam = Object.fromEntries(FAMILIES.map((f, i) => [f, Number((model.familyWeights[i] as number).toFixed(3))]))
-  console.log(JSON.stringify({ opts: process.env.TRAIN_OPTS ?? 'defaults', rows: trainRows.length, threshold: Number(model.threshold.toFixed(6)), dataThreshold: model.dataThreshold, bias: model.bias, familyWeights: fam, pairThreshold: pair.threshold, pairWeights: Object.fromEntries(PAIR_FEATURES.map((f, i) => [f, Number((pair.weights[i] as number).toFixed(3))])), bytes: out.length, ms: Date.now() - t0 }))
+  console.log(JSON.stringify({ opts: process.env.TRAIN_OPTS ?? 'defaults', rows: trainRows.length, threshold: Number(model.threshold.toFixed(6)), dataThreshold: model.dataThreshold, bias: model.bias, familyWeights: fam, bytes: out.length, ms: Date.now() - t0 }))
 }
 
 /** TPR at the cut that lets floor(1%) of the benign scores reach it. */

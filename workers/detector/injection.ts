@@ -4,14 +4,12 @@
 // and score, never the matched text.
 import type { InjectionResult, Issue, Segment, Severity, SpanSource } from '../../src/detection/types.js'
 import { STRONG_RULE, analyze, loadModel, plantedFindings, type Finding, type SegmentAnalysis } from './model.js'
-import { endsUserMessage, loadPair, pairScore, requestOf, type PairModel } from './pair.js'
 import { categoryOf } from './rules.js'
-import { sourceOf, spansOf, toSegment, type Piece, type Span } from './spans.js'
+import { sourceOf, spansOf, toSegment, type Piece } from './spans.js'
 import { TextCache } from './text-cache.js'
 
 // Once per worker thread: a 1.25 MiB read and decode (the neural head's embeddings are most of it).
 const MODEL = loadModel()
-const PAIR = loadPair()
 
 /** Block at or above this score. Chosen on dev.jsonl by training/detector/train.ts (see this folder's README.md, Thresholds). */
 export const THRESHOLD = MODEL.threshold
@@ -89,25 +87,15 @@ export function findingsOf (a: SegmentAnalysis, seg: Judged): readonly Finding[]
 }
 
 /**
- * The pair reading's probability (pair.ts) on the data reading's scale: its own threshold maps onto
- * the data threshold `dataBar`, monotonic on both sides, so the two readings share one bar.
- */
-export function pairOnDataScale (p: number, pair: Pick<PairModel, 'threshold'>, dataBar: number): number {
-  const t = pair.threshold
-  return p >= t ? dataBar + (1 - dataBar) * (p - t) / Math.max(1e-9, 1 - t) : dataBar * p / t
-}
-
-/**
  * The span's score under its writer, for a model with this threshold. The analysis (rules, payloads,
  * model) is the same for a text wherever it appears; the bars for short texts, the application's texts
- * and data, and the weight of a planted instruction in data, depend on who wrote it. `pair` is a data
- * span's pair reading beside its request (pairOnDataScale), which counts as the model's.
+ * and data, and the weight of a planted instruction in data, depend on who wrote it.
  */
-export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number, pair = 0): number {
+export function segmentScore (a: SegmentAnalysis, seg: Judged, threshold: number): number {
   const source = sourceOf(seg)
   const data = source === 'data'
-  const modelScore = data ? Math.max(a.dataModelScore, pair) : a.modelScore
-  let score = data ? Math.max(a.dataScore, pair) : a.score
+  const modelScore = data ? a.dataModelScore : a.modelScore
+  let score = data ? a.dataScore : a.score
   let ruled = false
   for (const f of findingsOf(a, seg)) {
     if (f.family === 'model') continue
@@ -137,31 +125,10 @@ let cacheOn = true
 export function setAnalysisCache (on: boolean): void {
   cacheOn = on
   ANALYSES.clear()
-  PAIRS.clear()
 }
 
 function analyzeCached (text: string): ReturnType<typeof analyze> {
   return cacheOn ? ANALYSES.get(text, analyzeText) : analyzeText(text)
-}
-
-interface PairReading { readonly request: string, readonly endsMessage: boolean, readonly p: number }
-
-/**
- * Pair readings by data span text: a chat resends its tool results and pasted text with every turn,
- * beside the same request. A reading is used only for the request and shape it was made with; a span
- * held beside another request is read anew.
- */
-const PAIRS = new TextCache<PairReading>(4_000_000, 65_536)
-
-/** The pair reading's probability for data span `k` (pair.ts spanPairScore), cached with the analyses. */
-function pairCached (spans: readonly Span[], k: number, segments: readonly Segment[]): number {
-  const text = (spans[k] as Span).text
-  const request = requestOf(spans, k, segments)
-  const endsMessage = endsUserMessage(spans, k, segments)
-  const read = (): PairReading => ({ request, endsMessage, p: pairScore(PAIR, request, text, endsMessage) })
-  if (!cacheOn) return read().p
-  const held = PAIRS.get(text, read)
-  return held.request === request && held.endsMessage === endsMessage ? held.p : read().p
 }
 
 const EMPTY: InjectionResult = Object.freeze({ score: 0, dataScore: 0, ownScore: 0, blocked: false, categories: Object.freeze([]), issues: Object.freeze([]) })
@@ -177,15 +144,12 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
   let dataScore = 0
   const issues: Issue[] = []
   const categories = new Set<string>()
-  const spans = spansOf(segments)
-  for (let k = 0; k < spans.length; k++) {
-    const span = spans[k] as (typeof spans)[number]
+  for (const span of spansOf(segments)) {
     const first = segments[(span.pieces[0] as Piece).segment] as Segment
     const judged: Judged = { role: first.role, path: first.path, text: span.text, source: span.source }
     const a = analyzeCached(span.text)
+    const spanScore = segmentScore(a, judged, THRESHOLD)
     const data = span.source === 'data'
-    const pair = data ? pairOnDataScale(pairCached(spans, k, segments), PAIR, DATA_MODEL_ONLY) : 0
-    const spanScore = segmentScore(a, judged, THRESHOLD, pair)
     if (data) dataScore = Math.max(dataScore, spanScore)
     else own = Math.max(own, spanScore)
     const spanBlocked = spanScore >= THRESHOLD
@@ -194,7 +158,7 @@ export function detectInjection (segments: readonly Segment[]): InjectionResult 
     let best: Map<string, Finding> | null = null
     for (const found of findingsOf(a, judged)) {
       const model = found.family === 'model'
-      const score = model ? Math.min(data ? Math.max(a.dataModelScore, pair) : found.score, spanScore) : data && inDataDecides(found) ? findingScore(found, true) : found.score
+      const score = model ? Math.min(data ? a.dataModelScore : found.score, spanScore) : data && inDataDecides(found) ? findingScore(found, true) : found.score
       if (score < (model ? THRESHOLD : REPORT_MIN)) continue
       const prev = best?.get(found.family)
       if (prev === undefined || score > prev.score) (best ??= new Map()).set(found.family, score === found.score ? found : { ...found, score })
