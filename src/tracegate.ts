@@ -213,7 +213,7 @@ export class Tracegate {
         for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
         limits.settle(settled)
         // After the costs are counted: a front thread's call held its estimate on the board until now.
-        for (const [keyId, accountId, tok, micro] of released) limits.released(keyId, accountId, tok, micro)
+        for (const [keyId, accountId, epoch, tok, micro] of released) limits.released(keyId, accountId, epoch, tok, micro)
       })
       // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
       const detectionWorker = options.detectionWorker ?? null

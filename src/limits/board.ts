@@ -11,9 +11,12 @@
 //   the main thread counts them (it is told every built trace's cost), each packed with its window;
 // - the tokens and micro-dollars held by calls in flight (reserve.ts): raised by compare-and-swap only
 //   while the limit has room, so racing threads never hold past it, and lowered when a call's trace is built.
+//   Holds are kept per quarter hour in two words each, the current quarter's and the last one's, so a hold
+//   whose trace never comes (a thread that died with calls in flight) is gone 15 to 30 minutes after it
+//   was taken, as the main thread's own holds are (limiter.ts HOLD_MAX_MS).
 // A word from an earlier window reads as 0. A subject the table has no room for is judged by the main thread.
 
-const WORDS = 9
+const WORDS = 11
 const HI = 0
 const LO = 1
 const COUNT = 2
@@ -21,8 +24,9 @@ const OTHER = 3
 const TOKENS = 4
 const DAY = 5
 const MONTH = 6
+/** Two words each: the quarter hours `epoch & 1` = 0 and 1. */
 const HELD_TOKENS = 7
-const HELD_MICRO = 8
+const HELD_MICRO = 9
 /** A slot whose id is being written. */
 const CLAIMING = -1n
 const LOW32 = 0xffffffffn
@@ -53,6 +57,14 @@ export const MAX_DAY_MICRO = 2 ** 43 - 1
 export const MAX_MONTH_MICRO = 2 ** 48 - 1
 const DAY_SHIFT = 43n
 const MONTH_SHIFT = 48n
+/** Held tokens or micro-dollars per quarter hour, below 2^40 (more saturates: nothing more fits). */
+const HELD_SHIFT = 40n
+const MAX_HELD = 2 ** 40 - 1
+
+/** How long a hold's quarter lasts: a hold outlives its quarter by one more. */
+export const HOLD_EPOCH_MS = 15 * 60_000
+/** The quarter hour `ms` falls in, as holds are kept. */
+export const epochOf = (ms: number): number => Math.floor(ms / HOLD_EPOCH_MS)
 
 const pack = (minute: number, n: number): bigint => (BigInt(minute) << 32n) | BigInt(n)
 const packIn = (window: number, shift: bigint, n: number, max: number): bigint =>
@@ -69,6 +81,29 @@ export interface SlotUse {
   readonly monthMicro: number
   readonly heldTokens: number
   readonly heldMicro: number
+  /** The quarter hour the holds go in (epochOf). */
+  readonly epoch: number
+}
+
+/** A subject's limits as the board holds against them: tokens per minute, budgets in whole micro-dollars. */
+export interface HoldLimits {
+  readonly tpm: number | null
+  readonly dayMicro: number | null
+  readonly monthMicro: number | null
+}
+
+/** The windows a hold is judged in: minute (minuteOf), day (dayOf), month (monthOf), quarter hour (epochOf). */
+export interface HoldWindows {
+  readonly minute: number
+  readonly day: number
+  readonly month: number
+  readonly epoch: number
+}
+
+/** Whose limit refused a hold, and which. */
+export interface HoldRefusal {
+  readonly whose: 'key' | 'account'
+  readonly limit: HoldRefused
 }
 
 /** Which limit refused a hold: the tokens per minute, or the budget of the day or the month. */
@@ -119,8 +154,8 @@ export class RequestBoard {
     Atomics.store(this.#words, i + OTHER, pack(minute, clamp(other)))
     if (use !== null) {
       this.setUse(at.slot, minute, use.tokens, use.day, use.dayMicro, use.month, use.monthMicro)
-      Atomics.store(this.#words, i + HELD_TOKENS, BigInt(Math.max(0, Math.round(use.heldTokens))))
-      Atomics.store(this.#words, i + HELD_MICRO, BigInt(Math.max(0, Math.ceil(use.heldMicro))))
+      Atomics.store(this.#words, i + HELD_TOKENS + (use.epoch & 1), packIn(use.epoch, HELD_SHIFT, use.heldTokens, MAX_HELD))
+      Atomics.store(this.#words, i + HELD_MICRO + (use.epoch & 1), packIn(use.epoch, HELD_SHIFT, Math.ceil(use.heldMicro), MAX_HELD))
     }
     Atomics.store(this.#words, i + HI, at.id[0])
     return at.slot
@@ -214,63 +249,103 @@ export class RequestBoard {
     return unpackIn(Atomics.load(this.#words, slot * WORDS + MONTH), month, MONTH_SHIFT)
   }
 
-  /** Tokens held by calls in flight. */
-  heldTokens (slot: number): number {
-    return Number(Atomics.load(this.#words, slot * WORDS + HELD_TOKENS))
+  /** Tokens held by calls in flight, taken in quarter `epoch` or the one before. */
+  heldTokens (slot: number, epoch: number): number {
+    return this.#held(slot * WORDS + HELD_TOKENS, epoch)
   }
 
-  /** Micro-dollars held by calls in flight. */
-  heldMicro (slot: number): number {
-    return Number(Atomics.load(this.#words, slot * WORDS + HELD_MICRO))
-  }
-
-  /**
-   * Holds `tok` tokens unless the minute's tokens and what is held already reach `limit` (null: no
-   * limit, always held). Returns false when refused (nothing held).
-   */
-  holdTokens (slot: number, minute: number, tok: number, limit: number | null): boolean {
-    const at = slot * WORDS + HELD_TOKENS
-    const add = BigInt(Math.max(0, Math.round(tok)))
-    for (;;) {
-      const held = Atomics.load(this.#words, at)
-      if (limit !== null && this.tokens(slot, minute) + Number(held) >= limit) return false
-      if (add === 0n || Atomics.compareExchange(this.#words, at, held, held + add) === held) return true
-    }
+  /** Micro-dollars held by calls in flight, taken in quarter `epoch` or the one before. */
+  heldMicro (slot: number, epoch: number): number {
+    return this.#held(slot * WORDS + HELD_MICRO, epoch)
   }
 
   /**
-   * Holds `micro` micro-dollars unless the day's or the month's spend and what is held already reach its
-   * budget (micro-dollars; null: none). Returns which refused, or null when held.
+   * Holds `tok` tokens in quarter `epoch` unless the minute's tokens and what is held already reach
+   * `limit` (null: no limit, always held). Returns false when refused (nothing held).
    */
-  holdMicro (slot: number, day: number, month: number, micro: number, dayLimit: number | null, monthLimit: number | null): HoldRefused | null {
-    const at = slot * WORDS + HELD_MICRO
-    const add = BigInt(Math.max(0, Math.ceil(micro)))
-    for (;;) {
-      const held = Atomics.load(this.#words, at)
-      if (dayLimit !== null && this.daySpent(slot, day) + Number(held) >= dayLimit) return 'day'
-      if (monthLimit !== null && this.monthSpent(slot, month) + Number(held) >= monthLimit) return 'month'
-      if (add === 0n || Atomics.compareExchange(this.#words, at, held, held + add) === held) return null
+  holdTokens (slot: number, minute: number, epoch: number, tok: number, limit: number | null): boolean {
+    return this.#raise(slot * WORDS + HELD_TOKENS, epoch, Math.round(tok), (held) => limit !== null && this.tokens(slot, minute) + held >= limit ? 'tpm' : null) === null
+  }
+
+  /**
+   * Holds `micro` micro-dollars (rounded up) in quarter `epoch` unless the day's or the month's spend and
+   * what is held already reach its budget (micro-dollars; null: none). Returns which refused, or null.
+   */
+  holdMicro (slot: number, day: number, month: number, epoch: number, micro: number, dayLimit: number | null, monthLimit: number | null): HoldRefused | null {
+    return this.#raise(slot * WORDS + HELD_MICRO, epoch, Math.ceil(micro), (held) =>
+      dayLimit !== null && this.daySpent(slot, day) + held >= dayLimit
+        ? 'day'
+        : monthLimit !== null && this.monthSpent(slot, month) + held >= monthLimit ? 'month' : null)
+  }
+
+  /**
+   * Holds what a call may cost on key `k` and account `a`, each while its limits have room, in the main
+   * thread's order of checks (key tpm, account tpm, then the day's budgets, then the month's); a refusal
+   * takes back what was held. Returns the limit that refused, or null when both hold.
+   */
+  holdBoth (k: number, a: number, key: HoldLimits, account: HoldLimits, at: HoldWindows, tok: number, micro: number): HoldRefusal | null {
+    const { minute, day, month, epoch } = at
+    if (!this.holdTokens(k, minute, epoch, tok, key.tpm)) return { whose: 'key', limit: 'tpm' }
+    if (!this.holdTokens(a, minute, epoch, tok, account.tpm)) {
+      this.release(k, epoch, tok, 0)
+      return { whose: 'account', limit: 'tpm' }
     }
+    const byKey = this.holdMicro(k, day, month, epoch, micro, key.dayMicro, key.monthMicro)
+    const byAccount = byKey !== null ? null : this.holdMicro(a, day, month, epoch, micro, account.dayMicro, account.monthMicro)
+    if (byKey === null && byAccount === null) return null
+    this.release(k, epoch, tok, byKey === null ? micro : 0)
+    this.release(a, epoch, tok, 0)
+    // Both subjects' budgets, in the main thread's order: a spent day is told before a spent month.
+    const spent = (slot: number, l: HoldLimits, period: 'day' | 'month'): boolean => {
+      const limit = period === 'day' ? l.dayMicro : l.monthMicro
+      const used = period === 'day' ? this.daySpent(slot, day) : this.monthSpent(slot, month)
+      return limit !== null && used + this.heldMicro(slot, epoch) >= limit
+    }
+    for (const period of ['day', 'month'] as const) {
+      if (spent(k, key, period)) return { whose: 'key', limit: period }
+      if (spent(a, account, period)) return { whose: 'account', limit: period }
+    }
+    return byKey !== null ? { whose: 'key', limit: byKey } : { whose: 'account', limit: byAccount! }
   }
 
   /** Holds what a call may cost with no check (the main thread checked it): tokens, micro-dollars. */
-  hold (slot: number, tok: number, micro: number): void {
-    Atomics.add(this.#words, slot * WORDS + HELD_TOKENS, BigInt(Math.max(0, Math.round(tok))))
-    Atomics.add(this.#words, slot * WORDS + HELD_MICRO, BigInt(Math.max(0, Math.ceil(micro))))
+  hold (slot: number, epoch: number, tok: number, micro: number): void {
+    this.#raise(slot * WORDS + HELD_TOKENS, epoch, Math.round(tok), () => null)
+    this.#raise(slot * WORDS + HELD_MICRO, epoch, Math.ceil(micro), () => null)
   }
 
-  /** Lets go of what a call held (never below 0). */
-  release (slot: number, tok: number, micro: number): void {
-    this.#lower(slot * WORDS + HELD_TOKENS, BigInt(Math.max(0, Math.round(tok))))
-    this.#lower(slot * WORDS + HELD_MICRO, BigInt(Math.max(0, Math.ceil(micro))))
+  /** Lets go of what a call held in quarter `epoch` (never below 0; nothing once that quarter's word moved on). */
+  release (slot: number, epoch: number, tok: number, micro: number): void {
+    this.#lower(slot * WORDS + HELD_TOKENS, epoch, Math.round(tok))
+    this.#lower(slot * WORDS + HELD_MICRO, epoch, Math.ceil(micro))
   }
 
-  #lower (at: number, by: bigint): void {
-    if (by === 0n) return
+  #held (base: number, epoch: number): number {
+    return unpackIn(Atomics.load(this.#words, base + (epoch & 1)), epoch, HELD_SHIFT) +
+      unpackIn(Atomics.load(this.#words, base + ((epoch + 1) & 1)), epoch - 1, HELD_SHIFT)
+  }
+
+  /** Adds `add` to quarter `epoch`'s word (a word of an older quarter starts again at 0) unless `refuse` says why not. */
+  #raise (base: number, epoch: number, add: number, refuse: (held: number) => HoldRefused | null): HoldRefused | null {
+    const at = base + (epoch & 1)
+    const n = Math.max(0, add)
     for (;;) {
-      const held = Atomics.load(this.#words, at)
-      const next = held > by ? held - by : 0n
-      if (Atomics.compareExchange(this.#words, at, held, next) === held) return
+      const v = Atomics.load(this.#words, at)
+      const mine = unpackIn(v, epoch, HELD_SHIFT)
+      const refused = refuse(mine + unpackIn(Atomics.load(this.#words, base + ((epoch + 1) & 1)), epoch - 1, HELD_SHIFT))
+      if (refused !== null) return refused
+      if (n === 0 || Atomics.compareExchange(this.#words, at, v, packIn(epoch, HELD_SHIFT, mine + n, MAX_HELD)) === v) return null
+    }
+  }
+
+  #lower (base: number, epoch: number, by: number): void {
+    if (by <= 0) return
+    const at = base + (epoch & 1)
+    for (;;) {
+      const v = Atomics.load(this.#words, at)
+      if (Number(v >> HELD_SHIFT) !== epoch) return
+      const next = packIn(epoch, HELD_SHIFT, Math.max(0, unpackIn(v, epoch, HELD_SHIFT) - by), MAX_HELD)
+      if (Atomics.compareExchange(this.#words, at, v, next) === v) return
     }
   }
 }

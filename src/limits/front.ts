@@ -12,8 +12,8 @@
 // the main thread its real cost first and then lets the hold go, so the two never leave a gap.
 import type { LimitsMode } from '../domain/limits-mode.js'
 import type { Pricing } from '../pricing/index.js'
-import { dayOf, minuteOf, monthOf, type RequestBoard } from './board.js'
-import { boardable, budgeted, limitHeaders, MICRO, overBudgetRefusal, rateLimitedRefusal, rpmAlone, unpricedRefusal, type LimitCall } from './limiter.js'
+import { dayOf, epochOf, minuteOf, monthOf, type RequestBoard } from './board.js'
+import { boardable, budgeted, holdLimits, limitHeaders, MICRO, overBudgetRefusal, rateLimitedRefusal, rpmAlone, unpricedRefusal, type LimitCall } from './limiter.js'
 import { checkRules, hasCounters, type Refusal } from './rules.js'
 import type { Limits } from '../domain/limits.js'
 
@@ -21,8 +21,6 @@ const NOTE_MS = 100
 const MINUTE_MS = 60_000
 const DAY_MS = 86_400_000
 
-/** A budget in whole micro-dollars, as the board counts spend (null: none). */
-const microOf = (usd: number | null): number | null => usd === null ? null : Math.round(usd * MICRO)
 
 /** Requests admitted here for one key: told to the main thread's counts (0: counted on the board). */
 export type CountedNote = ReadonlyArray<readonly [keyId: string, accountId: string, n: number]>
@@ -122,41 +120,21 @@ export class FrontLimits {
     }
     if (!counted) return null
     const est = call.estimate
-    const holding = this.#holds.hold && call.callId !== undefined
+    const held = call.held
+    const holding = this.#holds.hold && call.callId !== undefined && held !== undefined
     const tok = holding && est !== undefined && (key.tpm !== null || account.tpm !== null) ? est.promptTokens + est.outputTokens : 0
     if (!holding) micro = 0
-    const refused = this.#hold(board, call, k, a, now, minute, tok, micro)
+    const epoch = epochOf(now)
+    const refused = board.holdBoth(k, a, holdLimits(key), holdLimits(account), { minute, day: dayOf(now), month: monthOf(now), epoch }, tok, micro)
     if (refused !== null) {
+      // Taken back before the refusal is written, so its headers count what the main thread's would.
       board.undo(k, minute)
       board.undo(a, minute)
-      return refused
+      return refused.limit === 'tpm'
+        ? this.#refused(board, call, k, a, now, `The ${refused.whose}'s limit of ${(refused.whose === 'key' ? key : account).tpm!} tokens per minute`)
+        : this.#overBudget(board, call, k, a, now, minute, refused.whose, refused.limit, refused.whose === 'key' ? key : account)
     }
-    if (call.held !== undefined) { call.held.tok = tok; call.held.micro = micro }
-    return null
-  }
-
-  /** Holds `tok` tokens and `micro` micro-dollars on key and account while their limits have room; null when held. */
-  #hold (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, tok: number, micro: number): Refusal | null {
-    const { key, account } = call
-    if (!board.holdTokens(k, minute, tok, key.tpm)) return this.#refused(board, call, k, a, now, `The key's limit of ${key.tpm!} tokens per minute`)
-    if (!board.holdTokens(a, minute, tok, account.tpm)) {
-      board.release(k, tok, 0)
-      return this.#refused(board, call, k, a, now, `The account's limit of ${account.tpm!} tokens per minute`)
-    }
-    const day = dayOf(now)
-    const month = monthOf(now)
-    const byKey = board.holdMicro(k, day, month, micro, microOf(key.budgetDayUsd), microOf(key.budgetMonthUsd))
-    if (byKey !== null) {
-      board.release(k, tok, 0)
-      board.release(a, tok, 0)
-      return this.#overBudget(board, call, k, a, now, minute, 'key', byKey === 'day' ? 'day' : 'month', key)
-    }
-    const byAccount = board.holdMicro(a, day, month, micro, microOf(account.budgetDayUsd), microOf(account.budgetMonthUsd))
-    if (byAccount !== null) {
-      board.release(k, tok, micro)
-      board.release(a, tok, 0)
-      return this.#overBudget(board, call, k, a, now, minute, 'account', byAccount === 'day' ? 'day' : 'month', account)
-    }
+    if (held !== undefined) { held.tok = tok; held.micro = micro; held.epoch = epoch }
     return null
   }
 
@@ -172,7 +150,7 @@ export class FrontLimits {
     return rateLimitedRefusal(what, wait, this.#headers(board, call, k, a, now, minuteOf(now), wait))
   }
 
-  /** The 429 headers from the board's counts of the minute (after the refused call took back its own). */
+  /** The 429 headers from the board's counts of the minute (a refused call has taken back its own request). */
   #headers (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, wait: number): Record<string, string> {
     const counts = {
       keyRequests: board.count(k, minute) + board.other(k, minute),

@@ -9,7 +9,7 @@ import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
 import { checkRules, NO_HEADERS, refusal, type Refusal } from './rules.js'
-import { dayOf, MAX_DAY_MICRO, MAX_MONTH_MICRO, MAX_TOKENS, minuteOf, monthOf, type BoardKind, type RequestBoard } from './board.js'
+import { dayOf, epochOf, MAX_DAY_MICRO, MAX_MONTH_MICRO, MAX_TOKENS, minuteOf, monthOf, type BoardKind, type HoldLimits, type RequestBoard } from './board.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher } from './types.js'
 import type { LimitUsageRow, Limits } from '../domain/limits.js'
@@ -45,8 +45,8 @@ export interface LimitCall {
   readonly held?: BoardHeld
 }
 
-/** What a call judged on the request board holds there; 0 and 0 until it is admitted. */
-export interface BoardHeld { tok: number; micro: number }
+/** What a call judged on the request board holds there, and in which quarter hour (board.ts epochOf); 0 and 0 until it is admitted. */
+export interface BoardHeld { tok: number; micro: number; epoch: number }
 
 /** What the proxy asks of the limits: the Limiter itself, or a front thread's (front.ts), which may ask the main thread. */
 export interface Admission {
@@ -89,13 +89,20 @@ export interface LimiterOptions {
 /** What the calls in flight of one key or account hold. */
 interface Held { tok: number; micro: number }
 
-/** One call's hold: key and account by name ('k:' or 'a:' and the id), micro-dollars whole. */
-interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number }
+/**
+ * One call's hold: key and account by name ('k:' or 'a:' and the id), micro-dollars whole; for each, the
+ * quarter hour it is held in on the board, or -1 while it is held in this thread's map.
+ */
+interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number; kEpoch: number; aEpoch: number }
 
 export const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 /** Only requests per minute are counted under these limits (or none). */
 export const rpmAlone = (l: Limits): boolean => l.tpm === null && !budgeted(l)
 /** Limits the request board's words can count up to (board.ts): a subject under them is judged on it once it has a slot. */
+/** What the board holds a subject's calls against: tokens per minute, budgets in whole micro-dollars. */
+export const holdLimits = (l: Limits): HoldLimits => ({
+  tpm: l.tpm, dayMicro: l.budgetDayUsd === null ? null : micro(l.budgetDayUsd), monthMicro: l.budgetMonthUsd === null ? null : micro(l.budgetMonthUsd),
+})
 export const boardable = (l: Limits): boolean => (l.tpm === null || l.tpm <= MAX_TOKENS) &&
   (l.budgetDayUsd === null || micro(l.budgetDayUsd) <= MAX_DAY_MICRO) && (l.budgetMonthUsd === null || micro(l.budgetMonthUsd) <= MAX_MONTH_MICRO)
 
@@ -178,10 +185,31 @@ export class Limiter {
       this.#boarded(k, 'key', call.keyId)
       this.#boarded(a, 'account', call.accountId)
     }
-    const refused = this.#check(call.key, k, call.account, a, now, call.relay === true) ?? this.#countRequest(call, k, a, now)
+    const epoch = epochOf(now)
+    const refused = this.#check(call.key, k, call.account, a, now, epoch, call.relay === true) ?? this.#countRequest(call, k, a, now)
     if (refused !== null) return refused
     const tok = tpm && est !== undefined ? est.promptTokens + est.outputTokens : 0
-    if (this.#holding && call.callId !== undefined && (tok > 0 || micro > 0)) this.#hold(call.callId, k, a, tok, micro)
+    if (!this.#holding || call.callId === undefined || (tok === 0 && micro === 0)) return null
+    if (k.slot < 0 || a.slot < 0) {
+      this.#hold(call.callId, k, a, tok, micro, epoch)
+      return null
+    }
+    // Both on the board: held there as a front thread holds, checked again in the same step, so a
+    // front thread holding since the check above cannot let both calls pass.
+    const w = this.#w
+    const whole = Math.ceil(micro)
+    const board = this.#board!
+    const late = board.holdBoth(k.slot, a.slot, holdLimits(call.key), holdLimits(call.account), { minute: minuteOf(w.minuteStart), day: dayOf(w.dayStart), month: monthOf(w.monthStart), epoch }, tok, whole)
+    if (late !== null) {
+      board.undo(k.slot, minuteOf(w.minuteStart))
+      board.undo(a.slot, minuteOf(w.minuteStart))
+      const limits = late.whose === 'key' ? call.key : call.account
+      return late.limit === 'tpm'
+        ? this.#rateLimited(call.key, k, call.account, a, now, `The ${late.whose}'s limit of ${limits.tpm!} tokens per minute`)
+        : this.#overBudget(call.key, k, call.account, a, now, late.whose, late.limit, (late.limit === 'day' ? limits.budgetDayUsd : limits.budgetMonthUsd)!)
+    }
+    this.#holds.set(call.callId, { k: k.name, a: a.name, tok, micro: whole, at: performance.now(), kEpoch: epoch, aEpoch: epoch })
+    this.#holdSweep ??= setInterval(() => { this.#expire() }, HOLD_SWEEP_MS).unref()
     return null
   }
 
@@ -203,21 +231,22 @@ export class Limiter {
    * What a subject's calls in flight hold: on the board for a subject with a slot (front threads hold
    * there too), in this thread's map otherwise.
    */
-  #heldOf (s: Subject): Held | undefined {
+  #heldOf (s: Subject, epoch: number): Held | undefined {
     if (s.slot < 0) return this.#held.get(s.name)
-    return { tok: this.#board!.heldTokens(s.slot), micro: this.#board!.heldMicro(s.slot) }
+    return { tok: this.#board!.heldTokens(s.slot, epoch), micro: this.#board!.heldMicro(s.slot, epoch) }
   }
 
   /**
-   * `micro` is rounded up, so a hold is whole micro-dollars wherever it lives. On the board it is added
-   * after this thread's check, not within it: a front thread holding in between can let one more call
-   * pass, as two instances can between syncs.
+   * A hold of a key and account not both on the board (count() holds those there itself). `micro` is
+   * rounded up, so a hold is whole micro-dollars wherever it lives. The one of the two on the board (the
+   * other found no room) is held there after this thread's check, not within it: a front thread judging
+   * another key of it in between can let one more call pass, as two instances can between syncs.
    */
-  #hold (callId: string, k: Subject, a: Subject, tok: number, micro: number): void {
+  #hold (callId: string, k: Subject, a: Subject, tok: number, micro: number, epoch: number): void {
     const whole = Math.ceil(micro)
-    this.#holds.set(callId, { k: k.name, a: a.name, tok, micro: whole, at: performance.now() })
+    this.#holds.set(callId, { k: k.name, a: a.name, tok, micro: whole, at: performance.now(), kEpoch: k.slot >= 0 ? epoch : -1, aEpoch: a.slot >= 0 ? epoch : -1 })
     for (const s of [k, a]) {
-      if (s.slot >= 0) { this.#board!.hold(s.slot, tok, whole); continue }
+      if (s.slot >= 0) { this.#board!.hold(s.slot, epoch, tok, whole); continue }
       const h = this.#held.get(s.name)
       if (h === undefined) this.#held.set(s.name, { tok, micro: whole })
       else { h.tok += tok; h.micro += whole }
@@ -225,12 +254,15 @@ export class Limiter {
     this.#holdSweep ??= setInterval(() => { this.#expire() }, HOLD_SWEEP_MS).unref()
   }
 
-  /** Lets a hold go where its subject's holds are now: a subject put on the board since took its holds there. */
+  /** Lets a hold go where it is held now: a subject put on the board since took its holds there. */
   #release (callId: string, hold: Hold): void {
     this.#holds.delete(callId)
-    for (const name of [hold.k, hold.a]) {
-      const slot = this.#slotOf(name)
-      if (slot >= 0) { this.#board!.release(slot, hold.tok, hold.micro); continue }
+    for (const [name, epoch] of [[hold.k, hold.kEpoch], [hold.a, hold.aEpoch]] as const) {
+      if (epoch >= 0) {
+        const slot = this.#slotOf(name)
+        if (slot >= 0) this.#board!.release(slot, epoch, hold.tok, hold.micro)
+        continue
+      }
       const h = this.#held.get(name)
       if (h === undefined) continue
       h.tok -= hold.tok
@@ -249,12 +281,12 @@ export class Limiter {
    * A front thread's calls whose traces are built (their costs recorded just before): what they held on
    * the board is let go, in the key's and the account's slots.
    */
-  released (keyId: string, accountId: string, tok: number, micro: number): void {
+  released (keyId: string, accountId: string, epoch: number, tok: number, micro: number): void {
     const board = this.#board
     if (board === null) return
     for (const [kind, id] of [['key', keyId], ['account', accountId]] as const) {
       const slot = board.find(kind, id)
-      if (slot >= 0) board.release(slot, tok, micro)
+      if (slot >= 0) board.release(slot, epoch, tok, micro)
     }
   }
 
@@ -262,7 +294,8 @@ export class Limiter {
   held (subject: { keyId?: string; accountId?: string }): { tokens: number; usd: number } {
     const name = subject.keyId !== undefined ? 'k:' + subject.keyId : 'a:' + (subject.accountId ?? '')
     const slot = this.#slotOf(name)
-    const h = slot >= 0 ? { tok: this.#board!.heldTokens(slot), micro: this.#board!.heldMicro(slot) } : this.#held.get(name)
+    const epoch = epochOf(this.#now())
+    const h = slot >= 0 ? { tok: this.#board!.heldTokens(slot, epoch), micro: this.#board!.heldMicro(slot, epoch) } : this.#held.get(name)
     return { tokens: h?.tok ?? 0, usd: (h?.micro ?? 0) / MICRO }
   }
 
@@ -299,11 +332,19 @@ export class Limiter {
     if (s.slot >= 0) return
     const w = this.#w
     const h = this.#held.get(s.name)
+    const epoch = epochOf(this.#now())
     s.slot = this.#board!.add(kind, id, minuteOf(w.minuteStart), requests(s), {
       tokens: tokens(s), day: dayOf(w.dayStart), dayMicro: dayMicro(s), month: monthOf(w.monthStart), monthMicro: monthMicro(s),
-      heldTokens: h?.tok ?? 0, heldMicro: h?.micro ?? 0,
+      heldTokens: h?.tok ?? 0, heldMicro: h?.micro ?? 0, epoch,
     })
-    if (s.slot >= 0) this.#held.delete(s.name)
+    if (s.slot >= 0 && h !== undefined) {
+      this.#held.delete(s.name)
+      // Its calls' holds now end on the board, in the quarter they moved to.
+      for (const hold of this.#holds.values()) {
+        if (hold.k === s.name) hold.kEpoch = epoch
+        if (hold.a === s.name) hold.aEpoch = epoch
+      }
+    }
     // Whatever the slot already counts this minute (it outlives a swept subject) is folded in next.
     s.boardSeen = 0
     this.#publish(s)
@@ -514,12 +555,12 @@ export class Limiter {
    * Every limit on the counts as they stand; `rpmOnly`: requests per minute alone. A request is counted
    * after (#countRequest), which checks the requests per minute again where front threads count too.
    */
-  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, rpmOnly: boolean): Refusal | null {
+  #check (key: Limits, k: Subject, account: Limits, a: Subject, now: number, epoch: number, rpmOnly: boolean): Refusal | null {
     if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
     if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
     if (rpmOnly) return null
-    const hk = this.#heldOf(k)
-    const ha = this.#heldOf(a)
+    const hk = this.#heldOf(k, epoch)
+    const ha = this.#heldOf(a, epoch)
     if (key.tpm !== null && tokens(k) + (hk?.tok ?? 0) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
     if (account.tpm !== null && tokens(a) + (ha?.tok ?? 0) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
     const kMicro = hk?.micro ?? 0

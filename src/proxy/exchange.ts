@@ -74,6 +74,8 @@ export class Exchange {
   /** What the call holds on the request board (limits/board.ts) until its trace is built: tokens, whole micro-dollars. */
   heldTokens = 0
   heldMicro = 0
+  /** The quarter hour it holds in (limits/board.ts epochOf). */
+  heldEpoch = 0
   aborted = false
   /** True once the status line has been written to the client: from then on a failure is a cut. */
   headersSent = false

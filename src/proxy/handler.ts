@@ -403,7 +403,7 @@ class ProxyRoute {
     if (limiter != null) {
       const estimate = estimateOf(dialect, raw, got.members, verdict.limits, verdict.accountLimits, x.kind)
       // A front thread that judges the call on the request board says there what it holds (limits/front.ts).
-      const held = estimate === undefined ? undefined : { tok: 0, micro: 0 }
+      const held = estimate === undefined ? undefined : { tok: 0, micro: 0, epoch: 0 }
       const call = { keyId: verdict.keyId, accountId: verdict.accountId, key: verdict.limits, account: verdict.accountLimits, callId: x.requestId, provider: dialect.name, model: x.model, estimate, held }
       const refusal = limiter.admit(call, x.model, raw.length)
       if (refusal instanceof Promise) {
@@ -415,7 +415,7 @@ class ProxyRoute {
         refuse(x, refusal)
         return
       }
-      if (held !== undefined) { x.heldTokens = held.tok; x.heldMicro = held.micro }
+      if (held !== undefined) { x.heldTokens = held.tok; x.heldMicro = held.micro; x.heldEpoch = held.epoch }
     }
     this.#admitted(x, out, verdict)
   }

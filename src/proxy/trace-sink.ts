@@ -112,8 +112,8 @@ export class TraceSink {
   /** False when traces are off: the sink then only carries spans (OpenTelemetry export on). */
   readonly #rows: boolean
   #batch = new TraceBatchWriter()
-  /** What the batch's calls held on the request board, per key id. */
-  #held: Map<string, [string, string, number, number]> | null = null
+  /** What the batch's calls held on the request board, per key id and quarter hour. */
+  #held: Map<string, [string, string, number, number, number]> | null = null
   #timer: NodeJS.Timeout | null = null
   readonly #flush = (): void => { this.flush() }
   readonly #wal: WriteAheadTo | null
@@ -188,8 +188,13 @@ export class TraceSink {
    */
   push (x: Exchange): void {
     const stored = this.#rows && x.accountId !== null && x.kind !== 'relay'
+    // A hold goes with the next batch whether or not this call has a record in it.
+    if (x.heldTokens > 0 || x.heldMicro > 0) this.#hold(x)
     if (!stored) {
-      if (x.span === null || !x.span.sampled) return
+      if (x.span === null || !x.span.sampled) {
+        if (this.#held !== null) this.#timer ??= setTimeout(this.#flush, FLUSH_MS)
+        return
+      }
       this.#batch.add(traceMeta(x, false), null, 0, NONE, 0, NONE, 0)
     } else {
       const req = x.forwarded
@@ -197,7 +202,6 @@ export class TraceSink {
       this.#batch.add(traceMeta(x, true), req, req === null ? 0 : Math.min(req.length, this.#requestLimit),
         c?.head ?? NONE, c?.headBytes ?? 0, c?.tail ?? NONE, c?.tailBytes ?? 0)
     }
-    if (x.heldTokens > 0 || x.heldMicro > 0) this.#hold(x)
     if (this.#batch.count >= MAX_HANDOFF_TRACES || this.#batch.bytes >= MAX_HANDOFF_BYTES) this.flush()
     else if (this.#timer === null) this.#timer = setTimeout(this.#flush, FLUSH_MS)
   }
@@ -206,15 +210,16 @@ export class TraceSink {
   #hold (x: Exchange): void {
     const held = this.#held ??= new Map()
     const keyId = x.keyId ?? ''
-    const h = held.get(keyId)
-    if (h === undefined) held.set(keyId, [keyId, x.accountId ?? '', x.heldTokens, x.heldMicro])
-    else { h[2] += x.heldTokens; h[3] += x.heldMicro }
+    const at = `${keyId} ${x.heldEpoch}`
+    const h = held.get(at)
+    if (h === undefined) held.set(at, [keyId, x.accountId ?? '', x.heldEpoch, x.heldTokens, x.heldMicro])
+    else { h[3] += x.heldTokens; h[4] += x.heldMicro }
   }
 
   flush (): void {
     if (this.#timer !== null) { clearTimeout(this.#timer); this.#timer = null }
     // An old file is closed even by an empty batch: the store worker removes it once that batch arrives.
-    if (this.#batch.count === 0 && !(this.#rotate && this.#file !== null)) return
+    if (this.#batch.count === 0 && this.#held === null && !(this.#rotate && this.#file !== null)) return
     // Everything posted is on disk first: records pushed since the turn's write go now.
     this.writeAhead()
     // A failed write removed the file (its earlier batches were posted, the rest is in memory only).

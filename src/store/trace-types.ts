@@ -128,10 +128,11 @@ export interface UsageFeedback {
 }
 
 /**
- * What a front thread's calls of one key held on the request board (limits/board.ts), summed over one
- * trace batch: tokens and whole micro-dollars, let go once the batch's traces are built.
+ * What a front thread's calls of one key held on the request board (limits/board.ts) in one quarter hour
+ * (its epochOf), summed over one trace batch: tokens and whole micro-dollars, let go once the batch's
+ * traces are built.
  */
-export type HeldRelease = readonly [keyId: string, accountId: string, tok: number, micro: number]
+export type HeldRelease = readonly [keyId: string, accountId: string, epoch: number, tok: number, micro: number]
 
 /** What the store worker reports after each trace batch it took (store/worker/usage-feedback.ts). */
 export interface UsageReport {

@@ -11,6 +11,7 @@ import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { childEnv, cliArgs } from '../helpers/cli.js'
 import { send } from '../helpers/http.js'
 import { parseMetrics, servedByThread } from '../helpers/prometheus.js'
+import { Pricing } from '../../src/pricing/index.js'
 import { stored } from '../helpers/store.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -124,4 +125,30 @@ t.test('a key under a tpm is judged on the board while the main thread is blocke
   t.equal(s.tg.limiter.usage({ keyId: key.id }).minuteTokens, 11 * first, 'eleven calls\' real tokens counted')
   t.same(s.tg.limiter.held({ accountId: account.id }), { tokens: 0, usd: 0 }, 'the account holds nothing either')
   await stored(s.tg, account.id, rs.filter((r) => r.status === 200).map((r) => r.id))
+})
+
+t.test('an account under a day budget is judged on the board while the main thread is blocked: the calls whose holds fit pass', async (t) => {
+  const account = await s.tg.admin.createAccount({ name: 'budget-board', plan: 'pro' })
+  const key = await s.tg.admin.createKey({ account: account.id, scope: 'proxy' })
+  await s.tg.admin.updateAccount({ id: account.id, budget_day: 1000 })
+  const body = JSON.stringify({ ...bodyFor('alpha', { alpha_api_key: 'sk-x' }, 'Hello'), max_tokens: 10_000, api_key: key.key })
+  t.equal((await send(s.url + ROUTES.alpha, { body })).status, 200, 'the first call passes: the main thread judges it and puts key and account on the board')
+  await until(() => s.tg.limiter.usage({ accountId: account.id }).dayUsd > 0 && s.tg.limiter.held({ accountId: account.id }).usd === 0, { ms: 10_000, what: 'the first call\'s cost counted and its hold let go' })
+  const spent = s.tg.limiter.usage({ accountId: account.id }).dayUsd
+  // Each call holds the price of its body's bytes as prompt tokens and its max_tokens as output (limits/reserve.ts).
+  const hold = Math.ceil(Pricing.load(null).cost('alpha', 'gpt-4o-mini', { input: Buffer.byteLength(body), output: 10_000, cached: 0 }).costUsd! * 1e6) / 1e6
+  t.ok(spent < hold / 2, `the first call's real cost (${spent}) is far below a hold (${hold})`)
+  const budget = Math.round((spent + 9.5 * hold) * 1e6) / 1e6
+  await s.tg.admin.updateAccount({ id: account.id, budget_day: budget })
+  const rs = await whileBlocked(t, Array.from({ length: 16 }, () => body))
+  t.equal(rs.filter((r) => r.status === 200).length, 10, 'ten pass while their holds fit')
+  const refused = rs.filter((r) => r.status === 429)
+  t.equal(refused.length, 6, 'the other six are refused')
+  t.ok(refused.every((r) => r.error?.startsWith(`The account's budget of ${budget} USD per day is spent`) === true), `for the day's budget (${refused[0]?.error ?? ''})`)
+  const slowest = Math.max(...rs.map((r) => r.ms))
+  t.ok(slowest < BUSY_MS, `every call answered while the main thread was blocked (the slowest ${slowest} ms after the start)`)
+  await until(() => s.tg.limiter.held({ accountId: account.id }).usd === 0, { ms: 10_000, what: 'the ten holds let go' })
+  // Each cost is counted in micro-dollars and shown rounded: eleven may differ from eleven times one by 11 of them.
+  const total = s.tg.limiter.usage({ accountId: account.id }).dayUsd
+  t.ok(Math.abs(total - 11 * spent) <= 11e-6, `eleven calls' real cost counted (${total} against 11 × ${spent})`)
 })

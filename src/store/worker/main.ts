@@ -225,8 +225,8 @@ async function run<K extends OpName> (op: K, args: StoreOps[K]['args'], id: numb
 const usage = new UsageCollector()
 /**
  * Reports leave at most this often: every message wakes the main thread, which costs it more than the
- * report's contents. Until a report arrives the calls' holds stand in for their costs (a hold is the
- * most a call may cost), so the limits are never looser for the wait.
+ * report's contents. Until a report arrives the calls' holds stand in for their costs (reserve.ts's
+ * estimate, above what most calls cost; a call that costs more counts up to this much later).
  */
 const REPORT_MS = 25
 let reporting: NodeJS.Timeout | null = null
@@ -344,7 +344,10 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
   }
   if ('traces' in msg) {
     if (traces !== null) takeTraces(msg)
-    else if (!data.traces.enabled) spansOnly(msg.traces)
+    else if (!data.traces.enabled) {
+      spansOnly(msg.traces)
+      if (msg.held !== undefined) { usage.release(msg.held); reportUsage() }
+    }
     else {
       open().then(() => { takeTraces(msg) }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
