@@ -13,14 +13,13 @@
 import type { LimitsMode } from '../domain/limits-mode.js'
 import type { Pricing } from '../pricing/index.js'
 import { dayOf, epochOf, minuteOf, monthOf, type RequestBoard } from './board.js'
-import { boardable, budgeted, holdLimits, limitHeaders, MICRO, overBudgetRefusal, rateLimitedRefusal, rpmAlone, unpricedRefusal, type LimitCall } from './limiter.js'
+import { boardable, holdLimits, limitHeaders, overBudgetRefusal, priceHold, rateLimitedRefusal, rpmAlone, type LimitCall } from './limiter.js'
+import { Windows } from './shared.js'
 import { checkRules, hasCounters, type Refusal } from './rules.js'
 import type { Limits } from '../domain/limits.js'
 
 const NOTE_MS = 100
 const MINUTE_MS = 60_000
-const DAY_MS = 86_400_000
-
 
 /** Requests admitted here for one key: told to the main thread's counts (0: counted on the board). */
 export type CountedNote = ReadonlyArray<readonly [keyId: string, accountId: string, n: number]>
@@ -101,14 +100,8 @@ export class FrontLimits {
     const { key, account } = call
     const counted = call.relay !== true && !(rpmAlone(key) && rpmAlone(account))
     // As the main thread: under a budget a call must have a price before anything is counted.
-    let micro = 0
-    const pricing = this.#holds.pricing
-    if (counted && (budgeted(key) || budgeted(account)) && pricing !== null && call.provider !== undefined && call.model !== undefined) {
-      const est = call.estimate
-      const usd = call.model === null ? null : pricing.cost(call.provider, call.model, { input: est?.promptTokens ?? 0, output: est?.outputTokens ?? 0, cached: 0 }).costUsd
-      if (usd === null) return unpricedRefusal(call.model ?? null)
-      micro = Math.ceil(usd * MICRO)
-    }
+    const price = priceHold(call, this.#holds.pricing)
+    if (typeof price !== 'number') return price
     const now = this.#now()
     const minute = minuteOf(now)
     const byKey = board.admit(k, minute, key.rpm)
@@ -123,7 +116,7 @@ export class FrontLimits {
     const held = call.held
     const holding = this.#holds.hold && call.callId !== undefined && held !== undefined
     const tok = holding && est !== undefined && (key.tpm !== null || account.tpm !== null) ? est.promptTokens + est.outputTokens : 0
-    if (!holding) micro = 0
+    const micro = holding ? price : 0
     const epoch = epochOf(now)
     const refused = board.holdBoth(k, a, holdLimits(key), holdLimits(account), { minute, day: dayOf(now), month: monthOf(now), epoch }, tok, micro)
     if (refused !== null) {
@@ -139,9 +132,9 @@ export class FrontLimits {
   }
 
   #overBudget (board: RequestBoard, call: LimitCall, k: number, a: number, now: number, minute: number, whose: 'key' | 'account', period: 'day' | 'month', limits: Limits): Refusal {
-    const d = new Date(now)
-    const end = period === 'day' ? (dayOf(now) + 1) * DAY_MS : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
-    const wait = end - now
+    const w = new Windows()
+    w.refresh(now)
+    const wait = (period === 'day' ? w.dayEnd : w.monthEnd) - now
     return overBudgetRefusal(whose, period, (period === 'day' ? limits.budgetDayUsd : limits.budgetMonthUsd)!, wait, this.#headers(board, call, k, a, now, minute, wait))
   }
 

@@ -16,7 +16,7 @@ import type { LimitUsageRow, Limits } from '../domain/limits.js'
 import type { LimitsMode } from '../domain/limits-mode.js'
 
 /** Spend is counted in micro-dollars: budgets have at most 6 decimals, so a comparison is exact. */
-export const MICRO = 1_000_000
+const MICRO = 1_000_000
 /** Subjects examined per turn of the event loop when the month's sweep runs. */
 const SWEEP_CHUNK = 10_000
 /** A hold whose trace never came (dropped under overload) is let go this long after the call passed. */
@@ -95,7 +95,7 @@ interface Held { tok: number; micro: number }
  */
 interface Hold { readonly k: string; readonly a: string; readonly tok: number; readonly micro: number; readonly at: number; kEpoch: number; aEpoch: number }
 
-export const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
+const budgeted = (l: Limits): boolean => l.budgetDayUsd !== null || l.budgetMonthUsd !== null
 /** Only requests per minute are counted under these limits (or none). */
 export const rpmAlone = (l: Limits): boolean => l.tpm === null && !budgeted(l)
 /** Limits the request board's words can count up to (board.ts): a subject under them is judged on it once it has a slot. */
@@ -170,14 +170,8 @@ export class Limiter {
     if (now >= this.#w.minuteEnd || now < this.#w.minuteStart) this.#refresh(now)
     const est = call.estimate
     const tpm = call.key.tpm !== null || call.account.tpm !== null
-    const spend = budgeted(call.key) || budgeted(call.account)
-    let micro = 0
-    if (spend && this.#pricing !== null && call.provider !== undefined && call.model !== undefined) {
-      // Under a budget a call must have a price, or it could spend without ever counting.
-      const usd = call.model === null ? null : this.#pricing.cost(call.provider, call.model, { input: est?.promptTokens ?? 0, output: est?.outputTokens ?? 0, cached: 0 }).costUsd
-      if (usd === null) return unpricedRefusal(call.model ?? null)
-      micro = usd * MICRO
-    }
+    const micro = priceHold(call, this.#pricing)
+    if (typeof micro !== 'number') return micro
     const k = this.#subject(this.#keys, call.keyId, 'k:')
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
     // A key and account the front threads could judge on the board are put there (both, or neither is used).
@@ -197,9 +191,8 @@ export class Limiter {
     // Both on the board: held there as a front thread holds, checked again in the same step, so a
     // front thread holding since the check above cannot let both calls pass.
     const w = this.#w
-    const whole = Math.ceil(micro)
     const board = this.#board!
-    const late = board.holdBoth(k.slot, a.slot, holdLimits(call.key), holdLimits(call.account), { minute: minuteOf(w.minuteStart), day: dayOf(w.dayStart), month: monthOf(w.monthStart), epoch }, tok, whole)
+    const late = board.holdBoth(k.slot, a.slot, holdLimits(call.key), holdLimits(call.account), { minute: minuteOf(w.minuteStart), day: dayOf(w.dayStart), month: monthOf(w.monthStart), epoch }, tok, micro)
     if (late !== null) {
       board.undo(k.slot, minuteOf(w.minuteStart))
       board.undo(a.slot, minuteOf(w.minuteStart))
@@ -208,7 +201,7 @@ export class Limiter {
         ? this.#rateLimited(call.key, k, call.account, a, now, `The ${late.whose}'s limit of ${limits.tpm!} tokens per minute`)
         : this.#overBudget(call.key, k, call.account, a, now, late.whose, late.limit, (late.limit === 'day' ? limits.budgetDayUsd : limits.budgetMonthUsd)!)
     }
-    this.#holds.set(call.callId, { k: k.name, a: a.name, tok, micro: whole, at: performance.now(), kEpoch: epoch, aEpoch: epoch })
+    this.#holds.set(call.callId, { k: k.name, a: a.name, tok, micro, at: performance.now(), kEpoch: epoch, aEpoch: epoch })
     this.#holdSweep ??= setInterval(() => { this.#expire() }, HOLD_SWEEP_MS).unref()
     return null
   }
@@ -231,9 +224,9 @@ export class Limiter {
    * What a subject's calls in flight hold: on the board for a subject with a slot (front threads hold
    * there too), in this thread's map otherwise.
    */
-  #heldOf (s: Subject, epoch: number): Held | undefined {
-    if (s.slot < 0) return this.#held.get(s.name)
-    return { tok: this.#board!.heldTokens(s.slot, epoch), micro: this.#board!.heldMicro(s.slot, epoch) }
+  #heldOf (name: string, slot: number, epoch: number): Held | undefined {
+    if (slot < 0) return this.#held.get(name)
+    return { tok: this.#board!.heldTokens(slot, epoch), micro: this.#board!.heldMicro(slot, epoch) }
   }
 
   /**
@@ -293,9 +286,7 @@ export class Limiter {
   /** What the calls in flight of a key or account hold now: tokens and USD, wherever they are held (tests, CLI). */
   held (subject: { keyId?: string; accountId?: string }): { tokens: number; usd: number } {
     const name = subject.keyId !== undefined ? 'k:' + subject.keyId : 'a:' + (subject.accountId ?? '')
-    const slot = this.#slotOf(name)
-    const epoch = epochOf(this.#now())
-    const h = slot >= 0 ? { tok: this.#board!.heldTokens(slot, epoch), micro: this.#board!.heldMicro(slot, epoch) } : this.#held.get(name)
+    const h = this.#heldOf(name, this.#slotOf(name), epochOf(this.#now()))
     return { tokens: h?.tok ?? 0, usd: (h?.micro ?? 0) / MICRO }
   }
 
@@ -559,8 +550,8 @@ export class Limiter {
     if (key.rpm !== null && requests(k) >= key.rpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.rpm} requests per minute`)
     if (account.rpm !== null && requests(a) >= account.rpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.rpm} requests per minute`)
     if (rpmOnly) return null
-    const hk = this.#heldOf(k, epoch)
-    const ha = this.#heldOf(a, epoch)
+    const hk = this.#heldOf(k.name, k.slot, epoch)
+    const ha = this.#heldOf(a.name, a.slot, epoch)
     if (key.tpm !== null && tokens(k) + (hk?.tok ?? 0) >= key.tpm) return this.#rateLimited(key, k, account, a, now, `The key's limit of ${key.tpm} tokens per minute`)
     if (account.tpm !== null && tokens(a) + (ha?.tok ?? 0) >= account.tpm) return this.#rateLimited(key, k, account, a, now, `The account's limit of ${account.tpm} tokens per minute`)
     const kMicro = hk?.micro ?? 0
@@ -590,6 +581,18 @@ export class Limiter {
 /** A 429 for requests or tokens per minute: `what` names the limit ("The key's limit of 60 requests per minute"). */
 export function rateLimitedRefusal (what: string, waitMs: number, headers: Record<string, string>): Refusal {
   return refusal('rate_limited', `${what} is reached; try again in ${formatDuration(waitMs)}.`, null, null, null, waitMs, headers)
+}
+
+/**
+ * What a call holds under a budget, in whole micro-dollars: its estimate priced (0 with no budget, no
+ * prices, or no provider call). A model with no price is refused: under a budget a call must have a
+ * price, or it could spend without ever counting.
+ */
+export function priceHold (call: LimitCall, pricing: Pricing | null): number | Refusal {
+  if (!(budgeted(call.key) || budgeted(call.account)) || pricing === null || call.provider === undefined || call.model === undefined) return 0
+  const est = call.estimate
+  const usd = call.model === null ? null : pricing.cost(call.provider, call.model, { input: est?.promptTokens ?? 0, output: est?.outputTokens ?? 0, cached: 0 }).costUsd
+  return usd === null ? unpricedRefusal(call.model ?? null) : Math.ceil(usd * MICRO)
 }
 
 /** A 429 for a spent budget of the key or its account, which resets in `waitMs`. */
@@ -641,7 +644,7 @@ function tightest (keyLimit: number | null, keyCount: number, accountLimit: numb
   return a.limit < k.limit ? a : k
 }
 
-export function unpricedRefusal (model: string | null): Refusal {
+function unpricedRefusal (model: string | null): Refusal {
   const shown = model === null ? 'named by this request' : JSON.stringify(model.length > 100 ? `${model.slice(0, 100)}…` : model)
   return refusal('model_not_priced', `The model ${shown} has no price, and this key or its account has a spend budget: a call to it could not be counted against the budget.`, 'model', null, null, null, NO_HEADERS)
 }
