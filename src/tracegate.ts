@@ -209,11 +209,12 @@ export class Tracegate {
       limiter.seed(await store.call('limitUsage', { now: now() }))
       const limits = limiter
       // A built trace's cost is counted before its call's hold ends, so the two never leave a gap.
-      store.onUsage((entries, settled, released) => {
+      store.onUsage((entries, settled, released, admitted) => {
         for (const e of entries) limits.record(e.keyId, e.accountId, e.tokens, e.costUsd, e.atMs)
         limits.settle(settled)
         // After the costs are counted: a front thread's call held its estimate on the board until now.
         for (const [keyId, accountId, epoch, tok, micro] of released) limits.released(keyId, accountId, epoch, tok, micro)
+        for (const [keyId, accountId, n] of admitted) limits.counted(keyId, accountId, n)
       })
       // With front threads each has a pool of its own (front/worker.ts); the main thread judges nothing.
       const detectionWorker = options.detectionWorker ?? null

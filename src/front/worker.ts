@@ -1,9 +1,10 @@
 // A front thread (TRACEGATE_THREADS above 1): its own proxy stack (proxy/stack.ts: uWS app, upstream pool,
 // key cache, trace sink, calls in flight) on the shared port, the kernel spreading connections between the
 // threads, and its own detection pool (its share of the workers), so a check never waits on another
-// thread. Traces and key lookups go straight to the store worker over this thread's port; the limits'
-// counts, readiness and log lines go to the main thread (hub.ts), which also drops keys from this thread's
-// cache and drains it at shutdown.
+// thread. Traces and key lookups go straight to the store worker over this thread's port, and with the
+// traces the requests the thread admitted, which the worker's usage report gives the main thread's counts;
+// calls the main thread must judge, readiness and log lines go to the main thread (hub.ts), which also
+// drops keys from this thread's cache and drains it at shutdown.
 import { parentPort, workerData } from 'node:worker_threads'
 import { defaultBulkThreads, detectionPoolFor } from '../detection/pool.js'
 import { SharedSlots } from '../detection/slots.js'
@@ -54,7 +55,8 @@ const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), c
 
 const stack = new ProxyStack(config, pricing, {
   lookupKey: (hash) => store.call('lookupKey', { hash }),
-  postTraces: (traces, transfer, handoff, held) => { store.postTraces(traces, transfer, handoff, held) },
+  // The batch carries the thread's admitted requests: the store worker's report tells the main thread.
+  postTraces: (traces, transfer, handoff, held) => { store.postTraces(traces, transfer, handoff, held, limiter.takeCounted()) },
   limiter,
   detection,
   ready: async () => {

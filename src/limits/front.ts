@@ -5,9 +5,11 @@
 // thread puts a key and account there when it first counts one of their calls; until then, and for limits
 // the board cannot hold, a call under a counted limit asks the main thread, which judges and counts it in
 // one step. A call with no counted limit is judged here (the models and body limits need no count,
-// rules.ts) and only counted there, for the dashboard's use figures, in a note sent every NOTE_MS (no limit
-// depends on it, so it need not wake the main thread every turn); a call admitted on the board goes in the
-// same note with no count (it is counted on the board), so the main thread keeps its subjects current.
+// rules.ts) and only counted there, for the dashboard's use figures (no limit depends on it, so it need not
+// wake the main thread every turn): the counts ride with the thread's next trace batch, whose store worker
+// report wakes the main thread anyway, or go in a note of their own when no batch took them within
+// NOTE_MS. A call admitted on the board is in the same counts with 0 (it is counted on the board), so the
+// main thread keeps its subjects current.
 // What a call held here rides with its trace to the store worker, whose report of the built trace tells
 // the main thread its real cost first and then lets the hold go, so the two never leave a gap.
 import type { LimitsMode } from '../domain/limits-mode.js'
@@ -17,12 +19,13 @@ import { boardable, holdLimits, limitHeaders, overBudgetRefusal, priceHold, rate
 import { Windows } from './shared.js'
 import { checkRules, hasCounters, type Refusal } from './rules.js'
 import type { Limits } from '../domain/limits.js'
+import type { AdmittedCount } from '../store/trace-types.js'
 
 const NOTE_MS = 100
 const MINUTE_MS = 60_000
 
-/** Requests admitted here for one key: told to the main thread's counts (0: counted on the board). */
-export type CountedNote = ReadonlyArray<readonly [keyId: string, accountId: string, n: number]>
+/** Requests admitted here, per key: told to the main thread's counts (0: counted on the board). */
+export type CountedNote = readonly AdmittedCount[]
 
 /** How a front thread reaches the main thread's counts: a judged-and-counted call, and a note of calls admitted here. */
 export interface MainCounts {
@@ -81,6 +84,16 @@ export class FrontLimits {
     }
     this.#note(call, 1)
     return null
+  }
+
+  /** What is counted and not yet told, for the caller to carry to the main thread (null: nothing). */
+  takeCounted (): AdmittedCount[] | null {
+    if (this.#timer === null) return null
+    clearTimeout(this.#timer)
+    this.#timer = null
+    const taken = [...this.#counted.values()]
+    this.#counted = new Map()
+    return taken
   }
 
   /** Sends what is counted and not yet told. */

@@ -9,7 +9,7 @@ import { moduleFile, repoFile } from '../paths.js'
 import type { FrontPortsData } from './worker/ports.js'
 import type { ExportAck, ExportChunk, LiveMessage, OpName, StoreOps, StoreRequest, StoreResponse, StoreWorkerData, TraceMessage } from './protocol.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { HeldRelease, LiveBatch, UsageFeedback, UsageReport } from './trace-types.js'
+import type { AdmittedCount, HeldRelease, LiveBatch, UsageFeedback, UsageReport } from './trace-types.js'
 
 export interface StoreOptions {
   readonly dataDir: string
@@ -33,7 +33,7 @@ export type LiveListener = (batches: readonly LiveBatch[]) => void
  * The tokens and cost of built rows, the ids of every trace built since the last call, and what their
  * calls held on the request board (to let go after the costs are counted).
  */
-export type UsageListener = (entries: readonly UsageFeedback[], settled: readonly string[], released: readonly HeldRelease[]) => void
+export type UsageListener = (entries: readonly UsageFeedback[], settled: readonly string[], released: readonly HeldRelease[], admitted: readonly AdmittedCount[]) => void
 
 export class StoreError extends Error {
   readonly code: string | null
@@ -102,7 +102,7 @@ export class StoreClient {
         return
       }
       if ('usage' in msg) {
-        this.#usage?.(msg.usage, msg.settled, msg.released)
+        this.#usage?.(msg.usage, msg.settled, msg.released, msg.admitted)
         return
       }
       if ('written' in msg) {
@@ -198,10 +198,12 @@ export class StoreClient {
   /**
    * Hands a batch of finished exchanges to the worker; its buffer moves, not copies. `handoff`: the
    * hand-off file that holds it, which the worker removes once it has the rows (store/handoff.ts).
+   * `admitted`: a front thread's requests admitted since its last batch, reported to the main thread with
+   * the batch's usage.
    */
-  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null, held: HeldRelease[] | null = null): void {
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null, held: HeldRelease[] | null = null, admitted: AdmittedCount[] | null = null): void {
     if (this.#closed) return
-    const msg: TraceMessage = { traces, sentAt: Date.now(), ...(handoff === null ? {} : { handoff }), ...(held === null ? {} : { held }) }
+    const msg: TraceMessage = { traces, sentAt: Date.now(), ...(handoff === null ? {} : { handoff }), ...(held === null ? {} : { held }), ...(admitted === null ? {} : { admitted }) }
     this.#worker.postMessage(msg, transfer)
   }
 

@@ -14,7 +14,7 @@ import type { OtelSettings } from '../otel/settings.js'
 import type { UsageGroupRow, UsersOrder } from './insight-types.js'
 import type { Breakdown, Bucket, ExportArgs, SessionCalls, SqlQuery, SqlResult, SessionCallsQuery, SessionListFilter, SessionPage, TraceFilter, TracePage, UsageExtras, UsageRange, UsageReport, UsageScope } from './query-types.js'
 import type { EncodedTraces } from './trace-codec.js'
-import type { HeldRelease, TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
+import type { AdmittedCount, HeldRelease, TraceRow, TraceStats, TraceTotals, UsageMeasures } from './trace-types.js'
 
 export interface StoreWorkerData {
   readonly dataDir: string
@@ -66,7 +66,10 @@ export interface StoreOps {
   exportTraces: Op<[ExportArgs], { rows: number }>
   /** Per key of the account, the last minute it was used in (from the usage rollup). */
   keysLastUsed: Op<[{ accountId: string }], Array<{ key_id: string; last_used_at: string }>>
-  /** Inserts what is queued now (tests and shutdown; the timer does it otherwise). */
+  /**
+   * Inserts what is queued now (tests and shutdown; the timer does it otherwise), and sends the usage
+   * report of the traces taken so far before the reply.
+   */
   flushTraces: Op<[], TraceStats | null>
   traceStats: Op<[], TraceStats | null>
   getTrace: Op<[{ accountId: string; traceId: string }], TraceRow | null>
@@ -118,6 +121,8 @@ export interface TraceMessage {
   readonly handoff?: string
   /** What the batch's calls held on the request board, per key; absent: nothing. */
   readonly held?: HeldRelease[]
+  /** Requests a front thread admitted since its last batch, per key, for the main thread's counts; absent: none. */
+  readonly admitted?: AdmittedCount[]
   /** When the batch was posted (epoch ms): the store worker's own backlog is how late it takes it. */
   readonly sentAt: number
 }

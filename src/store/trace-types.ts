@@ -134,11 +134,18 @@ export interface UsageFeedback {
  */
 export type HeldRelease = readonly [keyId: string, accountId: string, epoch: number, tok: number, micro: number]
 
-/** What the store worker reports after each trace batch it took (store/worker/usage-feedback.ts). */
+/**
+ * Requests a front thread admitted for one key without asking the main thread (limits/front.ts): n
+ * counted there, 0 for calls counted on the request board (the main thread still keeps the key current).
+ */
+export type AdmittedCount = readonly [keyId: string, accountId: string, n: number]
+
+/** What the store worker reports after the trace batches it took (store/worker/usage-feedback.ts). */
 export interface UsageReport {
   readonly usage: UsageFeedback[]
   readonly settled: string[]
   readonly released: HeldRelease[]
+  readonly admitted: AdmittedCount[]
 }
 
 /** Spans lost: the export queue was full, or the receiver refused or did not answer their batch. */

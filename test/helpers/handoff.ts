@@ -3,7 +3,7 @@
 // have set: labels before the proxy reads their headers, bounds at their limits, hostile strings.
 import { randomUUID } from 'node:crypto'
 import { TraceBatchWriter, type TraceMeta } from '../../src/store/trace-codec.js'
-import type { CallLabels } from '../../src/store/trace-types.js'
+import type { AdmittedCount, CallLabels } from '../../src/store/trace-types.js'
 import type { Tracegate } from '../../src/tracegate.js'
 
 /** The request and answer every handed-over trace carries (3 input tokens, 1 output, by the provider). */
@@ -20,10 +20,10 @@ export function traceMeta (owner: { accountId: string; keyId: string }, labels: 
   }
 }
 
-/** One batch of these traces to the store worker, as TraceSink.flush posts it. */
-export function handOver (tg: Tracegate, metas: readonly TraceMeta[]): void {
+/** One batch of these traces to the store worker, as TraceSink.flush posts it, with a front thread's `admitted` requests. */
+export function handOver (tg: Tracegate, metas: readonly TraceMeta[], admitted: AdmittedCount[] | null = null): void {
   const w = new TraceBatchWriter(1024)
   for (const m of metas) w.add(m, PROMPT, PROMPT.length, [ANSWER], ANSWER.length, [], 0)
   const batch = w.take()
-  tg.store.postTraces(batch, [batch.buffer])
+  tg.store.postTraces(batch, [batch.buffer], null, null, admitted)
 }

@@ -13,6 +13,7 @@ import { bodyFor, ROUTES } from '../helpers/bodies.js'
 import { stored } from '../helpers/store.js'
 import { parseMetrics, samples, servedByThread, value, type Sample } from '../helpers/prometheus.js'
 import { until } from '../helpers/wait.js'
+import { handOver, traceMeta } from '../helpers/handoff.js'
 
 const TOKEN = 'threads-test-metrics-token'
 const s = await startServer(t, { TRACEGATE_THREADS: '2', TRACEGATE_METRICS_PORT: '0', TRACEGATE_METRICS_TOKEN: TOKEN }, { testSeams: true })
@@ -64,6 +65,20 @@ t.test('calls over many connections are served by both threads and traced once e
   // Calls of a key without counted limits are counted on the main thread too (the dashboard shows them).
   const key = (await s.tg.admin.listKeys({ account: s.accountId }))[0]!
   await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteRequests >= 40, { ms: 2_000, what: 'the threads\' calls counted on the main thread' })
+})
+
+t.test('requests a front thread admitted reach the main thread\'s counts with the store worker\'s report of its batch', async (t) => {
+  const account = await s.tg.admin.createAccount({ name: 'admitted', plan: 'pro' })
+  const key = await s.tg.admin.createKey({ account: account.id, scope: 'proxy' })
+  const owner = { accountId: account.id, keyId: key.id }
+  // A batch of two traces and the seven calls the thread admitted since its last batch.
+  handOver(s.tg, [traceMeta(owner, null), traceMeta(owner, null)], [[key.id, account.id, 7]])
+  await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteRequests === 7, { ms: 5_000, what: 'the admitted requests counted on the main thread' })
+  await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteTokens === 8, { ms: 5_000, what: 'the batch\'s tokens counted with them' })
+  t.equal(s.tg.limiter.usage({ accountId: account.id }).minuteRequests, 7, 'the account counts them too')
+  // A batch with no trace (the thread's other calls were relays) still carries them.
+  handOver(s.tg, [], [[key.id, account.id, 2]])
+  await until(() => s.tg.limiter.usage({ keyId: key.id }).minuteRequests === 9, { ms: 5_000, what: 'an empty batch\'s admitted requests' })
 })
 
 t.test('a revoked key is refused on every open connection as soon as the revoke returns', async (t) => {

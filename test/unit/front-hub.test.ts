@@ -86,6 +86,24 @@ t.test('counted limits are judged by the main thread\'s Limiter; the rest locall
   t.equal(limiter.usage({ accountId: 'acct' }).minuteRequests, 3 + 1 + 2, 'the account counts every admitted call')
 })
 
+t.test('counts a trace batch takes are not sent again; counts no batch takes go in a note of their own', async (t) => {
+  const notes: CountedNote[] = []
+  const fl = new FrontLimits({ admit: () => Promise.resolve(null), counted: (note) => { notes.push(note) } })
+  t.teardown(() => fl.close())
+  t.equal(fl.takeCounted(), null, 'nothing counted, nothing to take')
+  for (let i = 0; i < 3; i++) t.equal(fl.admit(callOf('k4', {}), 'gpt-4o', 10), null)
+  t.same(fl.takeCounted(), [['k4', 'acct', 3]], 'the batch takes the key\'s calls, summed')
+  t.equal(fl.takeCounted(), null, 'and only once')
+  // Past the note's delay (100 ms): what the batch took is not told twice.
+  await new Promise((r) => setTimeout(r, 250))
+  t.same(notes, [], 'no note for counts a batch carried')
+  // No batch leaves (traces off, or an idle thread): the counts go in a note.
+  t.equal(fl.admit(callOf('k5', {}), 'gpt-4o', 10), null)
+  await until(() => notes.length === 1, { ms: 2000, what: 'the note of counts no batch took' })
+  t.same(notes, [[['k5', 'acct', 1]]])
+  t.equal(fl.takeCounted(), null, 'a note\'s counts are not taken again')
+})
+
 /**
  * Never run: it only has to build. Each `@ts-expect-error` line must be an error, or tsc fails the build
  * (an unused directive is an error itself).

@@ -164,6 +164,8 @@ const handlers: Handlers<StoreOps, Call> = {
   keysLastUsed: ({ ch }, a) => keysLastUsed(ch, a.accountId),
   flushTraces: async () => {
     await traces?.flush()
+    // Before the reply on the same port: the caller's counts include every trace taken so far.
+    reportNow()
     return statsWithSpans()
   },
   traceStats: () => statsWithSpans(),
@@ -226,9 +228,10 @@ const usage = new UsageCollector()
 /**
  * Reports leave at most this often: every message wakes the main thread, which costs it more than the
  * report's contents. Until a report arrives the calls' holds stand in for their costs (reserve.ts's
- * estimate, above what most calls cost; a call that costs more counts up to this much later).
+ * estimate, above what most calls cost; a call that costs more counts up to this much later), and the
+ * front threads' admitted requests (no limit depends on them) wait with it.
  */
-const REPORT_MS = 25
+const REPORT_MS = 100
 let reporting: NodeJS.Timeout | null = null
 
 function sendUsage (): void {
@@ -239,6 +242,11 @@ function sendUsage (): void {
 
 function reportUsage (): void {
   reporting ??= setTimeout(sendUsage, REPORT_MS)
+}
+
+/** Sends the report that waits now, if one does. */
+function reportNow (): void {
+  if (reporting !== null) { clearTimeout(reporting); sendUsage() }
 }
 
 /**
@@ -266,7 +274,15 @@ function takeTraces (msg: TraceMessage): void {
   handedOver(msg.handoff)
   // Built above (add is synchronous), so the report counts their costs before it lets their holds go.
   if (msg.held !== undefined) usage.release(msg.held)
+  if (msg.admitted !== undefined) usage.admit(msg.admitted)
   reportUsage()
+}
+
+/** A batch whose traces are not built (traces off, or the store did not open): its holds end, its requests are counted. */
+function takeLimits (msg: TraceMessage): void {
+  if (msg.held !== undefined) usage.release(msg.held)
+  if (msg.admitted !== undefined) usage.admit(msg.admitted)
+  if (msg.held !== undefined || msg.admitted !== undefined) reportUsage()
 }
 
 function inboundLagMs (): number {
@@ -318,7 +334,7 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     // Streams in progress stop at their current chunk.
     for (const stop of acks.values()) stop(false)
     acks.clear()
-    if (reporting !== null) { clearTimeout(reporting); sendUsage() }
+    reportNow()
     void (async () => {
       await writes.catch(() => {})
       if (ready !== null) await ready.catch(() => {})
@@ -346,13 +362,13 @@ function onMessage (msg: StoreRequest | TraceMessage | LiveMessage | ExportAck |
     if (traces !== null) takeTraces(msg)
     else if (!data.traces.enabled) {
       spansOnly(msg.traces)
-      if (msg.held !== undefined) { usage.release(msg.held); reportUsage() }
+      takeLimits(msg)
     }
     else {
       open().then(() => { takeTraces(msg) }, (err: unknown) => {
         warn('traces dropped: the store did not open', { dropped: msg.traces.count, err: (err as Error).message })
         // Their costs are never known: what their calls held is let go, as a hold whose trace never came.
-        if (msg.held !== undefined) { usage.release(msg.held); reportUsage() }
+        takeLimits(msg)
       })
     }
     return
