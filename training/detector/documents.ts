@@ -1,8 +1,9 @@
 // Clean documents as negatives: text that is data, full of imperatives addressed to people,
 // none to the model reading it. Two kinds:
-// - the READMEs and source files of the MIT and Apache-2.0 packages installed under node_modules, cut
-//   into passages; the packages used are pinned by name, version and licence in npm-documents.txt
-//   (`node dist-training/training/detector/documents.js` prints the list for what is installed);
+// - the READMEs and source files of MIT and Apache-2.0 npm packages, cut into passages: exactly the
+//   versions npm-documents.txt pins (with licence and integrity), read from node_modules or from the
+//   published tarball (npm-packages.ts); `node dist-training/training/detector/documents.js` prints
+//   the list for what is installed;
 // - generated mail, logs, tool outputs, search results, tables, recipes and forms (gen-documents.ts).
 // Each document is one group; a fixed quarter of the groups is held out and never trained on.
 import { createHash } from 'node:crypto'
@@ -85,6 +86,15 @@ export function npmDocuments (pinned: readonly PinnedPackage[] = readManifest())
   return passagesOf(sorted, pinnedPackageFiles(sorted), true)
 }
 
+/** The text of the first of `names` the package has. */
+function firstFile (f: PackageFiles, names: readonly string[]): string | undefined {
+  for (const n of names) {
+    const text = f.read(n)
+    if (text !== undefined) return text
+  }
+  return undefined
+}
+
 function passagesOf (pinned: readonly PinnedPackage[], files: readonly PackageFiles[], strict: boolean): DocumentRow[] {
   const next = rng(22)
   const rows: DocumentRow[] = []
@@ -97,11 +107,11 @@ function passagesOf (pinned: readonly PinnedPackage[], files: readonly PackageFi
       throw new Error(`training documents: ${f.from} is ${String(pkg.name)}@${String(pkg.version)} ${String(pkg.license)}, npm-documents.txt pins ${p.name}@${p.version} ${p.licence}`)
     }
     const origin = `${p.name}@${p.version} ${p.licence}`
-    const readme = ['README.md', 'readme.md', 'Readme.md'].map((n) => f.read(n)).find((t) => t !== undefined)
+    const readme = firstFile(f, ['README.md', 'readme.md', 'Readme.md'])
     if (readme !== undefined) {
       for (const text of passages(readme, next, 4)) rows.push({ text, label: 0, source: 'npm_readme', group: `npm:${p.name}`, origin })
     }
-    const main = [pkg.main, 'index.js', 'dist/index.js', 'lib/index.js'].filter((n): n is string => typeof n === 'string' && /\.[cm]?js$/.test(n)).map((n) => f.read(n)).find((t) => t !== undefined)
+    const main = firstFile(f, [pkg.main, 'index.js', 'dist/index.js', 'lib/index.js'].filter((n): n is string => typeof n === 'string' && /\.[cm]?js$/.test(n)))
     if (main !== undefined) {
       for (const text of passages(main, next, 2)) rows.push({ text, label: 0, source: 'npm_code', group: `npm:${p.name}`, origin })
     }
