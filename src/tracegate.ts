@@ -338,9 +338,12 @@ export class Tracegate {
       await this.#sql?.close()
       if (this.#metricsSocket !== null) uws.us_listen_socket_close(this.#metricsSocket as never)
       await this.#detection?.close().catch(() => {})
-      await this.limiter.close()
       // Every finished exchange reaches the store worker before it flushes and closes.
       await stack?.close()
+      // The store worker's report of every batch handed over (their costs, the threads' admitted
+      // requests) reaches the limits before their last Redis sync.
+      await this.store.call('flushTraces').catch(() => {})
+      await this.limiter.close()
       await this.store.close()
       await this.mock?.close()
       this.#log?.info('closed')

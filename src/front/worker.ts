@@ -3,8 +3,8 @@
 // threads, and its own detection pool (its share of the workers), so a check never waits on another
 // thread. Traces and key lookups go straight to the store worker over this thread's port, and with the
 // traces the requests the thread admitted, which the worker's usage report gives the main thread's counts;
-// calls the main thread must judge, readiness and log lines go to the main thread (hub.ts), which also
-// drops keys from this thread's cache and drains it at shutdown.
+// calls the main thread must judge, admitted requests no batch carried, readiness and log lines go to the
+// main thread (hub.ts), which also drops keys from this thread's cache and drains it at shutdown.
 import { parentPort, workerData } from 'node:worker_threads'
 import { defaultBulkThreads, detectionPoolFor } from '../detection/pool.js'
 import { SharedSlots } from '../detection/slots.js'
@@ -55,8 +55,12 @@ const limiter = new FrontLimits({ admit: (call) => hub.request('admit', call), c
 
 const stack = new ProxyStack(config, pricing, {
   lookupKey: (hash) => store.call('lookupKey', { hash }),
-  // The batch carries the thread's admitted requests: the store worker's report tells the main thread.
-  postTraces: (traces, transfer, handoff, held) => { store.postTraces(traces, transfer, handoff, held, limiter.takeCounted()) },
+  // The batch carries the thread's admitted requests: the store worker's report tells the main thread
+  // (a note does when the worker's channel is closed).
+  postTraces: (traces, transfer, handoff, held) => {
+    const admitted = limiter.takeCounted()
+    if (!store.postTraces(traces, transfer, handoff, held, admitted) && admitted !== null) hub.note('counted', admitted)
+  },
   limiter,
   detection,
   ready: async () => {

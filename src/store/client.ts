@@ -199,12 +199,13 @@ export class StoreClient {
    * Hands a batch of finished exchanges to the worker; its buffer moves, not copies. `handoff`: the
    * hand-off file that holds it, which the worker removes once it has the rows (store/handoff.ts).
    * `admitted`: a front thread's requests admitted since its last batch, reported to the main thread with
-   * the batch's usage.
+   * the batch's usage. False when the worker's channel is closed and nothing was sent.
    */
-  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null, held: HeldRelease[] | null = null, admitted: AdmittedCount[] | null = null): void {
-    if (this.#closed) return
+  postTraces (traces: EncodedTraces, transfer: ArrayBuffer[], handoff: string | null = null, held: HeldRelease[] | null = null, admitted: AdmittedCount[] | null = null): boolean {
+    if (this.#closed) return false
     const msg: TraceMessage = { traces, sentAt: Date.now(), ...(handoff === null ? {} : { handoff }), ...(held === null ? {} : { held }), ...(admitted === null ? {} : { admitted }) }
     this.#worker.postMessage(msg, transfer)
+    return true
   }
 
   async close (): Promise<void> {

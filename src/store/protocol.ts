@@ -68,7 +68,8 @@ export interface StoreOps {
   keysLastUsed: Op<[{ accountId: string }], Array<{ key_id: string; last_used_at: string }>>
   /**
    * Inserts what is queued now (tests and shutdown; the timer does it otherwise), and sends the usage
-   * report of the traces taken so far before the reply.
+   * report of every batch taken so far to the main thread; asked by the main thread, the report arrives
+   * before the reply.
    */
   flushTraces: Op<[], TraceStats | null>
   traceStats: Op<[], TraceStats | null>
