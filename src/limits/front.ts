@@ -50,11 +50,10 @@ export class FrontLimits {
   #timer: NodeJS.Timeout | null = null
   /** The main thread's mode, as its last readiness answer said. */
   mode: LimitsMode = 'local'
+  /** Tells the main thread what is counted and not yet told. */
   readonly #send = (): void => {
-    this.#timer = null
-    const note: CountedNote = [...this.#counted.values()]
-    this.#counted = new Map()
-    this.#main.counted(note)
+    const note = this.takeCounted()
+    if (note !== null) this.#main.counted(note)
   }
 
   /**
@@ -98,7 +97,7 @@ export class FrontLimits {
 
   /** Sends what is counted and not yet told. */
   close (): void {
-    if (this.#timer !== null) { clearTimeout(this.#timer); this.#send() }
+    this.#send()
   }
 
   /**

@@ -164,7 +164,8 @@ const handlers: Handlers<StoreOps, Call> = {
   keysLastUsed: ({ ch }, a) => keysLastUsed(ch, a.accountId),
   flushTraces: async () => {
     await traces?.flush()
-    // Before the reply on the same port: the caller's counts include every trace taken so far.
+    // On the main thread's port before its reply there: asked by the main thread, its counts then
+    // include every batch taken so far.
     reportNow()
     return statsWithSpans()
   },
@@ -273,8 +274,7 @@ function takeTraces (msg: TraceMessage): void {
   }
   handedOver(msg.handoff)
   // Built above (add is synchronous), so the report counts their costs before it lets their holds go.
-  if (msg.held !== undefined) usage.release(msg.held)
-  if (msg.admitted !== undefined) usage.admit(msg.admitted)
+  takeLimits(msg)
   reportUsage()
 }
 
