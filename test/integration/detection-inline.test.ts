@@ -2,7 +2,8 @@
 // real proxy a small clean call and a small injection are judged there, and a larger body still goes to
 // the workers; 0 sends every body to them; front threads judge inline too; the inline share bounds the
 // thread's time (once spent, checks go to the workers, whose verdicts are the same, allow phrases
-// included); and a thread whose event loop is busy leaves the judging to the workers.
+// included); and a thread whose event loop is saturated leaves the judging to the workers, while one
+// busy about 60% of the time still judges inline.
 import t from 'tap'
 import { startServer, type TestServer } from '../helpers/server.js'
 import { json, send } from '../helpers/http.js'
@@ -115,4 +116,14 @@ t.test('a thread whose event loop is busy leaves the judging to the workers', as
   await sleep(300)
   t.ok((await check(3)).ok)
   t.equal(inline, 2, 'idle again: inline again')
+  // Busy 6 ms in every 10 or more (a timer's delay only adds idle time): well below saturation, where a
+  // check in the thread costs less than the round trip and the worker's share together.
+  const end = performance.now() + 300
+  while (performance.now() < end) {
+    const spin = performance.now() + 6
+    while (performance.now() < spin) { /* busy */ }
+    await sleep(4)
+  }
+  t.ok((await check(4)).ok)
+  t.equal(inline, 3, 'a thread busy about 60% of the time still judges inline')
 })
