@@ -1,11 +1,11 @@
 // A small body judged in the calling thread (a front thread, or the main thread serving alone) by the same
-// detector the workers run: a round trip to a worker costs the sender more CPU than judging a chat turn
-// whose history the segment cache has seen. It is done only while the thread has time to spare: its event
-// loop was busy at most BUSY_ABOVE of the time over the last BUSY_WINDOW_MS, and a token bucket (refilled at
-// `share` of the wall clock, at most BURST_MS ahead) still holds time. Otherwise, and for any body the
-// detector fails on, the check goes to the workers, batched per turn: a saturated thread keeps its time
-// for proxying while the workers judge, and a flood of small bodies from one account meets the pool's
-// fair queue like any other.
+// detector the workers run: a round trip to a worker costs the sender about what judging a chat turn costs
+// it, and costs the worker more again (its wake-up and the copies both ways). It is done only while the
+// thread has time to spare: its event loop was busy at most BUSY_ABOVE of the time since it last looked
+// (BUSY_WINDOW_MS or more before; the judging itself counts), and a token bucket (refilled at `share` of the
+// wall clock, at most BURST_MS ahead) still holds time. Otherwise, and for any body the detector fails on,
+// the check goes to the workers, batched per turn: a saturated thread keeps its time for proxying while the
+// workers judge, and a flood of small bodies from one account meets the pool's fair queue like any other.
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import type { ProviderName } from '../providers/index.js'
 import type { Verdict } from './types.js'
@@ -17,12 +17,12 @@ export const INLINE_SHARE = 0.25
  * the thread's other calls by at most this, plus the one check that spends it.
  */
 const BURST_MS = 2
-/** The thread's event loop is judged busy or not over windows of this length. */
+/** The thread's event loop is judged busy or not over windows of at least this length. */
 const BUSY_WINDOW_MS = 100
 /**
- * Above this event-loop utilisation the thread has no time to spare for judging. A round trip costs the
- * sender about what judging a chat turn costs, and the worker as much again, so below it judging in the
- * thread saves CPU; only a thread near saturation gains from the workers' cores (bench/RESULTS.md).
+ * Above this event-loop utilisation the thread has no time to spare for judging: below it a check in the
+ * thread spares the worker's share of a round trip, and only a thread near saturation gains from the
+ * workers' cores (bench/RESULTS.md).
  */
 const BUSY_ABOVE = 0.85
 

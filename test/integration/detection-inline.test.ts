@@ -3,7 +3,7 @@
 // the workers; 0 sends every body to them; front threads judge inline too; the inline share bounds the
 // thread's time (once spent, checks go to the workers, whose verdicts are the same, allow phrases
 // included); and a thread whose event loop is saturated leaves the judging to the workers, while one
-// busy about 60% of the time still judges inline.
+// busy about 70% of the time still judges inline.
 import t from 'tap'
 import { startServer, type TestServer } from '../helpers/server.js'
 import { json, send } from '../helpers/http.js'
@@ -116,14 +116,31 @@ t.test('a thread whose event loop is busy leaves the judging to the workers', as
   await sleep(300)
   t.ok((await check(3)).ok)
   t.equal(inline, 2, 'idle again: inline again')
-  // Busy 6 ms in every 10 or more (a timer's delay only adds idle time): well below saturation, where a
-  // check in the thread costs less than the round trip and the worker's share together.
-  const end = performance.now() + 300
-  while (performance.now() < end) {
-    const spin = performance.now() + 6
-    while (performance.now() < spin) { /* busy */ }
-    await sleep(4)
+  // Busy about 70% of the time for 300 ms: well below saturation, where a check in the thread spares the
+  // worker's share of the round trip. The loop steers by the event loop's own utilisation since the span
+  // began (the figure the judge reads), spinning while it is under 0.7 and yielding while over, so late
+  // timers or a busy machine do not move it far; the share is checked to lie between the old bar (0.5)
+  // and the new one (0.85), and the span is tried again when it does not.
+  let share = 0
+  let judgedInline = false
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const before = inline
+    const start = performance.eventLoopUtilization()
+    const end = performance.now() + 300
+    while (performance.now() < end) {
+      if (performance.eventLoopUtilization(start).utilization < 0.7) {
+        const spin = performance.now() + 2
+        while (performance.now() < spin) { /* busy */ }
+      } else {
+        await sleep(1)
+      }
+    }
+    share = performance.eventLoopUtilization(start).utilization
+    t.ok((await check(4 + attempt)).ok)
+    judgedInline = inline - before === 1
+    if (share > 0.52 && share < 0.83) break
+    t.comment(`the event loop was busy ${share.toFixed(2)} of the span; trying again`)
   }
-  t.ok((await check(4)).ok)
-  t.equal(inline, 3, 'a thread busy about 60% of the time still judges inline')
+  t.ok(share > 0.52 && share < 0.83, `the event loop was busy between the two bars (${share.toFixed(2)})`)
+  t.ok(judgedInline, `a thread busy ${share.toFixed(2)} of the time still judges inline`)
 })
