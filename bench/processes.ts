@@ -313,6 +313,12 @@ export interface BenchTarget {
   readonly url: string
   /** The body of the chat call (the contract route's, with the tracegate key and, when there is one, the provider key). */
   body (stream: boolean): string
+  /** The tracegate key the calls carry. */
+  readonly key: string
+  /** The provider key the calls carry, or null: the account's server-side key is used. */
+  readonly providerKey: string | null
+  /** The model the calls ask for. */
+  readonly model: string
   /** `/metrics` and its token, or null when the deployment's were not given (lag and accounting are then skipped). */
   readonly metrics: { readonly url: string; readonly token: string | null } | null
   /** True when the bench started it (loopback, the mock behind it). */
@@ -337,6 +343,9 @@ export async function benchTarget (env: Record<string, string> = {}): Promise<Be
     return {
       url: url.replace(/\/+$/, ''),
       body: (stream) => JSON.stringify({ api_key: key, ...(providerKey === '' ? {} : { alpha_api_key: providerKey }), model, messages: MESSAGES, stream }),
+      key,
+      providerKey: providerKey === '' ? null : providerKey,
+      model,
       metrics: metricsUrl === '' ? null : { url: metricsUrl, token: process.env.BENCH_METRICS_TOKEN ?? null },
       local: false,
       stop: async () => {},
@@ -348,6 +357,9 @@ export async function benchTarget (env: Record<string, string> = {}): Promise<Be
   return {
     url: tg.url,
     body: (stream) => proxyBody(tg.key, stream),
+    key: tg.key,
+    providerKey: 'sk-bench',
+    model: 'gpt-4o-mini',
     metrics: { url: `http://127.0.0.1:${metricsPort}/metrics`, token: null },
     local: true,
     stop: async () => {
