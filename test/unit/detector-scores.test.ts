@@ -62,7 +62,7 @@ function dialectBody (provider: ProviderName, system: string, history: readonly 
 /** Every body of every set, by set name. Sets that need the shared data set are left out without it. */
 function sets (): Record<string, Body[]> {
   const own = [
-    ...['holdout.jsonl', 'probes.jsonl', 'final-check.jsonl', 'hard-negatives.jsonl', 'hard-positives.jsonl'].flatMap(handRows),
+    ...['holdout.jsonl', 'probes.jsonl', 'final-check.jsonl', 'errands-check.jsonl', 'hard-negatives.jsonl', 'hard-positives.jsonl'].flatMap(handRows),
     ...ownRows('heldout'),
   ]
   const attacks = evasionAttacks()

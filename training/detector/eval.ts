@@ -186,6 +186,10 @@ async function main (): Promise<void> {
   // final-check.jsonl: benign prompts with trigger words and attacks in the own styles, written after
   // the held-out part and kept out of every run until the settings were final. Never trained on.
   const finalCheck = handSet('final-check.jsonl')
+  // errands-check.jsonl: a user asking an assistant to send, forward or share things, or to show its
+  // earlier answers again (30 benign prompts, written before anything was measured on them), and 8
+  // exfiltration attacks worded as such errands. Never trained on (EXPERIMENTS.md, "Errands").
+  const errands = handSet('errands-check.jsonl')
   const evasions = evasionReport()
   const data = dataReport()
   const loso = losoReport()
@@ -205,6 +209,7 @@ async function main (): Promise<void> {
     probes,
     holdout,
     finalCheck,
+    errands,
     evasions,
     data,
     loso,
