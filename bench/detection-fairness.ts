@@ -4,7 +4,8 @@
 // account keeps 16 bodies of 1 MB in flight (each a new text; sent from a worker thread at a low CPU
 // priority, since in production that client runs on another machine: making and sending them neither
 // delays the quiet account's calls in this event loop nor takes the cores from tracegate), runs alternating. Prints the quiet
-// account's p50 and p99 and its failures in each case, and what the noisy account got.
+// account's p50 and p99 and its failures in each case, and what the noisy account got, then one line for
+// people on standard error.
 // BENCH_DURATION (s per run, default 5), BENCH_RUNS (pairs, default 3), BENCH_QUIET_CONNECTIONS (default 2),
 // BENCH_NOISY (parallel noisy calls, default 16), BENCH_NOISY_BYTES (default 1000000), BENCH_CLI (another
 // build's src/cli.js to measure instead of this one, e.g. the commit before), TRACEGATE_* passed through.
@@ -12,7 +13,7 @@ import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
-import { proxyBody, quantile, round2, startMock, startTracegate, tracegateCli, type TracegateProc } from './processes.js'
+import { proxyBody, quantile, round2, say, startMock, startTracegate, tracegateCli, type TracegateProc } from './processes.js'
 import { prose } from '../test/helpers/bodies.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 5)
@@ -116,6 +117,11 @@ async function main (): Promise<void> {
       p99_added_ms: round2(p99Flooded - p99Alone),
       target_p99_added_ms: 5,
     }) + '\n')
+    const added = round2(p99Flooded - p99Alone)
+    const noisy = Object.entries(noisyStatuses).map(([status, n]) => `${n} × ${status}`).join(', ')
+    say(`detection fairness: the quiet account's p99 ${round2(p99Alone)} ms alone, ${round2(p99Flooded)} ms beside ${noisyParallel} parallel ` +
+      `${round2(noisyBytes / 1e6)} MB bodies of another account (${added >= 0 ? '+' : ''}${added} ms; target within 5); ` +
+      `${floodedFailures} of its ${flooded.length} calls failed; the noisy account got ${noisy === '' ? 'no answer' : noisy}`)
   } finally {
     await tg.stop()
     await mock.proc.stop()

@@ -6,12 +6,12 @@
 //   TRACEGATE_DETECTION=off (the proxy alone), runs alternating.
 // Each load line has the means, the ratio overall and per pair, the server's CPU per request (two_vs_one: also
 // the main thread's, which with front threads is what serving them costs it), and the load
-// average before and after. BENCH_DURATION (s per run, default 10), BENCH_RUNS (pairs, default 3),
+// average before and after; the last line, on standard error, sums the cases up for people. BENCH_DURATION (s per run, default 10), BENCH_RUNS (pairs, default 3),
 // BENCH_CONNECTIONS (50), BENCH_SKIP (comma list of: baseline, two, off), BENCH_LIMITS (CLI limit flags set on
 // the bench account of every server before its runs, e.g. `--tpm 1000000000`: every call a counted one).
 import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
-import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, skipped, startMock, startTracegate as startServer, tracegateCli, type PairedRun, type TracegateProc } from './processes.js'
+import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, say, skipped, startMock, startTracegate as startServer, tracegateCli, type PairedRun, type TracegateProc } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
@@ -52,6 +52,9 @@ async function load (tg: TracegateProc, seconds: number): Promise<LoadRun> {
 }
 
 /** Two servers started once; runs alternate between them after a warm-up of each. */
+/** One clause per case for the people's line. */
+const people: string[] = []
+
 async function compare (name: string, a: () => Promise<TracegateProc>, b: () => Promise<TracegateProc>, extra: Record<string, unknown>): Promise<void> {
   const off = await a()
   const on = await b()
@@ -66,6 +69,10 @@ async function compare (name: string, a: () => Promise<TracegateProc>, b: () => 
       main_thread_us_per_request_off: main(r.offRuns), main_thread_us_per_request_on: main(r.onRuns),
       loadavg_before: before, loadavg_after: loadavg(),
     })
+    const x = r.summary
+    people.push(`${String(extra.settings)}: ${String(extra.on)} ${Number(x.rps_on).toLocaleString('en-US')} calls/s against ${String(extra.off)} ` +
+      `${Number(x.rps_off).toLocaleString('en-US')} (${String(x.ratio)}×), CPU ${String(x.cpu_us_per_request_on)} against ${String(x.cpu_us_per_request_off)} µs per call, ` +
+      `main thread ${main(r.onRuns)} against ${main(r.offRuns)} µs per call, ${String(x.errors)} errors`)
   } finally {
     await off.stop()
     await on.stop()
@@ -91,6 +98,7 @@ async function compareAba (name: string, base: () => Promise<TracegateProc>, can
       cpu_us_per_request: cpu.map(Math.round),
       errors: results.flat().reduce((n, r) => n + r.errors, 0), loadavg_before: before, loadavg_after: loadavg(),
     })
+    people.push(`${String(extra.candidate)} against the baseline build: ${r3(rps[1]! / ((rps[0]! + rps[2]!) / 2))}× its calls/s (the baseline against itself ${r3(rps[2]! / rps[0]!)}×)`)
   } finally {
     for (const p of procs) await p.stop()
   }
@@ -121,6 +129,7 @@ async function main (): Promise<void> {
         () => startTracegate(mock.url, { ...bare, TRACEGATE_THREADS: '2' }),
         { settings: 'traces=off detection=off', off: 'threads=1', on: 'threads=2' })
     }
+    if (people.length > 0) say(`threads: ${people.join('; ')}`)
   } finally {
     await mock.proc.stop()
   }
