@@ -12,6 +12,7 @@ import type { TraceStats } from './store/trace-types.js'
 import { INSERT_BUCKETS, OTHER_MODEL } from './store/trace-types.js'
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './metrics-series.js'
 import type { LimitsMode } from './domain/limits-mode.js'
+import type { BoardStats } from './limits/board.js'
 import type { AttemptResult } from './upstream/fallover.js'
 
 /** How often the event loop's delay is sampled for nodejs_eventloop_lag_* (a late sample is as late at any rate). */
@@ -51,6 +52,8 @@ export interface LateSources {
   readonly inflight: () => number
   /** How the limits count: each instance alone (no Redis), shared through Redis, or alone because Redis is away. */
   readonly limitsMode?: () => LimitsMode
+  /** How full the request board is (front threads judge counted limits on it); null or absent: no board. */
+  readonly limitBoard?: () => BoardStats | null
 }
 
 /** The series one finished call adds to. */
@@ -307,6 +310,40 @@ export class Metrics {
         for (const m of ['local', 'shared', 'fallback'] as const) this.set({ mode: m }, m === mode ? 1 : 0)
       },
     })
+    if (!front) {
+      new Gauge({
+        name: 'tracegate_limit_board_subjects',
+        help: 'Keys and accounts on the request board, where front threads judge counted limits without the main thread; a slot is kept for the life of the process.',
+        labelNames: ['kind'],
+        registers,
+        collect () {
+          const b = late()?.limitBoard?.() ?? null
+          if (b === null) return
+          this.set({ kind: 'key' }, b.keys)
+          this.set({ kind: 'account' }, b.accounts)
+        },
+      })
+      new Gauge({
+        name: 'tracegate_limit_board_slots',
+        help: 'Slots of the request board per kind (keys and accounts each have this many).',
+        registers,
+        collect () {
+          const b = late()?.limitBoard?.() ?? null
+          if (b !== null) this.set(b.slots)
+        },
+      })
+      new Counter({
+        name: 'tracegate_limit_board_no_room_total',
+        help: 'Calls whose key or account found no free slot on the request board: the main thread judged their limits.',
+        registers,
+        collect () {
+          const b = late()?.limitBoard?.() ?? null
+          if (b === null) return
+          this.reset()
+          this.inc(b.noRoom)
+        },
+      })
+    }
     new Gauge({
       name: 'tracegate_requests_in_flight',
       help: 'Proxied calls started and not finished.',

@@ -235,7 +235,7 @@ export class Tracegate {
       if (frontPorts !== null) {
         // The read API's own cache: the threads' proxies each keep theirs.
         keys = new KeyCache(lookupKey, config.keyCache)
-        metrics.attach({ inflight: () => 0, limitsMode: () => limits.mode })
+        metrics.attach({ inflight: () => 0, limitsMode: () => limits.mode, limitBoard: () => limits.boardStats })
         fronts = await FrontThreads.start(config, frontPorts.threads, {
           detectionWorker, limiter: limits, log, metrics: render,
           ready: async () => ({ ...await ready(), limits: limits.mode }),

@@ -100,6 +100,14 @@ export interface HoldWindows {
   readonly epoch: number
 }
 
+/** How full the board is: slots per table, the subjects placed in each, and the adds that found no room. */
+export interface BoardStats {
+  readonly slots: number
+  readonly keys: number
+  readonly accounts: number
+  readonly noRoom: number
+}
+
 /** Whose limit refused a hold, and which. */
 export interface HoldRefusal {
   readonly whose: 'key' | 'account'
@@ -123,12 +131,23 @@ export class RequestBoard {
   readonly buffer: SharedArrayBuffer
   readonly #words: BigInt64Array
   readonly #slots: number
+  /**
+   * Main thread only (it alone adds): the subjects given a slot, by kind, and the adds that found no free
+   * slot within reach, each a call whose limits the main thread judged instead of the front thread.
+   */
+  readonly placed = { key: 0, account: 0 }
+  noRoom = 0
 
   /** A new table (main thread), or a view of one whose buffer another thread made. */
   constructor (buffer: SharedArrayBuffer | null = null, slots = BOARD_SLOTS) {
     this.buffer = buffer ?? new SharedArrayBuffer(2 * slots * WORDS * 8)
     this.#words = new BigInt64Array(this.buffer)
     this.#slots = this.#words.length / (2 * WORDS)
+  }
+
+  /** Slots per table (keys and accounts have one each). */
+  get slots (): number {
+    return this.#slots
   }
 
   /** The subject's slot, or -1 when it has none. */
@@ -144,7 +163,10 @@ export class RequestBoard {
    */
   add (kind: BoardKind, id: string, minute: number, other: number, use: SlotUse | null = null): number {
     const at = this.#probe(kind, id)
-    if (at === null) return -1
+    if (at === null) {
+      if (idWords(id) !== null) this.noRoom++
+      return -1
+    }
     if (at.found) return at.slot
     // The main thread is the only one that adds, so the free slot the lookup stopped at is still free.
     const i = at.slot * WORDS
@@ -158,6 +180,7 @@ export class RequestBoard {
       Atomics.store(this.#words, i + HELD_MICRO + (use.epoch & 1), packIn(use.epoch, HELD_SHIFT, Math.ceil(use.heldMicro), MAX_HELD))
     }
     Atomics.store(this.#words, i + HI, at.id[0])
+    this.placed[kind]++
     return at.slot
   }
 

@@ -9,7 +9,7 @@ import type { Pricing } from '../pricing/index.js'
 import type { ProviderName } from '../providers/index.js'
 import type { Estimate } from './reserve.js'
 import { checkRules, NO_HEADERS, refusal, type Refusal } from './rules.js'
-import { dayOf, epochOf, MAX_DAY_MICRO, MAX_MONTH_MICRO, MAX_TOKENS, minuteOf, monthOf, type BoardKind, type HoldLimits, type RequestBoard } from './board.js'
+import { dayOf, epochOf, MAX_DAY_MICRO, MAX_MONTH_MICRO, MAX_TOKENS, minuteOf, monthOf, type BoardKind, type BoardStats, type HoldLimits, type RequestBoard } from './board.js'
 import { SharedSync, Subject, Windows, roll, type SharedCounters } from './shared.js'
 import { modelMatcher } from './types.js'
 import type { LimitUsageRow, Limits } from '../domain/limits.js'
@@ -144,6 +144,12 @@ export class Limiter {
   /** 'local' (no Redis configured), 'shared' (synced), 'fallback' (Redis configured but away, or not yet answered). */
   get mode (): LimitsMode {
     return this.#sync === null ? 'local' : this.#sync.mode
+  }
+
+  /** How full the request board is, for the metrics (null: no board, the main thread serves alone). */
+  get boardStats (): BoardStats | null {
+    const b = this.#board
+    return b === null ? null : { slots: b.slots, keys: b.placed.key, accounts: b.placed.account, noRoom: b.noRoom }
   }
 
   /** The request board's memory, for the front threads (null: none). */

@@ -147,6 +147,11 @@ t.test('/metrics is the sum over the threads', async (t) => {
   t.equal(samples(all, 'process_cpu_user_seconds_total').length, 1, 'the process\'s own metrics once')
   t.equal(value(all, 'tracegate_requests_in_flight'), 0, 'nothing in flight')
   t.equal(value(all, 'tracegate_limits_mode', { mode: 'local' }), 1, 'the limits\' mode said once')
+  t.equal(value(all, 'tracegate_limit_board_slots'), 65_536, 'the request board\'s slots per kind, said once')
+  // Only calls with a counted limit reach the main thread's limiter: here the rpm test's key and account.
+  t.equal(value(all, 'tracegate_limit_board_subjects', { kind: 'key' }), 1, 'the one key with a counted limit is on the board')
+  t.equal(value(all, 'tracegate_limit_board_subjects', { kind: 'account' }), 1, 'and its account')
+  t.equal(value(all, 'tracegate_limit_board_no_room_total'), 0, 'none found the board full')
   // Behind the token, a front thread serves the same sum on the proxy port (it asks the main thread).
   const onProxy = await scrape(s.url + '/metrics')
   t.equal(samples(onProxy, 'tracegate_thread_requests_total').reduce((n, x) => n + x.value, 0), 108, 'the same sum on the proxy port')

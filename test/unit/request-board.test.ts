@@ -29,6 +29,21 @@ t.test('a subject is found once the main thread added it, in its own table', asy
   t.equal(board.add('key', 'not-a-uuid', 100, 0), -1, 'and gets none')
 })
 
+t.test('the board counts the subjects it placed and the adds it found no room for', async (t) => {
+  const board = new RequestBoard(null, 8)
+  t.equal(board.slots, 8, 'slots per kind')
+  const ids = Array.from({ length: 8 }, () => randomUUID())
+  for (const id of ids) t.ok(board.add('key', id, 100, 0) >= 0, 'placed while there is room')
+  t.equal(board.add('key', ids[0]!, 100, 0), board.find('key', ids[0]!), 'a subject already there is found, not placed again')
+  t.same(board.placed, { key: 8, account: 0 }, 'eight keys placed, no account')
+  t.equal(board.noRoom, 0, 'no add found the table full yet')
+  t.equal(board.add('key', randomUUID(), 100, 0), -1, 'a ninth key finds no room')
+  t.equal(board.add('key', 'not-a-uuid', 100, 0), -1, 'an id that is no UUID gets no slot either')
+  t.equal(board.noRoom, 1, 'only the add the table had no room for counts')
+  t.ok(board.add('account', randomUUID(), 100, 0) >= 0, 'accounts have a table of their own')
+  t.same(board.placed, { key: 8, account: 1 }, 'and their own count')
+})
+
 t.test('counts belong to their minute, and a refusal leaves the count as it was', async (t) => {
   const board = new RequestBoard(null, 64)
   const slot = board.add('account', randomUUID(), 100, 2)
