@@ -118,7 +118,7 @@ async function main (): Promise<void> {
       target_p99_added_ms: 5,
     }) + '\n')
     const added = round2(p99Flooded - p99Alone)
-    const noisy = Object.entries(noisyStatuses).map(([status, n]) => `${n} × ${status}`).join(', ')
+    const noisy = Object.entries(noisyStatuses).map(([status, n]) => `${n} × ${status === '0' ? 'no answer' : status}`).join(', ')
     say(`detection fairness: the quiet account's p99 ${round2(p99Alone)} ms alone, ${round2(p99Flooded)} ms beside ${noisyParallel} parallel ` +
       `${round2(noisyBytes / 1e6)} MB bodies of another account (${added >= 0 ? '+' : ''}${added} ms; target within 5); ` +
       `${floodedFailures} of its ${flooded.length} calls failed; the noisy account got ${noisy === '' ? 'no answer' : noisy}`)

@@ -342,7 +342,7 @@ export async function benchTarget (env: Record<string, string> = {}): Promise<Be
     const metricsUrl = process.env.BENCH_METRICS_URL ?? ''
     return {
       url: url.replace(/\/+$/, ''),
-      body: (stream) => JSON.stringify({ api_key: key, ...(providerKey === '' ? {} : { alpha_api_key: providerKey }), model, messages: MESSAGES, stream }),
+      body: (stream) => JSON.stringify({ api_key: key, ...(providerKey === '' ? {} : { alpha_api_key: providerKey }), model, messages: MESSAGES, stream, temperature: 0.7 }),
       key,
       providerKey: providerKey === '' ? null : providerKey,
       model,

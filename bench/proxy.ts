@@ -49,6 +49,8 @@ interface Setup {
   readonly local: { readonly url: string; readonly key: string; readonly pid: number } | null
   /** Who the people's line names: loopback, or the deployment's host (never its path or credentials). */
   readonly where: string
+  /** The keys the calls carry, blanked in anything printed from an answer. */
+  readonly secrets: readonly string[]
   stop (): Promise<void>
 }
 
@@ -69,6 +71,7 @@ async function onLoopback (): Promise<Setup> {
     targets,
     local: { url: tg.url, key: tg.key, pid: tg.pid },
     where: 'loopback',
+    secrets: [tg.key],
     stop: async () => {
       await tg.stop()
       await nginx?.stop()
@@ -79,6 +82,10 @@ async function onLoopback (): Promise<Setup> {
 
 /** A deployment's three routes (BENCH_URL): the SDK's key header carries its provider key, else the tracegate key. */
 async function deployment (): Promise<Setup> {
+  // Every call reaches the provider behind the deployment and is billed: the load is the user's choice.
+  if (process.env.BENCH_DURATION === undefined || process.env.BENCH_RATE === undefined) {
+    throw new Refused('a deployment needs BENCH_DURATION (s per run) and BENCH_RATE (calls/s of the fixed-rate case) set: every call reaches its provider, and the defaults (10 s at full speed, 2,000/s) send tens of thousands')
+  }
   const t = await benchTarget()
   const native: Record<string, string> = t.providerKey === null ? { authorization: `Bearer ${t.key}` } : { authorization: `Bearer ${t.providerKey}`, 'x-tracegate-key': t.key }
   const chat = (stream: boolean): string => JSON.stringify({ model: t.model, messages: MESSAGES, stream, temperature: 0.7 })
@@ -90,24 +97,28 @@ async function deployment (): Promise<Setup> {
     ],
     local: null,
     where: new URL(t.url).host,
+    secrets: [t.key, t.providerKey ?? ''],
     stop: async () => { await t.stop() },
   }
 }
 
 type Result = Awaited<ReturnType<typeof load>>
 
+/** A target's refusal, or settings a deployment needs: printed as the message alone, without a stack. */
+class Refused extends Error {}
+
 /**
  * One call to each target before any load: a target that does not answer 2xx (a wrong key, no provider
  * key, a model the deployment does not route) stops the bench with its answer, instead of measuring how
- * fast it refuses.
+ * fast it refuses. The answer is printed with the keys the bench sent blanked (a provider's 401 or a
+ * proxy that echoes the request could repeat one), and a target silent for 20 s stops it too.
  */
-/** A target's refusal: printed as its answer, without a stack. */
-class Refused extends Error {}
-
-async function preflight (targets: readonly Target[]): Promise<void> {
+async function preflight (targets: readonly Target[], secrets: readonly string[]): Promise<void> {
   for (const t of targets) {
-    const r = await request(t.url, { method: 'POST', body: t.body(false), headers: { 'content-type': 'application/json', ...t.headers } })
-    const text = await r.body.text()
+    const r = await request(t.url, { method: 'POST', body: t.body(false), headers: { 'content-type': 'application/json', ...t.headers }, headersTimeout: 20_000, bodyTimeout: 20_000 })
+      .catch((err: unknown) => { throw new Refused(`${t.name} (${new URL(t.url).pathname}) did not answer: ${err instanceof Error ? err.message : String(err)}`) })
+    let text = await r.body.text()
+    for (const s of secrets) if (s !== '') text = text.split(s).join('***')
     if (r.statusCode >= 300) throw new Refused(`${t.name} (${new URL(t.url).pathname}) answered ${r.statusCode}: ${text.slice(0, 300)}`)
   }
 }
@@ -176,7 +187,7 @@ async function main (): Promise<void> {
   const { targets } = setup
   const summary: Summary = {}
   try {
-    await preflight(targets)
+    await preflight(targets, setup.secrets)
     if (!skip.has('throughput')) {
       for (const stream of [false, true]) {
         const results: Record<string, Result> = {}

@@ -51,10 +51,10 @@ async function load (tg: TracegateProc, seconds: number): Promise<LoadRun> {
   return { rps: r.requests.average, errors: r.errors + r.timeouts + r.non2xx, cpuUsPerRequest: (processCpuUs(tg.pid) - cpu0) / n, mainUsPerRequest: (mainThreadCpuUs(tg.pid) - main0) / n }
 }
 
-/** Two servers started once; runs alternate between them after a warm-up of each. */
 /** One clause per case for the people's line. */
 const people: string[] = []
 
+/** Two servers started once; runs alternate between them after a warm-up of each. */
 async function compare (name: string, a: () => Promise<TracegateProc>, b: () => Promise<TracegateProc>, extra: Record<string, unknown>): Promise<void> {
   const off = await a()
   const on = await b()

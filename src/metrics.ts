@@ -334,13 +334,13 @@ export class Metrics {
       })
       new Counter({
         name: 'tracegate_limit_board_no_room_total',
-        help: 'Calls whose key or account found no free slot on the request board: the main thread judged their limits.',
+        help: 'Calls whose key or account found no free slot within reach on the request board (the table full, or crowded where the id falls): the main thread judged their limits.',
         registers,
         collect () {
           const b = late()?.limitBoard?.() ?? null
           if (b === null) return
           this.reset()
-          this.inc(b.noRoom)
+          this.inc(b.noRoomCalls)
         },
       })
     }

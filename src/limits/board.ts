@@ -100,12 +100,12 @@ export interface HoldWindows {
   readonly epoch: number
 }
 
-/** How full the board is: slots per table, the subjects placed in each, and the adds that found no room. */
+/** How full the board is: slots per table, the subjects placed in each, and the calls whose key or account found no room. */
 export interface BoardStats {
   readonly slots: number
   readonly keys: number
   readonly accounts: number
-  readonly noRoom: number
+  readonly noRoomCalls: number
 }
 
 /** Whose limit refused a hold, and which. */

@@ -122,6 +122,8 @@ export class Limiter {
   readonly #pricing: Pricing | null
   readonly #holding: boolean
   readonly #board: RequestBoard | null
+  /** Calls whose key or account found no room on the board (each counted once). */
+  #noRoomCalls = 0
   /** Held per key ('k:' id) and account ('a:' id), and per call by its trace id. */
   readonly #held = new Map<string, Held>()
   readonly #holds = new Map<string, Hold>()
@@ -149,7 +151,7 @@ export class Limiter {
   /** How full the request board is, for the metrics (null: no board, the main thread serves alone). */
   get boardStats (): BoardStats | null {
     const b = this.#board
-    return b === null ? null : { slots: b.slots, keys: b.placed.key, accounts: b.placed.account, noRoom: b.noRoom }
+    return b === null ? null : { slots: b.slots, keys: b.placed.key, accounts: b.placed.account, noRoomCalls: this.#noRoomCalls }
   }
 
   /** The request board's memory, for the front threads (null: none). */
@@ -182,8 +184,10 @@ export class Limiter {
     const a = this.#subject(this.#accounts, call.accountId, 'a:')
     // A key and account the front threads could judge on the board are put there (both, or neither is used).
     if (this.#board !== null && boardable(call.key) && boardable(call.account)) {
+      const noRoom = this.#board.noRoom
       this.#boarded(k, 'key', call.keyId)
       this.#boarded(a, 'account', call.accountId)
+      if (this.#board.noRoom !== noRoom) this.#noRoomCalls++
     }
     const epoch = epochOf(now)
     const refused = this.#check(call.key, k, call.account, a, now, epoch, call.relay === true) ?? this.#countRequest(call, k, a, now)

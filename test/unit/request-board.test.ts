@@ -44,6 +44,23 @@ t.test('the board counts the subjects it placed and the adds it found no room fo
   t.same(board.placed, { key: 8, account: 1 }, 'and their own count')
 })
 
+t.test('the limiter counts a call once when its key or account found no room on the board', async (t) => {
+  const board = new RequestBoard(null, 2)
+  const lim = new Limiter({ now: () => Date.UTC(2026, 1, 1), board })
+  t.teardown(() => lim.close())
+  const call = (keyId: string, accountId: string): LimitCall => ({ keyId, accountId, key: { ...NO_LIMITS, rpm: 100 }, account: NO_LIMITS })
+  const [k1, k2, k3, a1, a2, a3] = Array.from({ length: 6 }, () => randomUUID())
+  t.equal(lim.count(call(k1!, a1!)), null)
+  t.equal(lim.count(call(k2!, a2!)), null)
+  t.same(lim.boardStats, { slots: 2, keys: 2, accounts: 2, noRoomCalls: 0 }, 'two keys and two accounts fill the tables')
+  t.equal(lim.count(call(k3!, a3!)), null, 'a third key and account are judged by the main thread')
+  t.equal(lim.boardStats?.noRoomCalls, 1, 'one call, though neither found room')
+  t.equal(lim.count(call(k3!, a1!)), null)
+  t.equal(lim.boardStats?.noRoomCalls, 2, 'a call whose key alone found no room counts too')
+  t.equal(lim.count(call(k1!, a1!)), null)
+  t.equal(lim.boardStats?.noRoomCalls, 2, 'a call of subjects on the board does not')
+})
+
 t.test('counts belong to their minute, and a refusal leaves the count as it was', async (t) => {
   const board = new RequestBoard(null, 64)
   const slot = board.add('account', randomUUID(), 100, 2)
