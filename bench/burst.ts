@@ -21,7 +21,7 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'burst', ...obj }) + '\n')
 }
 
-const target = await benchTarget()
+const target = await benchTarget({}, ['BENCH_BURST', 'BENCH_STEADY', 'BENCH_AFTER'])
 const tg = target
 const path = '/api/alpha_service/chat_completion'
 const body = target.body(false)

@@ -21,7 +21,7 @@ function line (obj: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ bench: 'cache', ...obj }) + '\n')
 }
 
-const target = await benchTarget()
+const target = await benchTarget({}, ['BENCH_RATE', 'BENCH_DURATION', 'BENCH_RUNS'])
 const pool = new Pool(target.url, { connections })
 const path = '/api/alpha_service/chat_completion'
 const body = target.body(stream)

@@ -330,11 +330,18 @@ export interface BenchTarget {
  * BENCH_URL and BENCH_KEY aim a load bench at an existing deployment (its proxy URL and a tracegate key;
  * BENCH_PROVIDER_KEY a provider key, else the account's server-side key; BENCH_MODEL, default gpt-4o-mini;
  * BENCH_METRICS_URL and BENCH_METRICS_TOKEN its /metrics). Its calls go to the provider behind it: they
- * cost what real calls cost. Without BENCH_URL, the bench starts the mock and a tracegate (`env` for it).
+ * cost what real calls cost, so the bench's `load` settings (how long, how fast) must be set, not taken
+ * from defaults sized for the mock; without them it stops before any call. Without BENCH_URL, the bench
+ * starts the mock and a tracegate (`env` for it).
  */
-export async function benchTarget (env: Record<string, string> = {}): Promise<BenchTarget> {
+export async function benchTarget (env: Record<string, string> = {}, load: readonly string[] = []): Promise<BenchTarget> {
   const url = process.env.BENCH_URL ?? ''
   if (url !== '') {
+    const unset = load.filter((name) => process.env[name] === undefined)
+    if (unset.length > 0) {
+      say(`a deployment needs ${unset.join(', ')} set: every call reaches its provider, and the defaults are sized for the mock`)
+      process.exit(2)
+    }
     const key = process.env.BENCH_KEY ?? ''
     if (key === '') throw new Error('BENCH_URL needs BENCH_KEY: a tracegate key of the deployment')
     const providerKey = process.env.BENCH_PROVIDER_KEY ?? ''
