@@ -21,14 +21,21 @@ function chat (n: number | null): typeof MESSAGES {
   return n === null ? MESSAGES : [MESSAGES[0]!, { role: 'user', content: `${n} ${MESSAGES[1]!.content}` }]
 }
 
+/** The model the chat asks for unless a deployment's BENCH_MODEL says otherwise. */
+const MODEL = 'gpt-4o-mini'
+
 /** The provider's request body for the chat (what tracegate forwards, or what a direct call sends). */
-export function providerBody (stream: boolean, n: number | null = null): string {
-  return JSON.stringify({ model: 'gpt-4o-mini', messages: chat(n), stream, temperature: 0.7 })
+export function providerBody (stream: boolean, n: number | null = null, model = MODEL): string {
+  return JSON.stringify({ model, messages: chat(n), stream, temperature: 0.7 })
 }
 
+/** Whose provider key and model a tracegate body carries: the mock's by default; a null key leaves the account's server-side one. */
+export interface BodyFor { readonly providerKey: string | null; readonly model: string }
+const MOCK: BodyFor = { providerKey: 'sk-bench', model: MODEL }
+
 /** tracegate's request body for the chat: the provider's, with the tracegate key and a provider key. */
-export function proxyBody (key: string, stream: boolean, n: number | null = null): string {
-  return JSON.stringify({ api_key: key, alpha_api_key: 'sk-bench', model: 'gpt-4o-mini', messages: chat(n), stream, temperature: 0.7 })
+export function proxyBody (key: string, stream: boolean, n: number | null = null, to: BodyFor = MOCK): string {
+  return JSON.stringify({ api_key: key, ...(to.providerKey === null ? {} : { alpha_api_key: to.providerKey }), model: to.model, messages: chat(n), stream, temperature: 0.7 })
 }
 
 export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url))
@@ -345,14 +352,14 @@ export async function benchTarget (env: Record<string, string> = {}, load: reado
     const key = process.env.BENCH_KEY ?? ''
     if (key === '') throw new Error('BENCH_URL needs BENCH_KEY: a tracegate key of the deployment')
     const providerKey = process.env.BENCH_PROVIDER_KEY ?? ''
-    const model = process.env.BENCH_MODEL ?? 'gpt-4o-mini'
+    const model = process.env.BENCH_MODEL ?? MODEL
     const metricsUrl = process.env.BENCH_METRICS_URL ?? ''
+    const to: BodyFor = { providerKey: providerKey === '' ? null : providerKey, model }
     return {
       url: url.replace(/\/+$/, ''),
-      body: (stream) => JSON.stringify({ api_key: key, ...(providerKey === '' ? {} : { alpha_api_key: providerKey }), model, messages: MESSAGES, stream, temperature: 0.7 }),
+      body: (stream) => proxyBody(key, stream, null, to),
       key,
-      providerKey: providerKey === '' ? null : providerKey,
-      model,
+      ...to,
       metrics: metricsUrl === '' ? null : { url: metricsUrl, token: process.env.BENCH_METRICS_TOKEN ?? null },
       local: false,
       stop: async () => {},
@@ -365,8 +372,7 @@ export async function benchTarget (env: Record<string, string> = {}, load: reado
     url: tg.url,
     body: (stream) => proxyBody(tg.key, stream),
     key: tg.key,
-    providerKey: 'sk-bench',
-    model: 'gpt-4o-mini',
+    ...MOCK,
     metrics: { url: `http://127.0.0.1:${metricsPort}/metrics`, token: null },
     local: true,
     stop: async () => {
@@ -386,3 +392,6 @@ export function sampleOf (text: string, name: string): number | null {
 export function say (text: string): void {
   process.stderr.write(text + '\n')
 }
+
+/** A count as people's lines write it: 12,345. */
+export const thousands = (n: number): string => n.toLocaleString('en-US')

@@ -11,7 +11,7 @@
 import autocannon from 'autocannon'
 import { connect, type Socket } from 'node:net'
 import { request } from 'undici'
-import { benchTarget, MESSAGES, providerBody, proxyBody, round2, rssOf, say, skipped as skip, startMock, startNginx, startTracegate } from './processes.js'
+import { benchTarget, MESSAGES, providerBody, proxyBody, round2, rssOf, say, skipped as skip, startMock, startNginx, startTracegate, thousands } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -84,11 +84,10 @@ async function onLoopback (): Promise<Setup> {
 async function deployment (): Promise<Setup> {
   const t = await benchTarget({}, ['BENCH_DURATION', 'BENCH_RATE'])
   const native: Record<string, string> = t.providerKey === null ? { authorization: `Bearer ${t.key}` } : { authorization: `Bearer ${t.providerKey}`, 'x-tracegate-key': t.key }
-  const chat = (stream: boolean): string => JSON.stringify({ model: t.model, messages: MESSAGES, stream, temperature: 0.7 })
   return {
     targets: [
       { name: 'tracegate', url: `${t.url}/api/alpha_service/chat_completion`, body: (s) => t.body(s), headers: {} },
-      { name: 'tracegate_native', url: `${t.url}/v1/chat/completions`, body: chat, headers: native },
+      { name: 'tracegate_native', url: `${t.url}/v1/chat/completions`, body: (s) => providerBody(s, null, t.model), headers: native },
       { name: 'tracegate_responses', url: `${t.url}/v1/responses`, body: (s) => responsesBody(t.model, s), headers: native },
     ],
     local: null,
@@ -111,11 +110,12 @@ class Refused extends Error {}
  */
 async function preflight (targets: readonly Target[], secrets: readonly string[]): Promise<void> {
   for (const t of targets) {
+    const route = `${t.name} (${new URL(t.url).pathname})`
     const r = await request(t.url, { method: 'POST', body: t.body(false), headers: { 'content-type': 'application/json', ...t.headers }, headersTimeout: 20_000, bodyTimeout: 20_000 })
-      .catch((err: unknown) => { throw new Refused(`${t.name} (${new URL(t.url).pathname}) did not answer: ${err instanceof Error ? err.message : String(err)}`) })
+      .catch((err: unknown) => { throw new Refused(`${route} did not answer: ${err instanceof Error ? err.message : String(err)}`) })
     let text = await r.body.text()
     for (const s of secrets) if (s !== '') text = text.split(s).join('***')
-    if (r.statusCode >= 300) throw new Refused(`${t.name} (${new URL(t.url).pathname}) answered ${r.statusCode}: ${text.slice(0, 300)}`)
+    if (r.statusCode >= 300) throw new Refused(`${route} answered ${r.statusCode}: ${text.slice(0, 300)}`)
   }
 }
 
@@ -126,8 +126,6 @@ interface Summary {
   rate?: Record<string, Result>
   memory?: { streams: number; growthMb: number }
 }
-
-const thousands = (n: number): string => n.toLocaleString('en-US')
 
 /** One line a person can read: calls per second, the ratios where nginx ran beside, the tail at the fixed rate. */
 function peopleLine (where: string, s: Summary): string {

@@ -11,7 +11,7 @@
 // the bench account of every server before its runs, e.g. `--tpm 1000000000`: every call a counted one).
 import autocannon from 'autocannon'
 import { readFileSync } from 'node:fs'
-import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, say, skipped, startMock, startTracegate as startServer, tracegateCli, type PairedRun, type TracegateProc } from './processes.js'
+import { alternate, mainThreadCpuUs, processCpuUs, proxyBody, say, skipped, thousands, startMock, startTracegate as startServer, tracegateCli, type PairedRun, type TracegateProc } from './processes.js'
 
 const duration = Number(process.env.BENCH_DURATION ?? 10)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
@@ -70,8 +70,8 @@ async function compare (name: string, a: () => Promise<TracegateProc>, b: () => 
       loadavg_before: before, loadavg_after: loadavg(),
     })
     const x = r.summary
-    people.push(`${String(extra.settings)}: ${String(extra.on)} ${Number(x.rps_on).toLocaleString('en-US')} calls/s against ${String(extra.off)} ` +
-      `${Number(x.rps_off).toLocaleString('en-US')} (${String(x.ratio)}×), CPU ${String(x.cpu_us_per_request_on)} against ${String(x.cpu_us_per_request_off)} µs per call, ` +
+    people.push(`${String(extra.settings)}: ${String(extra.on)} ${thousands(Number(x.rps_on))} calls/s against ${String(extra.off)} ` +
+      `${thousands(Number(x.rps_off))} (${String(x.ratio)}×), CPU ${String(x.cpu_us_per_request_on)} against ${String(x.cpu_us_per_request_off)} µs per call, ` +
       `main thread ${main(r.onRuns)} against ${main(r.offRuns)} µs per call, ${String(x.errors)} errors`)
   } finally {
     await off.stop()

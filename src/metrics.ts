@@ -300,49 +300,32 @@ export class Metrics {
       }),
     })
     // The limits are the main thread's: counted there only, or the threads' sum would say `local` N times.
-    if (!front) new Gauge({
-      name: 'tracegate_limits_mode',
-      help: 'How the per-key limits count, 1 for the current mode: local (no Redis configured), shared (through Redis), fallback (Redis configured but away: each instance counts alone).',
-      labelNames: ['mode'],
-      registers,
-      collect () {
-        const mode = late()?.limitsMode?.() ?? 'local'
-        for (const m of ['local', 'shared', 'fallback'] as const) this.set({ mode: m }, m === mode ? 1 : 0)
-      },
-    })
     if (!front) {
+      new Gauge({
+        name: 'tracegate_limits_mode',
+        help: 'How the per-key limits count, 1 for the current mode: local (no Redis configured), shared (through Redis), fallback (Redis configured but away: each instance counts alone).',
+        labelNames: ['mode'],
+        registers,
+        collect () {
+          const mode = late()?.limitsMode?.() ?? 'local'
+          for (const m of ['local', 'shared', 'fallback'] as const) this.set({ mode: m }, m === mode ? 1 : 0)
+        },
+      })
+      const board = (): BoardStats | null => late()?.limitBoard?.() ?? null
       new Gauge({
         name: 'tracegate_limit_board_subjects',
         help: 'Keys and accounts on the request board, where front threads judge counted limits without the main thread; a slot is kept for the life of the process.',
         labelNames: ['kind'],
         registers,
         collect () {
-          const b = late()?.limitBoard?.() ?? null
+          const b = board()
           if (b === null) return
           this.set({ kind: 'key' }, b.keys)
           this.set({ kind: 'account' }, b.accounts)
         },
       })
-      new Gauge({
-        name: 'tracegate_limit_board_slots',
-        help: 'Slots of the request board per kind (keys and accounts each have this many).',
-        registers,
-        collect () {
-          const b = late()?.limitBoard?.() ?? null
-          if (b !== null) this.set(b.slots)
-        },
-      })
-      new Counter({
-        name: 'tracegate_limit_board_no_room_total',
-        help: 'Calls whose key or account found no free slot within reach on the request board (the table full, or crowded where the id falls): the main thread judged their limits.',
-        registers,
-        collect () {
-          const b = late()?.limitBoard?.() ?? null
-          if (b === null) return
-          this.reset()
-          this.inc(b.noRoomCalls)
-        },
-      })
+      gaugeOf(registers, 'tracegate_limit_board_slots', 'Slots of the request board per kind (keys and accounts each have this many).', board, (b) => b.slots)
+      counterOf(registers, 'tracegate_limit_board_no_room_total', 'Calls whose key or account found no free slot within reach on the request board (the table full, or crowded where the id falls): the main thread judged their limits.', board, (b) => b.noRoomCalls)
     }
     new Gauge({
       name: 'tracegate_requests_in_flight',
@@ -437,7 +420,8 @@ function refill<M extends { reset (): void }, S> (read: () => S | undefined, fil
   }
 }
 
-function counterOf (registers: Registry[], name: string, help: string, stats: () => Promise<TraceStats | null>, read: (s: TraceStats) => number): void {
+/** A counter set on scrape from `stats` (none yet: no sample is written). */
+function counterOf<S> (registers: Registry[], name: string, help: string, stats: () => Promise<S | null> | S | null, read: (s: S) => number): void {
   new Counter({
     name, help, registers,
     async collect () {
@@ -449,7 +433,8 @@ function counterOf (registers: Registry[], name: string, help: string, stats: ()
   })
 }
 
-function gaugeOf (registers: Registry[], name: string, help: string, stats: () => Promise<TraceStats | null>, read: (s: TraceStats) => number): void {
+/** A gauge set on scrape from `stats`, as counterOf. */
+function gaugeOf<S> (registers: Registry[], name: string, help: string, stats: () => Promise<S | null> | S | null, read: (s: S) => number): void {
   new Gauge({
     name, help, registers,
     async collect () {

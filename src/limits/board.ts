@@ -131,18 +131,25 @@ export class RequestBoard {
   readonly buffer: SharedArrayBuffer
   readonly #words: BigInt64Array
   readonly #slots: number
-  /**
-   * Main thread only (it alone adds): the subjects given a slot, by kind, and the adds that found no free
-   * slot within reach, each a call whose limits the main thread judged instead of the front thread.
-   */
-  readonly placed = { key: 0, account: 0 }
-  noRoom = 0
+  /** Main thread only (it alone adds): the subjects given a slot, by kind, and the adds that found none within reach. */
+  readonly #placed = { key: 0, account: 0 }
+  #noRoom = 0
 
   /** A new table (main thread), or a view of one whose buffer another thread made. */
   constructor (buffer: SharedArrayBuffer | null = null, slots = BOARD_SLOTS) {
     this.buffer = buffer ?? new SharedArrayBuffer(2 * slots * WORDS * 8)
     this.#words = new BigInt64Array(this.buffer)
     this.#slots = this.#words.length / (2 * WORDS)
+  }
+
+  /** The subjects given a slot, by kind (the main thread's count: it alone adds). */
+  get placed (): { readonly key: number; readonly account: number } {
+    return { ...this.#placed }
+  }
+
+  /** The adds that found no free slot within reach (an id that is no UUID is not counted). */
+  get noRoom (): number {
+    return this.#noRoom
   }
 
   /** Slots per table (keys and accounts have one each). */
@@ -164,7 +171,7 @@ export class RequestBoard {
   add (kind: BoardKind, id: string, minute: number, other: number, use: SlotUse | null = null): number {
     const at = this.#probe(kind, id)
     if (at === null) {
-      if (idWords(id) !== null) this.noRoom++
+      if (idWords(id) !== null) this.#noRoom++
       return -1
     }
     if (at.found) return at.slot
@@ -180,7 +187,7 @@ export class RequestBoard {
       Atomics.store(this.#words, i + HELD_MICRO + (use.epoch & 1), packIn(use.epoch, HELD_SHIFT, Math.ceil(use.heldMicro), MAX_HELD))
     }
     Atomics.store(this.#words, i + HI, at.id[0])
-    this.placed[kind]++
+    this.#placed[kind]++
     return at.slot
   }
 
