@@ -1,11 +1,14 @@
 // A small body judged in the calling thread (a front thread, or the main thread serving alone) by the same
 // detector the workers run: a round trip to a worker costs the sender about what judging a chat turn costs
-// it, and costs the worker more again (its wake-up and the copies both ways). It is done only while the
-// thread has time to spare: its event loop was busy at most BUSY_ABOVE of the time since it last looked
-// (BUSY_WINDOW_MS or more before; the judging itself counts), and a token bucket (refilled at `share` of the
-// wall clock, at most BURST_MS ahead) still holds time. Otherwise, and for any body the detector fails on,
-// the check goes to the workers, batched per turn: a saturated thread keeps its time for proxying while the
-// workers judge, and a flood of small bodies from one account meets the pool's fair queue like any other.
+// it, and costs the worker more again (its wake-up and the copies both ways). It is done while the thread
+// has time to spare: its event loop was busy at most BUSY_ABOVE of the time since it last looked
+// (BUSY_WINDOW_MS or more before; the judging itself counts), or it was busier but the machine had no core
+// to spare (SPARE_CORES) for a worker to judge on, where the round trip only adds work; and a token bucket
+// (refilled at `share` of the wall clock, at most BURST_MS ahead) still holds time. Otherwise, and for any
+// body the detector fails on, the check goes to the workers, batched per turn: a saturated thread keeps its
+// time for proxying while the workers judge on idle cores, and a flood of small bodies from one account
+// meets the pool's fair queue like any other.
+import { cpus } from 'node:os'
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import type { ProviderName } from '../providers/index.js'
 import type { Verdict } from './types.js'
@@ -25,6 +28,33 @@ const BUSY_WINDOW_MS = 100
  * workers' cores (bench/RESULTS.md).
  */
 const BUSY_ABOVE = 0.85
+/**
+ * A busy thread hands its checks to the workers only when the machine's cores were idle at least this much
+ * (in cores, summed) over the same window: with less, a worker would judge on a core something else needs,
+ * and the round trip's own work (the copies, two wake-ups) is all that changes (bench/RESULTS.md).
+ */
+export const SPARE_CORES = 0.5
+
+/** Idle cores of the machine since the last reading, from its CPU times (os.cpus()). */
+export function machineIdleCores (): () => number {
+  const totals = (): { idle: number, total: number, cores: number } => {
+    let idle = 0, total = 0
+    const all = cpus()
+    for (const { times } of all) {
+      idle += times.idle
+      total += times.user + times.nice + times.sys + times.idle + times.irq
+    }
+    return { idle, total, cores: all.length }
+  }
+  let last = totals()
+  return () => {
+    const now = totals()
+    const idle = now.idle - last.idle, total = now.total - last.total
+    last = now
+    // No tick between two readings: nothing known, so the workers' cores count as free, as before.
+    return total > 0 ? (idle / total) * now.cores : Infinity
+  }
+}
 
 type DetectBody = (provider: ProviderName, json: string, allow: readonly string[] | null) => Verdict
 
@@ -32,6 +62,7 @@ export class InlineJudge {
   readonly #maxBytes: number
   readonly #share: number
   readonly #onInline: (() => void) | null
+  readonly #idleCores: () => number
   #detect: DetectBody | null = null
   #loading: Promise<void> | null = null
   /** Milliseconds of inline judging the thread may still spend. */
@@ -39,16 +70,19 @@ export class InlineJudge {
   #at = performance.now()
   /**
    * The event loop's utilisation at the start of the current window (null until the first check, so the
-   * thread's start is not taken for load), and whether the last whole window was busy.
+   * thread's start is not taken for load), and whether checks go to the workers: the last whole window
+   * was busy, and the machine had a core to spare.
    */
   #elu: EventLoopUtilization | null = null
   #windowAt = 0
-  #busy = false
+  #toWorkers = false
 
-  constructor (maxBytes: number, share = INLINE_SHARE, onInline: (() => void) | null = null) {
+  /** `idleCores` tells the machine's idle cores since it was last asked (tests pass their own). */
+  constructor (maxBytes: number, share = INLINE_SHARE, onInline: (() => void) | null = null, idleCores: () => number = machineIdleCores()) {
     this.#maxBytes = maxBytes
     this.#share = share
     this.#onInline = onInline
+    this.#idleCores = idleCores
   }
 
   /**
@@ -74,13 +108,15 @@ export class InlineJudge {
     const now = performance.now()
     if (this.#elu === null || now - this.#windowAt >= BUSY_WINDOW_MS) {
       const elu = performance.eventLoopUtilization()
-      if (this.#elu !== null) this.#busy = performance.eventLoopUtilization(elu, this.#elu).utilization > BUSY_ABOVE
+      // The machine is read every window, so its idle time is that of the same window.
+      const idle = this.#idleCores()
+      if (this.#elu !== null) this.#toWorkers = performance.eventLoopUtilization(elu, this.#elu).utilization > BUSY_ABOVE && idle >= SPARE_CORES
       this.#elu = elu
       this.#windowAt = now
     }
     this.#budget = Math.min(BURST_MS, this.#budget + (now - this.#at) * this.#share)
     this.#at = now
-    if (this.#busy || this.#budget <= 0) return null
+    if (this.#toWorkers || this.#budget <= 0) return null
     let verdict: Verdict
     try {
       verdict = detect(provider, body.toString('utf8'), allow)

@@ -83,6 +83,8 @@ export interface DetectionPoolOptions {
   readonly inlineShare?: number
   /** Told each verdict given in this thread (for /metrics). */
   readonly onInline?: () => void
+  /** The machine's idle cores since last asked (default: its CPU times; tests pass their own). */
+  readonly idleCores?: () => number
 }
 
 /** The bulk workers beside `threads` chat workers unless told otherwise: half as many, at least one. */
@@ -162,7 +164,7 @@ export class DetectionPool {
     }, Math.max(50, options.deadlineMs))
     this.#watchdog.unref()
     const inlineBytes = Math.min(options.inlineBytes ?? 0, SMALL_BYTES)
-    this.#inline = inlineBytes > 0 && options.filename === undefined ? new InlineJudge(inlineBytes, options.inlineShare, options.onInline ?? null) : null
+    this.#inline = inlineBytes > 0 && options.filename === undefined ? new InlineJudge(inlineBytes, options.inlineShare, options.onInline ?? null, options.idleCores) : null
   }
 
   check (provider: ProviderName, body: Buffer, allow: readonly string[] | null = null, account = ''): Promise<DetectionOutcome> {
