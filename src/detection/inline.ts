@@ -8,7 +8,7 @@
 // body the detector fails on, the check goes to the workers, batched per turn: a saturated thread keeps its
 // time for proxying while the workers judge on idle cores, and a flood of small bodies from one account
 // meets the pool's fair queue like any other.
-import { cpus } from 'node:os'
+import { cpus, type CpuInfo } from 'node:os'
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import type { ProviderName } from '../providers/index.js'
 import type { Verdict } from './types.js'
@@ -35,24 +35,28 @@ const BUSY_ABOVE = 0.85
  */
 export const SPARE_CORES = 0.5
 
-/** Idle cores of the machine since the last reading, from its CPU times (os.cpus()). */
-export function machineIdleCores (): () => number {
-  const totals = (): { idle: number, total: number, cores: number } => {
-    let idle = 0, total = 0
-    const all = cpus()
-    for (const { times } of all) {
-      idle += times.idle
-      total += times.user + times.nice + times.sys + times.idle + times.irq
-    }
-    return { idle, total, cores: all.length }
+/**
+ * Idle cores of the machine since the last reading: the idle time os.cpus() reports, summed over its
+ * cores, over the wall time between the readings, so time a core spent waiting for its host (steal) or
+ * in softirq counts as busy. Where no CPU is listed or the clock did not move, the answer is Infinity:
+ * unknown counts as spare. In a container the figure is the host's cores, not the container's quota.
+ */
+export function machineIdleCores (read: () => readonly CpuInfo[] = cpus, clock: () => number = () => performance.now()): () => number {
+  const idleMs = (): number => {
+    let idle = 0
+    const all = read()
+    if (all.length === 0) return Number.NaN
+    for (const { times } of all) idle += times.idle
+    return idle
   }
-  let last = totals()
+  let lastIdle = idleMs()
+  let lastAt = clock()
   return () => {
-    const now = totals()
-    const idle = now.idle - last.idle, total = now.total - last.total
-    last = now
-    // No tick between two readings: nothing known, so the workers' cores count as free, as before.
-    return total > 0 ? (idle / total) * now.cores : Infinity
+    const idle = idleMs(), at = clock()
+    const cores = (idle - lastIdle) / (at - lastAt)
+    lastIdle = idle
+    lastAt = at
+    return Number.isFinite(cores) && cores >= 0 ? cores : Infinity
   }
 }
 
